@@ -1,0 +1,14 @@
+//! schedlab: the classic Linux scheduler workloads, run faithfully and watched live.
+//!
+//! Data flows one way: workloads (child processes) → kernel → [`probe`] → Sample →
+//! [`model`] → Frame → [`ui`] and the exporters. See DESIGN in the README.
+
+pub mod contest;
+pub mod counters;
+pub mod lifeline;
+pub mod model;
+pub mod probe;
+pub mod supervisor;
+pub mod sysv;
+pub mod ui;
+pub mod workload;

@@ -1,0 +1,92 @@
+//! How a schedlab process ends, whatever ends it.
+//!
+//! Every command calls [`install`] first. Then SIGINT, SIGTERM and SIGHUP, and a panic on any
+//! thread, run the registered clean-up hooks (restore the terminal, kill children, ...), remove
+//! every SysV object the process made, and exit. A supervised workload (one the dashboard,
+//! `run` or contest started) is also the leader of its own process group, and takes that whole
+//! group with it, so a fork loop's children or hackbench's 400 processes cannot outlive it.
+//!
+//! A supervised workload learns of its parent's death without a thread of its own: the
+//! supervisor gives it the read end of a pipe set to raise SIGTERM (F_SETSIG) when the last
+//! writer, the parent, goes away, plus PR_SET_PDEATHSIG as a second line.
+
+use std::sync::{Mutex, Once};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+/// Set in a supervised child: the descriptor of its lifeline pipe.
+pub const ENV_LIFELINE_FD: &str = "SCHEDLAB_LIFELINE_FD";
+
+type Hook = Box<dyn Fn() + Send>;
+static HOOKS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+
+/// Registers a clean-up to run on a termination signal, a lost parent or a panic. Hooks run in
+/// the reverse order of registration and must not block for long.
+pub fn on_exit(hook: impl Fn() + Send + 'static) {
+    HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Box::new(hook));
+}
+
+/// Installs the signal thread and the panic hook. Idempotent.
+pub fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+            Ok(mut signals) => {
+                let spawned = std::thread::Builder::new()
+                    .name("schedlab-signals".into())
+                    .stack_size(64 * 1024)
+                    .spawn(move || {
+                        if let Some(sig) = signals.forever().next() {
+                            terminate(128 + sig);
+                        }
+                    });
+                if let Err(err) = spawned {
+                    eprintln!("schedlab: warning: no signal thread ({err}); Ctrl-C may leave objects behind");
+                }
+            }
+            Err(err) => eprintln!("schedlab: warning: cannot catch signals: {err}"),
+        }
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            run_hooks();
+            previous(info);
+            finish(101);
+        }));
+    });
+}
+
+/// True when a supervisor started this process (and made it leader of its process group).
+pub fn supervised() -> bool {
+    std::env::var_os(ENV_LIFELINE_FD).is_some()
+}
+
+/// Runs every clean-up and exits with `code`. Also the path for a fatal error in a thread.
+pub fn terminate(code: i32) -> ! {
+    run_hooks();
+    finish(code)
+}
+
+fn run_hooks() {
+    // A panic while the lock is held must not stop the clean-up: take the poisoned value.
+    let hooks = match HOOKS.try_lock() {
+        Ok(mut guard) => std::mem::take(&mut *guard),
+        Err(std::sync::TryLockError::Poisoned(p)) => std::mem::take(&mut *p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => Vec::new(),
+    };
+    for hook in hooks.iter().rev() {
+        hook();
+    }
+    crate::sysv::remove_all();
+}
+
+fn finish(code: i32) -> ! {
+    crate::sysv::remove_ledger_file();
+    if supervised() {
+        // Our process group is ours alone: take every descendant with us, then ourselves.
+        unsafe { libc::kill(0, libc::SIGKILL) };
+    }
+    std::process::exit(code)
+}

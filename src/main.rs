@@ -1,0 +1,83 @@
+//! The `schedlab` command line: one binary, one subcommand per tool.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use schedlab::{contest, lifeline, sysv, ui, workload};
+
+#[derive(Parser)]
+#[command(
+    name = "schedlab",
+    version,
+    about = "A terminal lab for Linux scheduler behaviour",
+    long_about = "A terminal lab for Linux scheduler behaviour.\n\n\
+        With no command, opens the dashboard on the built-in default scenario: contest's \
+        fork_load against a -j4 reference job in one session, with each one's CPU share \
+        next to its fair share.\n\n\
+        Each classic workload also runs on its own and prints what the original printed."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Cmd>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Open the dashboard on a scenario file (the built-in default when none is given).
+    Tui(ui::TuiArgs),
+    /// The chatroom benchmark's server (chat_s): serves runs one after another.
+    ChatServer(workload::chat::ServerArgs),
+    /// The chatroom benchmark's client (chat_c): runs the rooms and prints the throughput.
+    ChatClient(workload::chat::ClientArgs),
+    /// hackbench: groups of 20 senders and 20 receivers over sockets or pipes.
+    Hackbench(workload::hackbench::Args),
+    /// contest's fork_load: fork, exec a nil program, wait, repeat.
+    ForkLoad(workload::fork_load::Args),
+    /// The reference job: fixed parallel CPU work standing in for `make -j4 bzImage`.
+    RefJob(workload::refjob::Args),
+    /// A plain CPU hog.
+    CpuHog(workload::cpuhog::Args),
+    /// contest: time a reference job alone and under each load.
+    Contest(contest::Args),
+    /// msgbench: timed batches of msgget, msgsnd, msgctl over many queues.
+    Msgbench(workload::msgbench::Args),
+    /// Message, semaphore or pipe ping-pong between pairs of tasks.
+    IpcPingpong(workload::pingpong::Args),
+    /// Remove SysV objects left by schedlab processes that were killed outright.
+    Cleanup,
+}
+
+fn main() -> ExitCode {
+    lifeline::install();
+    let args = workload::hackbench::rewrite_legacy_args(std::env::args_os().collect());
+    let cli = Cli::parse_from(args);
+    let (name, result) = match cli.command {
+        None => ("tui", ui::main(ui::TuiArgs::default())),
+        Some(Cmd::Tui(a)) => ("tui", ui::main(a)),
+        Some(Cmd::ChatServer(a)) => ("chat-server", workload::chat::server_main(a)),
+        Some(Cmd::ChatClient(a)) => ("chat-client", workload::chat::client_main(a)),
+        Some(Cmd::Hackbench(a)) => ("hackbench", workload::hackbench::main(a)),
+        Some(Cmd::ForkLoad(a)) => ("fork-load", workload::fork_load::main(a)),
+        Some(Cmd::RefJob(a)) => ("ref-job", workload::refjob::main(a)),
+        Some(Cmd::CpuHog(a)) => ("cpu-hog", workload::cpuhog::main(a)),
+        Some(Cmd::Contest(a)) => ("contest", contest::main(a)),
+        Some(Cmd::Msgbench(a)) => ("msgbench", workload::msgbench::main(a)),
+        Some(Cmd::IpcPingpong(a)) => ("ipc-pingpong", workload::pingpong::main(a)),
+        Some(Cmd::Cleanup) => ("cleanup", cleanup()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // One line, the whole chain of causes: scripts grep it, people read it.
+            eprintln!("schedlab {name}: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn cleanup() -> anyhow::Result<()> {
+    let removed = sysv::sweep_orphans()?;
+    println!("removed {removed} SysV objects left by dead schedlab processes");
+    Ok(())
+}

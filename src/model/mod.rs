@@ -1,0 +1,6 @@
+//! Pure functions from Samples to Frames: rates, CPU share, context-switch rates, run-queue
+//! wait, fair share, Jain's index, and statistics over repeated runs. No I/O.
+
+pub mod frame;
+
+pub use frame::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};

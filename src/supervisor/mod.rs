@@ -1,0 +1,409 @@
+//! Starts workloads as child processes, each in a process group of its own, and makes sure
+//! they end: stopped by hand, or when their supervisor dies however it dies.
+//!
+//! A workload is usually this very binary with a subcommand (`schedlab fork-load ...`), so
+//! the dashboard, `run`, contest and the standalone commands run the same code. It can also be
+//! any command (a user's `make -j4`).
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::counters::{self, CounterRegion};
+use crate::lifeline::ENV_LIFELINE_FD;
+
+/// Scheduling policy a workload runs under.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    #[default]
+    Other,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+}
+
+impl Policy {
+    pub fn as_libc(self) -> libc::c_int {
+        match self {
+            Policy::Other => libc::SCHED_OTHER,
+            Policy::Batch => libc::SCHED_BATCH,
+            Policy::Idle => libc::SCHED_IDLE,
+            Policy::Fifo => libc::SCHED_FIFO,
+            Policy::Rr => libc::SCHED_RR,
+        }
+    }
+
+    pub fn is_realtime(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr)
+    }
+}
+
+/// Where a workload sits, which decides what its fair share is.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Its own process group in the supervisor's session: it shares the session's autogroup
+    /// with every other shared workload, as `make -j4` and a fork loop typed in one shell do.
+    #[default]
+    Shared,
+    /// Its own session (setsid), so its own autogroup when autogroup is enabled.
+    OwnSession,
+    /// Its own cgroup with this CPU weight (cgroup v2 scale, 1..10000; 100 is the default).
+    Cgroup { weight: u32 },
+}
+
+/// The knobs set on a workload before it starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Knobs {
+    pub nice: i32,
+    pub policy: Policy,
+    /// Real-time priority, for the FIFO and RR policies (1..99).
+    pub rt_priority: u8,
+    /// CPUs it may run on; None = all.
+    pub affinity: Option<Vec<usize>>,
+    pub placement: Placement,
+}
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Program {
+    /// This binary with these arguments (a subcommand).
+    SelfExe(Vec<String>),
+    /// Any program: argv[0] looked up in PATH.
+    Command(Vec<String>),
+}
+
+/// A workload about to be started.
+#[derive(Clone, Debug)]
+pub struct LaunchSpec {
+    pub name: String,
+    pub program: Program,
+    pub knobs: Knobs,
+    /// Keep the child's stdout/stderr (standalone-style reports) instead of discarding them.
+    pub capture_output: bool,
+}
+
+/// A started workload. Dropping it kills its whole process group and reaps the leader.
+pub struct Running {
+    pub name: String,
+    /// Pid of the leader; also its process group id (and session id with OwnSession).
+    pub pid: u32,
+    pub started: Instant,
+    pub counters: CounterRegion,
+    pub knobs: Knobs,
+    child: Child,
+    exit: Option<ExitStatus>,
+    _lifeline: OwnedFd,
+}
+
+impl Running {
+    pub fn pgid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Whether the leader has exited, reaping it if so.
+    pub fn poll_exit(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.exit = Some(status);
+                // The leader is gone: make sure nothing of its group lingers, and remove
+                // SysV objects it may have left if it died by SIGKILL.
+                kill_group(self.pid, libc::SIGKILL);
+                let _ = crate::sysv::sweep_orphans();
+            }
+        }
+        self.exit
+    }
+
+    /// The child's output pipes, when `capture_output` was set.
+    pub fn child_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Asks the group to stop (SIGTERM), waits up to `grace`, then kills it outright.
+    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        if self.poll_exit().is_some() {
+            return self.exit;
+        }
+        kill_group(self.pid, libc::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if self.poll_exit().is_some() {
+                return self.exit;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill_group(self.pid, libc::SIGKILL);
+        self.exit = self.child.wait().ok();
+        let _ = crate::sysv::sweep_orphans();
+        self.exit
+    }
+
+    /// Waits for the workload to end by itself.
+    pub fn wait(&mut self) -> Result<ExitStatus> {
+        if let Some(status) = self.exit {
+            return Ok(status);
+        }
+        let status = self.child.wait().context("waiting for workload")?;
+        self.exit = Some(status);
+        kill_group(self.pid, libc::SIGKILL);
+        let _ = crate::sysv::sweep_orphans();
+        Ok(status)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            kill_group(self.pid, libc::SIGKILL);
+            let _ = self.child.wait();
+            let _ = crate::sysv::sweep_orphans();
+        }
+    }
+}
+
+fn kill_group(pgid: u32, sig: libc::c_int) {
+    if pgid > 1 {
+        unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
+    }
+}
+
+/// Starts a workload in a process group of its own, with its knobs applied before exec.
+pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
+    if spec.knobs.policy.is_realtime() && !(1..=99).contains(&spec.knobs.rt_priority) {
+        bail!(
+            "{}: real-time priority must be 1..99, not {}",
+            spec.name,
+            spec.knobs.rt_priority
+        );
+    }
+    if let Placement::Cgroup { .. } = spec.knobs.placement {
+        bail!("{}: cgroup placement is not available yet", spec.name);
+    }
+    let counters = CounterRegion::create(counters::DEFAULT_CAPACITY)?;
+    let (lifeline_r, lifeline_w) = pipe_cloexec()?;
+
+    let mut cmd = match &spec.program {
+        Program::SelfExe(args) => {
+            let exe = std::env::current_exe().context("finding the schedlab binary")?;
+            let mut c = Command::new(exe);
+            c.args(args);
+            c
+        }
+        Program::Command(argv) => {
+            let Some((first, rest)) = argv.split_first() else {
+                bail!("{}: empty command", spec.name);
+            };
+            let mut c = Command::new(first);
+            c.args(rest);
+            c
+        }
+    };
+    cmd.env(counters::ENV_FD, counters.raw_fd().to_string())
+        .env(ENV_LIFELINE_FD, lifeline_r.as_raw_fd().to_string())
+        .stdin(Stdio::null());
+    if !spec.capture_output {
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+
+    let keep_fds = [counters.raw_fd(), lifeline_r.as_raw_fd()];
+    let lifeline_fd = lifeline_r.as_raw_fd();
+    let own_session = spec.knobs.placement == Placement::OwnSession;
+    let nice = spec.knobs.nice;
+    let policy = spec.knobs.policy;
+    let rt_priority = spec.knobs.rt_priority;
+    let cpuset = spec.knobs.affinity.as_deref().map(cpu_set).transpose()?;
+
+    // Runs in the child between fork and exec: only async-signal-safe calls, no allocation.
+    unsafe {
+        cmd.pre_exec(move || {
+            if own_session {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::setpgid(0, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Second line of defence: the parent thread's death sends SIGTERM.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            for fd in keep_fds {
+                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            // The lifeline: when the supervisor (the only writer) is gone, the kernel signals
+            // the reader. F_SETSIG makes that signal SIGTERM, so it works for any program.
+            if libc::fcntl(lifeline_fd, libc::F_SETOWN, libc::getpid()) < 0
+                || libc::fcntl(lifeline_fd, F_SETSIG, libc::SIGTERM) < 0
+                || libc::fcntl(lifeline_fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if nice != 0 && libc::setpriority(libc::PRIO_PROCESS, 0, nice) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if policy != Policy::Other {
+                let param = libc::sched_param {
+                    sched_priority: if policy.is_realtime() {
+                        rt_priority as i32
+                    } else {
+                        0
+                    },
+                };
+                if libc::sched_setscheduler(0, policy.as_libc(), &param) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(set) = &cpuset {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+
+    let child = cmd.spawn().map_err(|err| {
+        let what = match err.raw_os_error() {
+            Some(libc::EPERM) if policy.is_realtime() || nice < 0 => format!(
+                "{}: not permitted to set {:?} policy / nice {} (needs root or CAP_SYS_NICE)",
+                spec.name, policy, nice
+            ),
+            Some(libc::EINVAL) if cpuset.is_some() => {
+                format!("{}: CPU affinity names no usable CPU", spec.name)
+            }
+            _ => format!("{}: cannot start {:?}", spec.name, spec.program),
+        };
+        anyhow::Error::new(err).context(what)
+    })?;
+    drop(lifeline_r);
+    Ok(Running {
+        name: spec.name.clone(),
+        pid: child.id(),
+        started: Instant::now(),
+        counters,
+        knobs: spec.knobs.clone(),
+        child,
+        exit: None,
+        _lifeline: lifeline_w,
+    })
+}
+
+/// fcntl's F_SETSIG (Linux), missing from the libc crate.
+const F_SETSIG: libc::c_int = 10;
+
+fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error()).context("pipe2 for a lifeline");
+    }
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A cpu_set_t holding `cpus`, checked against the machine.
+pub fn cpu_set(cpus: &[usize]) -> Result<libc::cpu_set_t> {
+    let online = online_cpus();
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpus.is_empty() {
+        bail!("an empty CPU list");
+    }
+    for &cpu in cpus {
+        if cpu >= online {
+            bail!(
+                "CPU {cpu} does not exist: this machine has CPUs 0..{}",
+                online - 1
+            );
+        }
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    Ok(set)
+}
+
+/// CPUs this process may use (its affinity), which is what a workload can get.
+pub fn online_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, knobs: Knobs) -> LaunchSpec {
+        LaunchSpec {
+            name: "test".into(),
+            program: Program::Command(vec!["sh".into(), "-c".into(), script.into()]),
+            knobs,
+            capture_output: true,
+        }
+    }
+
+    /// Alive and not a zombie waiting for a reaper that may be slow to come.
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+            .unwrap_or(false)
+    }
+
+    #[test]
+    fn workload_gets_its_own_group_and_knobs() {
+        let knobs = Knobs {
+            nice: 5,
+            ..Knobs::default()
+        };
+        let mut run = spawn(&sh("echo $(ps -o pgid= -o ni= -p $$)", knobs)).unwrap();
+        let pid = run.pid;
+        let mut out = String::new();
+        use std::io::Read;
+        run.child_mut()
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(run.wait().unwrap().success());
+        let fields: Vec<&str> = out.split_whitespace().collect();
+        assert_eq!(fields, vec![pid.to_string().as_str(), "5"]);
+    }
+
+    #[test]
+    fn stop_kills_the_whole_group() {
+        let mut run = spawn(&sh("sleep 30 & echo $!; wait", Knobs::default())).unwrap();
+        let mut line = String::new();
+        use std::io::BufRead;
+        std::io::BufReader::new(run.child_mut().stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let grandchild: u32 = line.trim().parse().unwrap();
+        assert!(alive(grandchild));
+        run.stop(Duration::from_millis(500));
+        // The grandchild was reparented; give init a moment to reap it.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while alive(grandchild) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(grandchild));
+    }
+
+    #[test]
+    fn bad_affinity_is_refused_before_starting() {
+        let knobs = Knobs {
+            affinity: Some(vec![4096]),
+            ..Knobs::default()
+        };
+        let err = spawn(&sh("true", knobs)).err().unwrap();
+        assert!(format!("{err:#}").contains("does not exist"), "{err:#}");
+    }
+}

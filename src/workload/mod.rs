@@ -1,0 +1,12 @@
+//! The load generators. Each is a plain function that runs the workload and counts its
+//! operations into a [`crate::counters::CounterRegion`]; the same code serves the standalone
+//! command (printing the original's report) and the dashboard, which starts it as a child
+//! process of this binary.
+
+pub mod chat;
+pub mod cpuhog;
+pub mod fork_load;
+pub mod hackbench;
+pub mod msgbench;
+pub mod pingpong;
+pub mod refjob;
