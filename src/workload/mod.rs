@@ -7,6 +7,7 @@ pub mod chat;
 pub mod cpuhog;
 pub mod fork_load;
 pub mod hackbench;
+pub mod kind;
 pub mod msgbench;
 pub mod pingpong;
 pub mod refjob;
