@@ -74,6 +74,9 @@ impl Default for ProbeConfig {
 const CACHE_REFRESH_NS: u64 = 5_000_000_000;
 /// Re-list threads and rescan /proc at least this often.
 const RELIST_NS: u64 = 1_000_000_000;
+/// Re-read every thread's nice at least this often (at once when the main thread's changes:
+/// a renice of a whole workload touches the main thread too).
+const NICE_EVERY_NS: u64 = 5_000_000_000;
 
 /// A file kept open and re-read from offset 0; or, when descriptors run out, a path
 /// reopened each time.
@@ -149,6 +152,11 @@ fn read_path(path: &Path, buf: &mut Vec<u8>) -> Result<(), ReadErr> {
 struct TaskState {
     schedstat: Reader,
     status: Option<Reader>,
+    /// Read on status ticks only, for per-thread nice and policy.
+    stat: Option<Reader>,
+    /// Timeslices at the last status read: a thread not scheduled since cannot have switched
+    /// (but for at most one switch-out, counted when it next runs), so its status is skipped.
+    status_slices: u64,
     sample: TaskSample,
 }
 
@@ -156,6 +164,9 @@ struct ProcState {
     start: u64,
     stat: Reader,
     listed_ns: u64,
+    /// When per-thread nice was last read, and the main thread's (nice, policy) then.
+    nice_ns: u64,
+    main_sched: (i32, u32),
     tasks: HashMap<u32, TaskState>,
     sample: ProcessSample,
 }
@@ -177,6 +188,8 @@ pub struct Probe {
     schedstat: Option<Reader>,
     /// pid → (pgid, start) for every process seen in /proc.
     pid_cache: HashMap<u32, (u32, u64)>,
+    /// Pids whose stat could not be read at the last scan, and why (hidepid, permissions).
+    unreadable: HashMap<u32, String>,
     cache_built_ns: u64,
     scanned_ns: u64,
     /// /proc/stat `processes` now, and when /proc was last scanned.
@@ -223,6 +236,7 @@ impl Probe {
             proc_stat,
             buf: Vec::with_capacity(4096),
             pid_cache: HashMap::new(),
+            unreadable: HashMap::new(),
             cache_built_ns: 0,
             scanned_ns: 0,
             last_forks: 0,
@@ -334,6 +348,7 @@ impl Probe {
         };
         if refresh {
             self.pid_cache.clear();
+            self.unreadable.clear();
             self.cache_built_ns = now;
         }
         let mut seen = HashSet::with_capacity(self.pid_cache.len() + 16);
@@ -347,13 +362,23 @@ impl Probe {
                 continue;
             }
             let path = self.cfg.proc_root.join(name).join("stat");
-            if read_path(&path, &mut self.buf).is_ok() {
-                if let Some(st) = parse::stat(&self.buf) {
-                    self.pid_cache.insert(pid, (st.pgrp, st.start));
+            match read_path(&path, &mut self.buf) {
+                Ok(()) => {
+                    if let Some(st) = parse::stat(&self.buf) {
+                        self.pid_cache.insert(pid, (st.pgrp, st.start));
+                        self.unreadable.remove(&pid);
+                    }
                 }
+                Err(ReadErr::Failed(why)) => {
+                    // Cached as belonging to no group, so it is retried only at a refresh.
+                    self.pid_cache.insert(pid, (u32::MAX, 0));
+                    self.unreadable.insert(pid, why);
+                }
+                Err(ReadErr::Gone) => {}
             }
         }
         self.pid_cache.retain(|pid, _| seen.contains(pid));
+        self.unreadable.retain(|pid, _| seen.contains(pid));
         self.scanned_ns = now;
     }
 
@@ -368,14 +393,21 @@ impl Probe {
             cfg,
             buf,
             pid_cache,
+            unreadable,
             groups,
             ..
         } = self;
         let group = groups.entry(target.id).or_default();
         let mut problems: Vec<String> = Vec::new();
+        if let Some(why) = unreadable.get(&target.leader) {
+            problems.push(format!("cannot read the leader's stat: {why}"));
+        }
 
         // The leader's identity, to tell its exit from a reused pid.
-        if let Some(&(_, start)) = pid_cache.get(&target.leader) {
+        if let Some(&(_, start)) = pid_cache
+            .get(&target.leader)
+            .filter(|(pgid, _)| *pgid != u32::MAX)
+        {
             match group.leader_start {
                 None => group.leader_start = Some(start),
                 Some(s) if s != start && group.procs.is_empty() => {
@@ -389,6 +421,10 @@ impl Probe {
         }
 
         if scan {
+            // A process no longer listed in /proc (or listed as another) is gone.
+            group
+                .procs
+                .retain(|pid, p| pid_cache.get(pid).map(|e| e.1) == Some(p.start));
             let members: Vec<(u32, u64)> = if target.pgid == 0 {
                 pid_cache
                     .get(&target.leader)
@@ -450,6 +486,13 @@ impl Probe {
                 list_tasks(&cfg.proc_root, pid, p, now);
             }
             let main_nice = st.nice;
+            let nice_due = status_due
+                && ((st.nice, st.policy) != p.main_sched
+                    || now.saturating_sub(p.nice_ns) >= NICE_EVERY_NS);
+            if nice_due {
+                p.nice_ns = now;
+                p.main_sched = (st.nice, st.policy);
+            }
             p.tasks.retain(|&tid, t| {
                 match t.schedstat.read(buf) {
                     Ok(b) => match parse::schedstat(b) {
@@ -471,7 +514,8 @@ impl Probe {
                     t.sample.nice = main_nice;
                     t.sample.policy = st.policy;
                 }
-                if status_due {
+                if status_due && t.sample.slices != t.status_slices {
+                    t.status_slices = t.sample.slices;
                     if let Some(r) = &t.status {
                         match r.read(buf) {
                             Ok(b) => {
@@ -487,13 +531,12 @@ impl Probe {
                             }
                         }
                     }
-                    if tid != pid {
-                        let path = cfg.proc_root.join(format!("{pid}/task/{tid}/stat"));
-                        if read_path(&path, buf).is_ok() {
-                            if let Some(ts) = parse::stat(buf) {
-                                t.sample.nice = ts.nice;
-                                t.sample.policy = ts.policy;
-                            }
+                }
+                if nice_due {
+                    if let Some(r) = t.stat.as_ref().filter(|_| tid != pid) {
+                        if let Some(ts) = r.read(buf).ok().and_then(parse::stat) {
+                            t.sample.nice = ts.nice;
+                            t.sample.policy = ts.policy;
                         }
                     }
                 }
@@ -527,6 +570,20 @@ impl Probe {
                 .ok()
         });
 
+        if processes.is_empty() && target.leader != 0 {
+            // Nothing left: tell a reused leader pid from a plain exit.
+            let path = cfg.proc_root.join(format!("{}/stat", target.leader));
+            if read_path(&path, buf).is_ok() {
+                if let (Some(st), Some(start)) = (parse::stat(buf), group.leader_start) {
+                    if st.start != start {
+                        problems.push(format!(
+                            "pid {} now belongs to another process (reused)",
+                            target.leader
+                        ));
+                    }
+                }
+            }
+        }
         problems.sort();
         problems.dedup();
         let health = if processes.is_empty() {
@@ -587,6 +644,8 @@ fn open_process(
         start,
         stat,
         listed_ns: 0,
+        nice_ns: now,
+        main_sched: (st.nice, st.policy),
         tasks: HashMap::new(),
         sample: ProcessSample {
             pid,
@@ -635,21 +694,25 @@ fn list_tasks(proc_root: &Path, pid: u32, p: &mut ProcState, now: u64) {
             continue;
         };
         let status = Reader::open(tdir.join("status")).ok();
+        let stat = Reader::open(tdir.join("stat")).ok();
         let mut sample = TaskSample {
             tid,
             ..TaskSample::default()
         };
-        if read_path(&tdir.join("stat"), &mut buf).is_ok() {
-            if let Some(ts) = parse::stat(&buf) {
-                sample.nice = ts.nice;
-                sample.policy = ts.policy;
-            }
+        if let Some(ts) = stat
+            .as_ref()
+            .and_then(|r| r.read(&mut buf).ok().and_then(parse::stat))
+        {
+            sample.nice = ts.nice;
+            sample.policy = ts.policy;
         }
         p.tasks.insert(
             tid,
             TaskState {
                 schedstat,
                 status,
+                stat,
+                status_slices: u64::MAX,
                 sample,
             },
         );
