@@ -212,10 +212,9 @@ fn check(own_session: bool) {
             ours[i],
             truth[i]
         );
-        assert!(
-            truth[i] > 0.1 * window,
-            "workload {i} barely ran: {truth:?}"
-        );
+        // Not a timing check (the machine may be busy): only that there was something to
+        // measure.
+        assert!(truth[i] > 0.01, "workload {i} did not run: {truth:?}");
     }
     // With autogroup on, the loop in its own session is in another scheduling group.
     if prev.machine.autogroup {

@@ -99,7 +99,14 @@ impl Model {
                 let all = (r1.saturating_sub(r0) + w1.saturating_sub(w0)) as f64;
                 ((all - ours_demand_ns) / t_ns).max(rest_received)
             }
-            _ => rest_received,
+            // Without /proc/schedstat: procs_running (runnable tasks, instantaneous, averaged
+            // over both ends) less ours (Σ (run + wait) / T is our mean runnable count) and
+            // the observer itself. Noisy, but it sees a busy machine.
+            _ => {
+                let running =
+                    (cur.machine.procs_running as f64 + prev.machine.procs_running as f64) / 2.0;
+                (running - ours_demand_ns / t_ns - 1.0).max(rest_received)
+            }
         };
 
         // Real-time tasks are served before any fair task.
