@@ -14,7 +14,6 @@ pub mod sample;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -124,22 +123,39 @@ impl Reader {
 }
 
 fn pread_all<'a>(f: &File, buf: &'a mut Vec<u8>) -> io::Result<&'a [u8]> {
-    let cap = buf.capacity().max(4096);
+    use std::os::fd::AsRawFd;
     buf.clear();
-    buf.resize(cap, 0);
-    let mut len = 0;
+    if buf.capacity() < 4096 {
+        buf.reserve(4096);
+    }
     loop {
-        let n = f.read_at(&mut buf[len..], len as u64)?;
-        len += n;
+        let len = buf.len();
+        let spare = buf.capacity() - len;
+        // pread straight into the spare capacity: no zero-filling of a buffer per read.
+        let n = unsafe {
+            libc::pread(
+                f.as_raw_fd(),
+                buf.as_mut_ptr().add(len).cast(),
+                spare,
+                len as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        // SAFETY: the kernel wrote n bytes there.
+        unsafe { buf.set_len(len + n as usize) };
         // /proc files are produced whole by one read when the buffer is large enough; only a
         // full buffer needs another round.
-        if n == 0 || len < buf.len() {
+        if n == 0 || buf.len() < buf.capacity() {
             break;
         }
-        let grow = buf.len();
-        buf.resize(grow * 2, 0);
+        buf.reserve(buf.capacity());
     }
-    buf.truncate(len);
     Ok(&buf[..])
 }
 
