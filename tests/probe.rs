@@ -402,7 +402,10 @@ fn an_unreadable_file_makes_the_workload_partial_with_the_reason() {
     let Health::Partial(why) = &s.workloads[0].health else {
         panic!("expected partial, got {:?}", s.workloads[0].health);
     };
-    assert!(why.contains("Is a directory"), "{why}");
+    assert!(
+        why.contains("100/task/101/schedstat: Is a directory"),
+        "{why}"
+    );
     assert_eq!(s.workloads[0].processes[0].threads.len(), 3);
     let frame = Model::new().step(&pin(s.clone(), 0), &pin(s, 1));
     assert!(matches!(
@@ -535,4 +538,24 @@ fn samples_round_trip_through_json() {
     let text = serde_json::to_string(&s).unwrap();
     let back: Sample = serde_json::from_str(&text).unwrap();
     assert_eq!(back, s);
+}
+
+#[test]
+fn an_unreadable_status_stays_reported_while_it_lasts() {
+    let f = FakeProc::new();
+    let targets = [target(1, "ref-job", 100)];
+    hogs(&f, 1, 7);
+    let path = f.root().join("100/task/102/status");
+    fs::remove_file(&path).unwrap();
+    fs::create_dir(&path).unwrap();
+    let mut probe = f.probe();
+    for _ in 0..3 {
+        let s = probe.sample(&targets);
+        let Health::Partial(why) = &s.workloads[0].health else {
+            panic!("expected partial, got {:?}", s.workloads[0].health);
+        };
+        assert!(why.contains("102/status"), "{why}");
+        // Its CPU is still read; only its switch counts are missing.
+        assert_eq!(s.workloads[0].processes[0].threads.len(), 4);
+    }
 }

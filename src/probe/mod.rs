@@ -95,6 +95,7 @@ enum ReadErr {
 fn classify(err: io::Error, path: &Path) -> ReadErr {
     match err.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::ESRCH) => ReadErr::Gone,
+        _ if path.as_os_str().is_empty() => ReadErr::Failed(err.to_string()),
         _ => ReadErr::Failed(format!("{}: {err}", path.display())),
     }
 }
@@ -113,7 +114,8 @@ impl Reader {
     /// Reads the whole file into `buf` (cleared first).
     fn read<'a>(&self, buf: &'a mut Vec<u8>) -> Result<&'a [u8], ReadErr> {
         match self {
-            Reader::Open(f) => pread_all(f, buf).map_err(|e| classify(e, Path::new("(open)"))),
+            // The caller names the file: paths are not kept per open file.
+            Reader::Open(f) => pread_all(f, buf).map_err(|e| classify(e, Path::new(""))),
             Reader::Path(p) => {
                 let f = File::open(p).map_err(|e| classify(e, p))?;
                 pread_all(&f, buf).map_err(|e| classify(e, p))
@@ -178,6 +180,8 @@ struct TaskState {
 
 struct ProcState {
     start: u64,
+    /// Files of this process that could not be opened or read, until the next re-list.
+    notes: Vec<String>,
     stat: Reader,
     listed_ns: u64,
     /// When per-thread nice was last read, and the main thread's (nice, policy) then.
@@ -474,7 +478,7 @@ impl Probe {
                 Ok(b) => parse::stat(b),
                 Err(ReadErr::Gone) => None,
                 Err(ReadErr::Failed(why)) => {
-                    problems.push(why);
+                    problems.push(format!("{}/{pid}/stat: {why}", cfg.proc_root.display()));
                     None
                 }
             };
@@ -521,7 +525,10 @@ impl Probe {
                     },
                     Err(ReadErr::Gone) => return false,
                     Err(ReadErr::Failed(why)) => {
-                        problems.push(why);
+                        problems.push(format!(
+                            "{}/{pid}/task/{tid}/schedstat: {why}",
+                            cfg.proc_root.display()
+                        ));
                         return false;
                     }
                 }
@@ -542,7 +549,10 @@ impl Probe {
                             }
                             Err(ReadErr::Gone) => return false,
                             Err(ReadErr::Failed(why)) => {
-                                problems.push(why);
+                                p.notes.push(format!(
+                                    "{}/{pid}/task/{tid}/status: {why}",
+                                    cfg.proc_root.display()
+                                ));
                                 t.status = None;
                             }
                         }
@@ -561,6 +571,7 @@ impl Probe {
             if status_due {
                 p.sample.autogroup = read_autogroup(&cfg.proc_root, pid, buf);
             }
+            problems.extend(p.notes.iter().cloned());
         }
         for pid in gone_pids {
             group.procs.remove(&pid);
@@ -651,13 +662,16 @@ fn open_process(
     let st = match stat.read(buf) {
         Ok(b) => parse::stat(b),
         Err(ReadErr::Gone) => return Ok(None),
-        Err(ReadErr::Failed(why)) => return Err(why),
+        Err(ReadErr::Failed(why)) => {
+            return Err(format!("{}/{pid}/stat: {why}", proc_root.display()))
+        }
     };
     let Some(st) = st.filter(|s| s.start == start) else {
         return Ok(None);
     };
     let mut p = ProcState {
         start,
+        notes: Vec::new(),
         stat,
         listed_ns: 0,
         nice_ns: now,
@@ -687,12 +701,28 @@ fn read_autogroup(proc_root: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<(u64,
 /// Brings a process's thread list up to date: opens files of new threads, drops dead ones.
 fn list_tasks(proc_root: &Path, pid: u32, p: &mut ProcState, now: u64) {
     p.listed_ns = now;
+    p.notes.clear();
     let dir = proc_root.join(format!("{pid}/task"));
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) => {
+            if let ReadErr::Failed(why) = classify(e, &dir) {
+                p.notes.push(why);
+            }
+            return;
+        }
     };
     let mut seen = HashSet::with_capacity(p.tasks.len() + 4);
     let mut buf = Vec::with_capacity(512);
+    // An open that fails for another reason than an exit (EACCES under hidepid) is a note.
+    let open = |path: PathBuf, notes: &mut Vec<String>| match Reader::open(path) {
+        Ok(r) => Some(r),
+        Err(ReadErr::Gone) => None,
+        Err(ReadErr::Failed(why)) => {
+            notes.push(why);
+            None
+        }
+    };
     for entry in entries.flatten() {
         let Some(tid) = entry
             .file_name()
@@ -702,15 +732,19 @@ fn list_tasks(proc_root: &Path, pid: u32, p: &mut ProcState, now: u64) {
             continue;
         };
         seen.insert(tid);
-        if p.tasks.contains_key(&tid) {
+        let tdir = dir.join(tid.to_string());
+        if let Some(t) = p.tasks.get_mut(&tid) {
+            if t.status.is_none() {
+                // Retry a status file that could not be read before.
+                t.status = open(tdir.join("status"), &mut p.notes);
+            }
             continue;
         }
-        let tdir = dir.join(tid.to_string());
-        let Ok(schedstat) = Reader::open(tdir.join("schedstat")) else {
+        let Some(schedstat) = open(tdir.join("schedstat"), &mut p.notes) else {
             continue;
         };
-        let status = Reader::open(tdir.join("status")).ok();
-        let stat = Reader::open(tdir.join("stat")).ok();
+        let status = open(tdir.join("status"), &mut p.notes);
+        let stat = open(tdir.join("stat"), &mut p.notes);
         let mut sample = TaskSample {
             tid,
             ..TaskSample::default()
