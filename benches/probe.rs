@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
+use schedlab::model::Model;
 use schedlab::probe::{Probe, ProbeConfig, Target};
 
 const ENV: &str = "SCHEDLAB_BENCH_SLEEPERS";
@@ -151,6 +152,14 @@ fn benches(c: &mut Criterion) {
             |b, _| b.iter(|| fast.sample(&targets)),
         );
         let fast_cpu = cpu_per_sweep(&mut fast, &targets, rounds);
+        if !wake {
+            // Deriving a Frame from two Samples: the rest of the observer's work per tick.
+            let a = fast.sample(&targets);
+            let b = fast.sample(&targets);
+            group.bench_with_input(BenchmarkId::new("model_step", n), &n, |bch, _| {
+                bch.iter(|| Model::new().step(&a, &b))
+            });
+        }
         drop(fast); // its descriptors: two probes on 5,000 threads exceed the fd limit
                     // A status tick: schedstat, plus status of every thread scheduled since the last
                     // one (all of them when they wake), plus per-thread nice. Sleep 150 ms between
