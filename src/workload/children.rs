@@ -76,17 +76,19 @@ fn install_hook() {
     ONCE.call_once(|| crate::lifeline::on_exit(kill_all));
 }
 
-/// Waits for any child; returns its pid and whether it exited with status 0.
+/// Waits for any child; returns its pid and its exit code (minus the signal that killed it).
 #[inline]
-pub fn wait_any() -> std::io::Result<(libc::pid_t, bool)> {
+pub fn wait_any() -> std::io::Result<(libc::pid_t, i32)> {
     let mut status = 0;
     loop {
         let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
         if pid > 0 {
-            return Ok((
-                pid,
-                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            ));
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                -libc::WTERMSIG(status)
+            };
+            return Ok((pid, code));
         }
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::EINTR) {

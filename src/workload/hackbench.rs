@@ -393,8 +393,8 @@ fn run_processes(shape: Shape, slots: &[CounterSlot]) -> Result<Duration> {
     let start = gate.release(tasks)?;
     let mut failed = 0;
     for _ in 0..tasks {
-        let (_, ok) = children::wait_any().context("reaping the tasks")?;
-        failed += usize::from(!ok);
+        let (_, code) = children::wait_any().context("reaping the tasks")?;
+        failed += usize::from(code != 0);
     }
     let elapsed = start.elapsed();
     children::forget_all();

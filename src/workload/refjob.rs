@@ -139,8 +139,8 @@ pub fn run_once(units: u64, slots: &mut [CounterSlot]) -> Result<JobTimes> {
     }
     let mut failed = 0;
     for _ in 0..forked {
-        let (_, ok) = children::wait_any().context("reaping the workers")?;
-        failed += usize::from(!ok);
+        let (_, code) = children::wait_any().context("reaping the workers")?;
+        failed += usize::from(code != 0);
     }
     let elapsed = start.elapsed();
     children::forget_all();
