@@ -295,8 +295,9 @@ pub fn run_processes(
     let early = wait_any(&mut children, plan.duration)?;
     control.stop_flag().store(1, SeqCst);
     let elapsed = t0.elapsed();
-    if let Some(i) = early {
+    if let Some(first) = early {
         state.park_if_terminating();
+        let i = culprit(&mut children, first, control);
         // Remove the pair's objects so its survivor's blocked call fails (EIDRM); a pipe
         // survivor already sees EOF or EPIPE. The other pairs stop on the flag.
         objects[children[i].pair] = None;
@@ -338,6 +339,42 @@ pub fn run_processes(
         bail!("{}{cause}{stuck}", c.describe());
     }
     Ok(elapsed)
+}
+
+/// The task to blame for an early end. A pipe task whose partner was killed can read EOF
+/// and exit before the kernel reports the partner's death: then the partner is the one.
+fn culprit(children: &mut [Child], first: usize, control: &Control) -> usize {
+    let c = &children[first];
+    let peer_gone = control
+        .pair(c.pair)
+        .error(c.role)
+        .is_some_and(|e| e.peer_gone());
+    if !peer_gone {
+        return first;
+    }
+    let Some(j) = children
+        .iter()
+        .position(|p| p.pair == c.pair && p.role != c.role)
+    else {
+        return first;
+    };
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while !children[j].try_reap() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let p = &children[j];
+    let blamed = matches!(p.status, Some(s) if libc::WIFSIGNALED(s))
+        || (p.status.is_some()
+            && !p.ok()
+            && !control
+                .pair(p.pair)
+                .error(p.role)
+                .is_some_and(|e| e.peer_gone()));
+    if blamed {
+        j
+    } else {
+        first
+    }
 }
 
 /// Waits for every child; kills those still running after `grace`. True if any was killed.
