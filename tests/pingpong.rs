@@ -278,3 +278,48 @@ fn bad_input_gets_one_line_and_leaves_nothing() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn forked_pingers_count_live_into_the_supervisors_region() {
+    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
+    for threads in [false, true] {
+        let mut argv: Vec<String> = [
+            BIN,
+            "ipc-pingpong",
+            "--kind",
+            "sem",
+            "--pairs",
+            "2",
+            "--pin",
+            "none",
+        ]
+        .map(String::from)
+        .to_vec();
+        if threads {
+            argv.push("--threads".into());
+        }
+        let mut run = spawn(&LaunchSpec {
+            name: "pingpong".into(),
+            program: Program::Command(argv),
+            knobs: Knobs::default(),
+            capture_output: false,
+        })
+        .unwrap();
+        let (_, objs) = wait_for_objects(run.pid, 2, LIMIT);
+        let deadline = std::time::Instant::now() + LIMIT;
+        // One slot per pinger, and the count moves while the run goes on.
+        while run.counters.total() < 1000 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no round trips counted"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(run.counters.claimed(), 2);
+        let before = run.counters.total();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(run.counters.total() > before, "counting stopped");
+        run.stop(Duration::from_secs(5));
+        assert!(objs.iter().all(|&o| !exists(o)), "{objs:?} left");
+    }
+}
