@@ -70,15 +70,13 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<()> {
         if cfg.runs.is_some_and(|n| completed >= n) {
             return Ok(());
         }
-        let (control, size) = next_start(&listener, &mut pending, cfg.timeout)?;
-        // Whoever else was waiting is not part of this run.
-        pending.clear();
+        let (control, size, early) = next_start(&listener, &mut pending, cfg.timeout)?;
         println!(
             "SRV: client connected, rooms = {} messages = {}",
             size.rooms, size.messages
         );
         flush();
-        match run(&listener, control, size, cfg.timeout, &mut pool) {
+        match run(&listener, control, early, size, cfg.timeout, &mut pool) {
             Ok((received, sent)) => {
                 completed += 1;
                 println!("SRV({completed}) {received} messages received, {sent} messages sent");
@@ -117,7 +115,7 @@ fn next_start(
     listener: &TcpListener,
     pending: &mut Vec<Pending>,
     timeout: Duration,
-) -> Result<(TcpStream, RunSize)> {
+) -> Result<(TcpStream, RunSize, Vec<TcpStream>)> {
     let mut fds: Vec<libc::pollfd> = Vec::new();
     loop {
         let now = Instant::now();
@@ -192,7 +190,17 @@ fn next_start(
             p.stream
                 .set_nonblocking(false)
                 .context("control connection")?;
-            return Ok((p.stream, size));
+            // The client connects its users right after the start message, so the first of
+            // them may already be here: connections accepted after its control connection,
+            // from its address, that have sent nothing. The rest are not part of this run.
+            let ip = p.stream.peer_addr().ok().map(|a| a.ip());
+            let early = pending
+                .drain(i..)
+                .filter(|q| q.got == 0 && q.stream.peer_addr().ok().map(|a| a.ip()) == ip)
+                .map(|q| q.stream)
+                .collect();
+            pending.clear();
+            return Ok((p.stream, size, early));
         }
         if fds[0].revents != 0 {
             accept_pending(listener, pending, now + timeout);
@@ -321,6 +329,7 @@ type Worker = JoinHandle<(CounterSlot, u64)>;
 fn run(
     listener: &TcpListener,
     mut control: TcpStream,
+    early: Vec<TcpStream>,
     size: RunSize,
     timeout: Duration,
     pool: &mut SlotPool,
@@ -333,6 +342,7 @@ fn run(
         accept_rooms(
             listener,
             &control,
+            early,
             size,
             timeout,
             pool,
@@ -383,6 +393,7 @@ fn run(
 fn accept_rooms(
     listener: &TcpListener,
     control: &TcpStream,
+    early: Vec<TcpStream>,
     size: RunSize,
     timeout: Duration,
     pool: &mut SlotPool,
@@ -392,15 +403,27 @@ fn accept_rooms(
     senders: &mut Vec<Worker>,
 ) -> Result<(), String> {
     let client_ip: Option<IpAddr> = control.peer_addr().ok().map(|a| a.ip());
-    let mut streams: Vec<TcpStream> = Vec::with_capacity(USERS_PER_ROOM);
+    let mut users = Users {
+        streams: Vec::with_capacity(USERS_PER_ROOM),
+        messages: size.messages as u64,
+        target_rooms: size.rooms as usize,
+        pool,
+        flags,
+        rooms,
+        receivers,
+        senders,
+    };
+    for stream in early {
+        users.add(stream)?;
+    }
     let mut last_accept = Instant::now();
     let mut fds = [pollfd(listener.as_raw_fd()), pollfd(control.as_raw_fd())];
-    while rooms.len() < size.rooms as usize {
+    while users.rooms.len() < size.rooms as usize {
         let left = timeout.saturating_sub(last_accept.elapsed());
         if left.is_zero() {
             return Err(format!(
                 "{} of {} data connections came, then none for {timeout:?}",
-                rooms.len() * USERS_PER_ROOM + streams.len(),
+                users.rooms.len() * USERS_PER_ROOM + users.streams.len(),
                 size.connections()
             ));
         }
@@ -413,47 +436,69 @@ fn accept_rooms(
         if fds[1].revents != 0 {
             return Err(control_gone(control, "while connecting its users"));
         }
-        if fds[0].revents == 0 {
-            continue;
-        }
-        loop {
-            let stream = match listener.accept() {
+        while fds[0].revents != 0 && users.rooms.len() < size.rooms as usize {
+            match listener.accept() {
                 Ok((stream, from)) => {
                     if client_ip.is_some_and(|ip| ip != from.ip()) {
                         eprintln!(
-                            "SRV: connection from {from} during a run of {}: closed",
-                            client_ip.unwrap()
+                            "SRV: connection from {from} during another client's run: closed"
                         );
                         continue;
                     }
-                    stream
+                    last_accept = Instant::now();
+                    users.add(stream)?;
                 }
                 Err(err) if err.kind() == ErrorKind::WouldBlock => break,
-                Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+                Err(err) if err.kind() == ErrorKind::Interrupted => {}
                 Err(err) => return Err(format!("accepting data connections: {err}")),
-            };
-            stream
-                .set_nonblocking(false)
-                .map_err(|e| format!("data connection: {e}"))?;
-            last_accept = Instant::now();
-            streams.push(stream);
-            if streams.len() == USERS_PER_ROOM {
-                let room = Arc::new(Room {
-                    streams: std::mem::take(&mut streams),
-                    sems: SemSet::create(USERS_PER_ROOM).map_err(|e| format!("{e:#}"))?,
-                    bufs: (0..USERS_PER_ROOM)
-                        .map(|_| MsgCell(UnsafeCell::new([0; MSG_SIZE])))
-                        .collect(),
-                });
-                rooms.push(room.clone());
-                start_room(&room, size.messages as u64, pool, flags, receivers, senders)?;
-                if rooms.len() == size.rooms as usize {
-                    break;
-                }
             }
         }
     }
     Ok(())
+}
+
+/// The run's users so far, and where their threads go.
+struct Users<'a> {
+    streams: Vec<TcpStream>,
+    messages: u64,
+    target_rooms: usize,
+    pool: &'a mut SlotPool,
+    flags: &'a Arc<RunFlags>,
+    rooms: &'a mut Vec<Arc<Room>>,
+    receivers: &'a mut Vec<Worker>,
+    senders: &'a mut Vec<Worker>,
+}
+
+impl Users<'_> {
+    /// Takes the next data connection; a room's threads start once its 20 users are in.
+    fn add(&mut self, stream: TcpStream) -> Result<(), String> {
+        if self.rooms.len() == self.target_rooms {
+            return Ok(()); // not a user of this run: closed
+        }
+        stream
+            .set_nonblocking(false)
+            .map_err(|e| format!("data connection: {e}"))?;
+        self.streams.push(stream);
+        if self.streams.len() < USERS_PER_ROOM {
+            return Ok(());
+        }
+        let room = Arc::new(Room {
+            streams: std::mem::take(&mut self.streams),
+            sems: SemSet::create(USERS_PER_ROOM).map_err(|e| format!("{e:#}"))?,
+            bufs: (0..USERS_PER_ROOM)
+                .map(|_| MsgCell(UnsafeCell::new([0; MSG_SIZE])))
+                .collect(),
+        });
+        self.rooms.push(room.clone());
+        start_room(
+            &room,
+            self.messages,
+            self.pool,
+            self.flags,
+            self.receivers,
+            self.senders,
+        )
+    }
 }
 
 fn start_room(
