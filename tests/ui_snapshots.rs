@@ -315,7 +315,9 @@ fn knob_keys_send_commands() {
         nice: 1,
         ..Knobs::default()
     };
+    // Knobs build on each other, before the engine has answered.
     let session = Knobs {
+        nice: 1,
         placement: Placement::OwnSession,
         ..Knobs::default()
     };

@@ -252,6 +252,11 @@ impl WorkloadCgroup {
         &self.dirs[0]
     }
 
+    /// Every directory of the group: v2's one, or v1's `cpu` and `cpuacct` ones.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
     /// Where its exact CPU usage is read: v2 `cpu.stat` (`usage_usec`), v1 `cpuacct.usage` (ns).
     pub fn usage_file(&self) -> PathBuf {
         match self.version {

@@ -387,13 +387,16 @@ impl App {
 
     /// Sends new knobs for the selected workload.
     pub fn set_knobs(&mut self, change: impl FnOnce(&mut Knobs) -> Result<String, String>) {
-        let Some(w) = self.selected_view() else {
+        let Some(w) = self.workloads.get_mut(self.selected) else {
             return;
         };
         let (id, name) = (w.id, w.decl.name.clone());
         let mut knobs = w.decl.knobs.clone();
         match change(&mut knobs) {
             Ok(what) => {
+                // Shown at once, so the next key builds on it; the engine sends back the knobs
+                // it really applied (Event::Knobs), also when it refuses them.
+                w.decl.knobs = knobs.clone();
                 self.outbox.push(Command::SetKnobs(id, knobs));
                 self.notice(format!("{name}: {what}"));
             }
@@ -506,6 +509,7 @@ impl App {
                 let name = w.decl.name.clone();
                 if knobs != w.decl.knobs {
                     let restart = knobs.placement != w.decl.knobs.placement;
+                    w.decl.knobs = knobs.clone();
                     self.outbox.push(Command::SetKnobs(id, knobs));
                     self.notice(if restart {
                         format!("{name}: new placement, restarting")

@@ -8,11 +8,12 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 
+use crate::lab::Lab;
 use crate::model::Frame;
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::Knobs;
+use crate::supervisor::{Knobs, Placement};
 
 /// What the UI asks of the engine.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,6 +53,8 @@ pub trait Backend: Send {
     fn remove(&mut self, id: u32) -> Result<()>;
     /// Applies new knobs; returns a line saying what happened ("reniced 5 threads").
     fn set_knobs(&mut self, id: u32, knobs: &Knobs) -> Result<String>;
+    /// The knobs a workload has now (after a refused change, the old ones).
+    fn knobs(&self, id: u32) -> Option<Knobs>;
     fn set_interval(&mut self, interval: Duration);
     /// Samples now and derives the Frame for the interval since the last sample.
     fn tick(&mut self) -> Frame;
@@ -170,7 +173,11 @@ pub fn run(
             },
             Command::SetKnobs(id, knobs) => match backend.set_knobs(id, &knobs) {
                 Ok(what) => vec![Event::Knobs(id, knobs), Event::Notice(what)],
-                Err(e) => vec![Event::Error(format!("{e:#}"))],
+                Err(e) => {
+                    let mut out = vec![Event::Error(format!("{e:#}"))];
+                    out.extend(backend.knobs(id).map(|k| Event::Knobs(id, k)));
+                    out
+                }
             },
             Command::SetInterval(d) => {
                 backend.set_interval(d);
@@ -189,6 +196,120 @@ pub fn run(
     if let Ok(mut live) = LIVE.lock() {
         live.clear();
     }
+}
+
+/// The real engine: the Lab, with live knobs and cgroup placement wired in.
+impl Backend for Lab {
+    fn add(&mut self, decl: WorkloadDecl) -> Result<u32> {
+        let id = Lab::add(self, decl)?;
+        sync_cgroup(self, id);
+        Ok(id)
+    }
+
+    fn restart(&mut self, id: u32) -> Result<()> {
+        let r = Lab::restart(self, id);
+        sync_cgroup(self, id);
+        r
+    }
+
+    fn stop(&mut self, id: u32) -> Result<()> {
+        Lab::stop(self, id);
+        Ok(())
+    }
+
+    fn remove(&mut self, id: u32) -> Result<()> {
+        Lab::remove(self, id);
+        Ok(())
+    }
+
+    fn set_knobs(&mut self, id: u32, knobs: &Knobs) -> Result<String> {
+        let Some(old) = Backend::knobs(self, id) else {
+            bail!("no workload {id}");
+        };
+        let name = self
+            .decl_mut(id)
+            .map(|d| d.name.clone())
+            .unwrap_or_default();
+        let in_cgroup = self.running(id).is_some_and(|r| r.cgroup().is_some());
+        let live = old.placement == knobs.placement
+            || (in_cgroup
+                && matches!(
+                    (&old.placement, &knobs.placement),
+                    (Placement::Cgroup { .. }, Placement::Cgroup { .. })
+                ));
+        if !live {
+            // A process group cannot change session or cgroup from outside: start it anew.
+            set_decl_knobs(self, id, knobs.clone());
+            if let Err(e) = Lab::restart(self, id) {
+                set_decl_knobs(self, id, old);
+                let back = Lab::restart(self, id);
+                sync_cgroup(self, id);
+                return Err(e.context(match back {
+                    Ok(()) => format!("{name}: kept its old placement"),
+                    Err(_) => format!("{name}: could not restart it"),
+                }));
+            }
+            sync_cgroup(self, id);
+            return Ok(format!(
+                "{name}: restarted in {}",
+                crate::ui::app::placement_words(&knobs.placement)
+            ));
+        }
+        match self.running_mut(id) {
+            Some(run) => {
+                let n = run
+                    .set_knobs(knobs)
+                    .with_context(|| format!("{name}: knobs unchanged"))?;
+                set_decl_knobs(self, id, knobs.clone());
+                Ok(format!("{name}: new knobs on {n} threads"))
+            }
+            None => {
+                set_decl_knobs(self, id, knobs.clone());
+                Ok(format!("{name}: new knobs from its next start"))
+            }
+        }
+    }
+
+    fn knobs(&self, id: u32) -> Option<Knobs> {
+        self.workloads()
+            .into_iter()
+            .find(|w| w.id == id)
+            .map(|w| w.decl.knobs)
+    }
+
+    fn set_interval(&mut self, interval: Duration) {
+        Lab::set_interval(self, interval);
+    }
+
+    fn tick(&mut self) -> Frame {
+        Lab::tick(self)
+    }
+
+    fn live_groups(&self) -> Vec<LiveGroup> {
+        self.workloads()
+            .iter()
+            .filter_map(|w| self.running(w.id))
+            .map(|r| LiveGroup {
+                pgid: r.pgid(),
+                cgroup_dirs: r.cgroup().map(|g| g.dirs().to_vec()).unwrap_or_default(),
+            })
+            .collect()
+    }
+}
+
+fn set_decl_knobs(lab: &mut Lab, id: u32, knobs: Knobs) {
+    if let Some(d) = lab.decl_mut(id) {
+        d.knobs = knobs;
+    }
+}
+
+/// Tells the probe where a workload's own cgroup is (exact accounting, its weight).
+fn sync_cgroup(lab: &mut Lab, id: u32) {
+    let dir = lab
+        .running(id)
+        .and_then(|r| r.cgroup())
+        .map(|g| g.dir().to_path_buf());
+    lab.set_cgroup(id, dir);
 }
 
 #[cfg(test)]
@@ -222,6 +343,9 @@ mod tests {
         }
         fn set_knobs(&mut self, _: u32, k: &Knobs) -> Result<String> {
             Ok(format!("nice {}", k.nice))
+        }
+        fn knobs(&self, _: u32) -> Option<Knobs> {
+            None
         }
         fn set_interval(&mut self, _: Duration) {}
         fn tick(&mut self) -> Frame {

@@ -67,8 +67,9 @@ pub fn main(args: TuiArgs) -> Result<()> {
         ),
     };
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
-    let _ = interval;
-    bail!("the dashboard's engine (probe and fairness model) is not in this build yet")
+    run(scenario, interval, |interval| {
+        Ok(Box::new(crate::lab::Lab::new(interval)?) as Box<dyn Backend>)
+    })
 }
 
 /// What the UI thread waits on.
