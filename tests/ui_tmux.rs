@@ -106,7 +106,11 @@ impl Tmux {
 
     /// Starts the dashboard in the shell, tagged.
     fn start_dashboard(&self) {
-        self.type_text(&format!("SCHEDLAB_E2E_TAG={} {BIN}", self.tag));
+        self.start_dashboard_with("");
+    }
+
+    fn start_dashboard_with(&self, env: &str) {
+        self.type_text(&format!("{env} SCHEDLAB_E2E_TAG={} {BIN}", self.tag));
         self.keys(&["Enter"]);
         self.wait_for("the dashboard", Duration::from_secs(20), |s| {
             s.contains("Throughput") && s.contains("CPU %") && s.contains("Switches/s")
@@ -299,6 +303,35 @@ fn sigterm_restores_the_terminal_and_stops_every_workload() {
     let pid = t.dashboard_pid();
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
     t.assert_clean_exit("SIGTERM");
+}
+
+#[test]
+fn sighup_restores_the_terminal_and_stops_every_workload() {
+    let Some(t) = Tmux::start("hup") else { return };
+    t.start_dashboard();
+    let pid = t.dashboard_pid();
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) };
+    t.assert_clean_exit("SIGHUP");
+}
+
+/// A panic (forced by a failpoint that only debug builds have) gives the terminal back,
+/// stops every workload and says what happened.
+#[test]
+fn a_panic_restores_the_terminal_and_stops_every_workload() {
+    if !cfg!(debug_assertions) {
+        eprintln!("SKIPPED a_panic_...: the failpoint exists only in debug builds");
+        return;
+    }
+    let Some(t) = Tmux::start("panic") else {
+        return;
+    };
+    t.start_dashboard_with("SCHEDLAB_FAILPOINT_UI_PANIC=1");
+    t.assert_clean_exit("a panic");
+    let s = t.screen();
+    assert!(
+        s.contains("failpoint SCHEDLAB_FAILPOINT_UI_PANIC"),
+        "no panic message:\n{s}"
+    );
 }
 
 #[test]

@@ -136,14 +136,15 @@ fn draw_log_chart(
         .map(|p| p.1);
     let hi = all.fold(0.0_f64, f64::max).ceil().max(1.0);
     let lo = 0.0;
-    let mid = ((lo + hi) / 2.0).round();
+    // Labels only on whole decades: a middle one when there is a decade between the ends.
+    let mut labels = vec![Span::raw(decade(lo))];
+    if hi - lo >= 2.0 {
+        labels.push(Span::raw(decade(((lo + hi) / 2.0).round())));
+    }
+    labels.push(Span::raw(decade(hi)));
     let y = Axis::default()
         .bounds([lo, hi])
-        .labels(vec![
-            Span::raw(decade(lo)),
-            Span::raw(decade(mid)),
-            Span::raw(decade(hi)),
-        ])
+        .labels(labels)
         .style(app.theme.dim());
     let sets = datasets(app, lines);
     f.render_widget(

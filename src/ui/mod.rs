@@ -139,6 +139,14 @@ pub fn run(
                     Msg::Engine(ev) => {
                         if let Event::Frame(f) = &ev {
                             app.cpus = f.machine.cpus.max(1);
+                            // Debug builds only: lets the end-to-end test prove that a panic
+                            // gives the terminal back and stops every workload.
+                            #[cfg(debug_assertions)]
+                            if f.t > 1.0
+                                && std::env::var_os("SCHEDLAB_FAILPOINT_UI_PANIC").is_some()
+                            {
+                                panic!("failpoint SCHEDLAB_FAILPOINT_UI_PANIC");
+                            }
                         }
                         app.on_event(ev)
                     }

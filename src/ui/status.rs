@@ -105,9 +105,25 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
 
 /// The command line a workload runs, as a person would type it.
 fn command_line(w: &WorkloadView) -> String {
-    match w.decl.kind.program() {
-        Program::SelfExe(args) => format!("schedlab {}", args.join(" ")),
-        Program::Command(argv) => argv.join(" "),
+    let words = match w.decl.kind.program() {
+        Program::SelfExe(args) => std::iter::once("schedlab".to_string())
+            .chain(args)
+            .collect(),
+        Program::Command(argv) => argv,
+    };
+    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// A word as a shell would need it typed.
+fn quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
