@@ -2,5 +2,6 @@
 //! wait, fair share, Jain's index, and statistics over repeated runs. No I/O.
 
 pub mod frame;
+pub mod stats;
 
 pub use frame::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};
