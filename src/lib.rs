@@ -8,6 +8,7 @@ pub mod counters;
 pub mod lifeline;
 pub mod model;
 pub mod probe;
+pub mod record;
 pub mod scenario;
 pub mod supervisor;
 pub mod sysv;

@@ -1,0 +1,7 @@
+//! What leaves the terminal: recordings of raw Samples, result files of headless runs (JSON,
+//! CSV, text), the OpenMetrics endpoint, and plots.
+
+pub mod atomic;
+pub mod metrics;
+pub mod plot;
+pub mod results;
