@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use schedlab::{contest, lifeline, sysv, ui, workload};
+use schedlab::{compare, contest, lifeline, sysv, ui, workload};
 
 #[derive(Parser)]
 #[command(
@@ -46,6 +46,8 @@ enum Cmd {
     IpcPingpong(workload::pingpong::Args),
     /// Remove SysV objects left by schedlab processes that were killed outright.
     Cleanup,
+    /// Compare two result files: each difference, its 95% CI, significant or within noise.
+    Compare(compare::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Some(Cmd::Msgbench(a)) => ("msgbench", workload::msgbench::main(a)),
         Some(Cmd::IpcPingpong(a)) => ("ipc-pingpong", workload::pingpong::main(a)),
         Some(Cmd::Cleanup) => ("cleanup", cleanup()),
+        Some(Cmd::Compare(a)) => ("compare", compare::main(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
