@@ -337,32 +337,47 @@ impl RunResults {
 }
 
 /// The value of each metric over one repeat: the time-weighted mean over the intervals in
-/// which the workload was alive (for throughput: operations done / time alive).
+/// which the workload was alive. Throughput is operations done / time from the first interval
+/// with a counted operation to the last one, so a chat run's connection set-up does not dilute
+/// it (chat_c's own clock also starts after set-up).
 pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; 6]> {
-    let mut sums = [0.0; 6];
-    let mut time = 0.0;
-    for f in frames {
-        let Some(w) = f.workloads.iter().find(|w| w.name == workload) else {
-            continue;
-        };
-        // An interval counts while the workload runs, and the one in which it ended.
-        let alive = matches!(
-            w.state,
-            WorkloadState::Running | WorkloadState::Partial(_) | WorkloadState::Starting
-        ) || w.ops_per_sec > 0.0
-            || w.cpu_received > 0.0;
-        if !alive || f.interval.is_nan() || f.interval <= 0.0 {
-            continue;
+    let alive: Vec<(f64, &crate::model::WorkloadFrame)> = frames
+        .iter()
+        .filter(|f| f.interval.is_finite() && f.interval > 0.0)
+        .filter_map(|f| {
+            let w = f.workloads.iter().find(|w| w.name == workload)?;
+            // An interval counts while the workload runs, and the one in which it ended.
+            let alive = matches!(w.state, WorkloadState::Running | WorkloadState::Partial(_))
+                || w.ops_per_sec > 0.0
+                || w.cpu_received > 0.0;
+            alive.then_some((f.interval, w))
+        })
+        .collect();
+    let mean = |span: &[(f64, &crate::model::WorkloadFrame)], m: Metric| {
+        let time: f64 = span.iter().map(|(dt, _)| dt).sum();
+        let sum: f64 = span
+            .iter()
+            .map(|(dt, w)| Some(m.of(w)).filter(|v| v.is_finite()).unwrap_or(0.0) * dt)
+            .sum();
+        if time > 0.0 {
+            sum / time
+        } else {
+            0.0
         }
-        for (i, m) in Metric::ALL.iter().enumerate() {
-            let v = m.of(w);
-            if v.is_finite() {
-                sums[i] += v * f.interval;
-            }
-        }
-        time += f.interval;
+    };
+    if alive.is_empty() {
+        return None;
     }
-    (time > 0.0).then(|| sums.map(|s| s / time))
+    let first = alive.iter().position(|(_, w)| w.ops_per_sec > 0.0);
+    let last = alive.iter().rposition(|(_, w)| w.ops_per_sec > 0.0);
+    let working = match (first, last) {
+        (Some(a), Some(b)) => &alive[a..=b],
+        _ => &alive[..],
+    };
+    Some(Metric::ALL.map(|m| match m {
+        Metric::Throughput => mean(working, m),
+        _ => mean(&alive, m),
+    }))
 }
 
 /// A number printed with the precision a person reads: whole above 1000, else 4 significant.
@@ -416,14 +431,17 @@ mod tests {
     #[test]
     fn repeat_value_is_time_weighted() {
         let frames = vec![
+            frame(1.0, 0.0, WorkloadState::Starting),
+            frame(0.5, 0.0, WorkloadState::Running),
             frame(0.5, 100.0, WorkloadState::Running),
             frame(1.5, 300.0, WorkloadState::Running),
             frame(1.0, 0.0, WorkloadState::Done(0)),
         ];
         let v = repeat_values(&frames, "w").unwrap();
-        // (0.5*100 + 1.5*300) / 2.0 = 250: operations done / time alive.
+        // (0.5*100 + 1.5*300) / 2.0 = 250: operations done / time working (set-up excluded).
         assert_eq!(v[0], 250.0);
-        assert_eq!(v[1], 0.5);
+        // CPU over the whole time alive, set-up included: (0 + 0.5*0.5 + 1.5*0.5) / 2.5.
+        assert_eq!(v[1], 0.4);
         assert_eq!(v[4], 15.0);
         assert!(repeat_values(&frames, "other").is_none());
     }
