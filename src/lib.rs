@@ -11,6 +11,7 @@ pub mod lifeline;
 pub mod model;
 pub mod probe;
 pub mod record;
+pub mod run;
 pub mod scenario;
 pub mod supervisor;
 pub mod sysv;

@@ -2,6 +2,8 @@
 //! CSV, text), the OpenMetrics endpoint, and plots.
 
 pub mod atomic;
+pub mod cli;
 pub mod metrics;
 pub mod plot;
+pub mod recording;
 pub mod results;

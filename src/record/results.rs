@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::model::stats::{self, Summary, CONFIDENCE, NOISY_CV};
+use crate::model::stats::{self, Noise, Summary, CONFIDENCE, NOISY_CV};
 use crate::model::{Frame, WorkloadState};
 
 /// Bumped on any change that could break a reader; additions bump it too, because readers
@@ -214,6 +214,8 @@ impl RunResults {
             let metrics = Metric::ALL
                 .iter()
                 .enumerate()
+                // A workload without counters (a plain command) has no throughput to report.
+                .filter(|(_, m)| !(**m == Metric::Throughput && unit.is_empty()))
                 .filter_map(|(i, m)| {
                     MetricResult::new(*m, unit, per_run.iter().map(|v| v[i]).collect())
                 })
@@ -304,7 +306,8 @@ impl RunResults {
                 "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
                 "metric", "mean", "std dev", "min", "max", "95% CI", "CV"
             );
-            let mut warnings = Vec::new();
+            let mut noisy = Vec::new();
+            let mut single = false;
             for m in &w.metrics {
                 let ci = match (m.ci95_low, m.ci95_high) {
                     (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
@@ -322,14 +325,27 @@ impl RunResults {
                     ci,
                     m.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
                 );
-                if let Some(warn) = &m.warning {
-                    warnings.push(format!("  warning: {}: {warn}", m.metric.name()));
+                match m.summary().noise() {
+                    Some(Noise::SingleRun) => single = true,
+                    Some(Noise::HighCv(cv)) => {
+                        noisy.push(format!("{} {:.1}%", m.metric.name(), cv * 100.0))
+                    }
+                    None => {}
                 }
             }
-            // A single run's warning is the same for every metric: say it once.
-            warnings.dedup_by(|a, b| a.ends_with(&b[b.find(": ").unwrap_or(0)..]));
-            for warn in warnings {
-                let _ = writeln!(out, "{warn}");
+            if single {
+                let _ = writeln!(
+                    out,
+                    "  warning: one run only: the spread is unknown; use --repeat 5 or more"
+                );
+            }
+            if !noisy.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  warning: too noisy to trust (runs vary by more than {:.0}%): {}",
+                    self.noise_threshold_cv * 100.0,
+                    noisy.join(", ")
+                );
             }
         }
         out
