@@ -29,7 +29,7 @@ pub struct Args {
     /// A scenario file (TOML), or the name of a preset in assets/scenarios (e.g. chat-30x1000).
     pub scenario: String,
     /// How long each repeat lasts (e.g. 30, 30s, 500ms, 2m); overrides the scenario's duration.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, allow_negative_numbers = true)]
     pub duration: Option<f64>,
     /// How many times to run the scenario; statistics are across repeats.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
