@@ -243,12 +243,22 @@ fn progress_bar(limit: Option<f64>) -> ProgressBar {
         Some(secs) => {
             let pb = ProgressBar::new((secs * 10.0).round() as u64);
             pb.set_style(
-                ProgressStyle::with_template("{msg} [{bar:30}] {elapsed} of {len}")
+                ProgressStyle::with_template("{msg} [{bar:30}] {done} of {len}")
                     .map(|s| {
+                        // Positions are tenths of a second of the current repeat.
+                        let secs = |v: u64, w: &mut dyn std::fmt::Write| {
+                            let _ = write!(w, "{:.0}s", v as f64 / 10.0);
+                        };
                         s.with_key(
+                            "done",
+                            move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                                secs(st.pos(), w)
+                            },
+                        )
+                        .with_key(
                             "len",
-                            |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                                let _ = write!(w, "{:.0}s", st.len().unwrap_or(0) as f64 / 10.0);
+                            move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                                secs(st.len().unwrap_or(0), w)
                             },
                         )
                     })
