@@ -115,7 +115,7 @@ impl Scenario {
                 .replace("expected i64", "expected an integer")
                 .replace("expected f64", "expected a number")
                 .replace("expected u64", "expected an integer");
-            at(e.span(), message)
+            at(e.span(), suggest_key(message))
         })?;
         file.into_scenario(origin)
             .map_err(|(span, message)| at(Some(span), message))
@@ -148,6 +148,43 @@ impl ScenarioError {
             message,
         }
     }
+}
+
+/// Turns serde's "unknown field `x`, expected one of `a`, `b`, ..." into a suggestion of the
+/// nearest key when there is one, since the full list is long.
+fn suggest_key(message: String) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message;
+    };
+    let Some((key, list)) = rest.split_once("`, expected one of ") else {
+        return message;
+    };
+    let known: Vec<&str> = list.split(", ").map(|k| k.trim_matches('`')).collect();
+    let nearest = known
+        .iter()
+        .map(|k| (edit_distance(key, k), *k))
+        .min()
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4));
+    match nearest {
+        Some((_, k)) => format!("unknown key `{key}` (did you mean `{k}`?)"),
+        None => format!("unknown key `{key}`, expected one of: {}", known.join(", ")),
+    }
+}
+
+/// Levenshtein distance, for short keys.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// A semantic error: the span it points at and what is wrong.
@@ -644,6 +681,21 @@ mod tests {
                 ],
             }
         );
+    }
+
+    #[test]
+    fn unknown_keys_suggest_the_nearest() {
+        let m = "unknown field `forker`, expected one of `name`, `forkers`".to_owned();
+        assert_eq!(
+            suggest_key(m),
+            "unknown key `forker` (did you mean `forkers`?)"
+        );
+        let m = "unknown field `zzz`, expected one of `name`, `kind`".to_owned();
+        assert_eq!(
+            suggest_key(m),
+            "unknown key `zzz`, expected one of: name, kind"
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 
     #[test]

@@ -201,7 +201,7 @@ fn bad_scenarios_are_one_line_pointing_at_the_mistake() {
         (
             "unknown-key.toml",
             "[[workload]]\nkind = \"fork-load\"\nforkerz = 1\n",
-            "unknown-key.toml:3:1: unknown field `forkerz`",
+            "unknown-key.toml:3:1: unknown key `forkerz` (did you mean `forkers`?)",
         ),
         (
             "wrong-type.toml",

@@ -126,7 +126,11 @@ cgroup_weight = 200
 fn unknown_key_points_at_it() {
     let e = err("[[workload]]\nkind = \"fork-load\"\nforker = 2\n");
     assert_eq!((e.line, e.column), (3, 1), "{e}");
-    assert!(e.message.contains("unknown field `forker`"), "{e}");
+    assert!(
+        e.message
+            .contains("unknown key `forker` (did you mean `forkers`?)"),
+        "{e}"
+    );
     let e = err("nmae = \"x\"\n[[workload]]\nkind = \"fork-load\"\n");
     assert_eq!((e.line, e.column), (1, 1), "{e}");
     assert!(e.to_string().starts_with("bad.toml:1:1: "), "{e}");
