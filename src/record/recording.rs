@@ -66,11 +66,20 @@ pub fn kernel_release() -> String {
 }
 
 /// Every line after the header.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum Line {
     Repeat(u32),
     Sample(Box<Sample>),
+    End { samples: u64 },
+}
+
+/// What the writer serialises: the same shape as [`Line`], borrowing the Sample.
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum LineRef<'a> {
+    Repeat(u32),
+    Sample(&'a Sample),
     End { samples: u64 },
 }
 
@@ -110,11 +119,11 @@ impl RecordingWriter {
 
     /// Marks the start of repeat `n` (1-based); the model restarts there on replay.
     pub fn start_repeat(&mut self, n: u32) -> Result<()> {
-        self.line(&Line::Repeat(n))
+        self.line(&LineRef::Repeat(n))
     }
 
     pub fn sample(&mut self, s: &Sample) -> Result<()> {
-        self.line(&Line::Sample(Box::new(s.clone())))?;
+        self.line(&LineRef::Sample(s))?;
         self.samples += 1;
         Ok(())
     }
@@ -122,7 +131,7 @@ impl RecordingWriter {
     /// Writes the end line: the recording is whole.
     pub fn finish(mut self) -> Result<()> {
         let samples = self.samples;
-        self.line(&Line::End { samples })?;
+        self.line(&LineRef::End { samples })?;
         self.file
             .sync_all()
             .with_context(|| format!("cannot write {}", self.path.display()))
@@ -205,14 +214,28 @@ impl Recording {
                 bail!("{origin}:{}: data after the end line", i + 1);
             }
             match parsed {
-                Line::Repeat(_) => rec.repeats.push(Vec::new()),
+                Line::Repeat(n) => {
+                    if n as usize != rec.repeats.len() + 1 {
+                        bail!("{origin}:{}: repeat {n} out of order", i + 1);
+                    }
+                    rec.repeats.push(Vec::new())
+                }
                 Line::Sample(s) => {
                     if rec.repeats.is_empty() {
                         rec.repeats.push(Vec::new());
                     }
                     rec.repeats.last_mut().unwrap().push(*s);
                 }
-                Line::End { .. } => rec.complete = true,
+                Line::End { samples } => {
+                    if samples as usize != rec.sample_count() {
+                        bail!(
+                            "{origin}:{}: the end line counts {samples} samples, the file holds {}",
+                            i + 1,
+                            rec.sample_count()
+                        );
+                    }
+                    rec.complete = true
+                }
             }
         }
         Ok(rec)
