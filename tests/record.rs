@@ -130,6 +130,32 @@ fn a_recording_cut_mid_line_replays() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("cut short: no end line"), "{text}");
     assert!(text.contains("fork_load"), "{text}");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["replay", "--format", "csv"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<_> = csv.lines().collect();
+    assert_eq!(rows.len(), 1 + 4);
+    assert!(rows[0].starts_with("t,interval,workload,ops_per_sec"));
+    assert!(
+        rows[1].starts_with("1,1,fork_load,1000,fork,0.5,"),
+        "{}",
+        rows[1]
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["replay", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let frames: Vec<schedlab::model::Frame> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frames.len(), 4);
 }
 
 #[test]

@@ -38,6 +38,17 @@ pub fn plot_main(args: PlotArgs) -> Result<()> {
 pub struct ReplayArgs {
     /// A recording made with `schedlab run --record FILE`.
     pub recording: PathBuf,
+    /// How to print the frames: a table, CSV (one row per workload per interval), or JSON
+    /// lines (one Frame per line).
+    #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
+    pub format: ReplayFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayFormat {
+    Text,
+    Csv,
+    Json,
 }
 
 /// Until the dashboard can show a recording, replay prints its Frames as a table, derived by
@@ -45,8 +56,51 @@ pub struct ReplayArgs {
 pub fn replay_main(args: ReplayArgs) -> Result<()> {
     let replay = Replay::open(&args.recording)?;
     eprintln!("schedlab replay: the dashboard cannot show recordings yet; printing the frames");
-    print!("{}", replay_text(&replay));
+    match args.format {
+        ReplayFormat::Text => print!("{}", replay_text(&replay)),
+        ReplayFormat::Csv => print!("{}", frames_csv(replay.frames())),
+        ReplayFormat::Json => {
+            for f in replay.frames() {
+                println!("{}", serde_json::to_string(f)?);
+            }
+        }
+    }
     Ok(())
+}
+
+/// The time series as CSV, one row per workload per interval, for a spreadsheet.
+pub fn frames_csv(frames: &[crate::model::Frame]) -> String {
+    let mut out = String::from(
+        "t,interval,workload,ops_per_sec,ops_unit,cpu_received,cpu_demand,cpu_fair,fairness_ratio,\
+         voluntary_cs_per_sec,involuntary_cs_per_sec,runq_wait_pct,tasks\n",
+    );
+    for f in frames {
+        for w in &f.workloads {
+            let name = if w.name.contains([',', '"', '\n']) {
+                format!("\"{}\"", w.name.replace('"', "\"\""))
+            } else {
+                w.name.clone()
+            };
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                f.t,
+                f.interval,
+                name,
+                w.ops_per_sec,
+                w.ops_unit,
+                w.cpu_received,
+                w.cpu_demand,
+                w.cpu_fair,
+                w.fairness_ratio,
+                w.voluntary_cs_per_sec,
+                w.involuntary_cs_per_sec,
+                w.runq_wait_pct,
+                w.tasks
+            );
+        }
+    }
+    out
 }
 
 /// A header line, then one line per workload per Frame.
