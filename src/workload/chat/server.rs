@@ -199,7 +199,13 @@ fn next_start(
                 .filter(|q| q.got == 0 && q.stream.peer_addr().ok().map(|a| a.ip()) == ip)
                 .map(|q| q.stream)
                 .collect();
-            pending.clear();
+            if !pending.is_empty() {
+                eprintln!(
+                    "SRV: closing {} other waiting connection(s): one run at a time",
+                    pending.len()
+                );
+                pending.clear();
+            }
             return Ok((p.stream, size, early));
         }
         if fds[0].revents != 0 {
