@@ -5,6 +5,7 @@
 
 pub mod contest;
 pub mod counters;
+pub mod lab;
 pub mod lifeline;
 pub mod model;
 pub mod probe;

@@ -1,6 +1,9 @@
 //! Pure functions from Samples to Frames: rates, CPU share, context-switch rates, run-queue
 //! wait, fair share, Jain's index, and statistics over repeated runs. No I/O.
 
+pub mod derive;
+pub mod fair;
 pub mod frame;
 
+pub use derive::{derive, Model};
 pub use frame::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};

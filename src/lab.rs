@@ -1,0 +1,399 @@
+//! The engine behind the dashboard and `schedlab run`: starts workloads on schedule, stops
+//! them when their time is up, reaps them, samples them with the probe and derives a Frame
+//! per tick with the model. It never sleeps: the caller ticks it at `interval()`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::model::{Frame, Model, WorkloadFrame, WorkloadState};
+use crate::probe::{Probe, ProbeConfig, Sample, Target};
+use crate::scenario::WorkloadDecl;
+use crate::supervisor::{self, LaunchSpec, Running};
+
+/// Sampling interval bounds.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a stopped workload gets to end after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_millis(300);
+
+/// What the dashboard lists for a workload.
+#[derive(Clone, Debug)]
+pub struct WorkloadInfo {
+    pub id: u32,
+    pub name: String,
+    pub decl: WorkloadDecl,
+    pub state: WorkloadState,
+    /// Leader pid while it runs (or ran).
+    pub pid: Option<u32>,
+}
+
+enum Life {
+    /// Waiting for its start delay.
+    Pending {
+        due: Instant,
+    },
+    Running,
+    Done(i32),
+    Stopped,
+    /// Could not start, or watched process gone; the reason.
+    Failed(String),
+}
+
+struct Entry {
+    id: u32,
+    decl: WorkloadDecl,
+    life: Life,
+    running: Option<Running>,
+    /// When it must be stopped (start + duration).
+    stop_at: Option<Instant>,
+    /// A cgroup to account it exactly (set by whoever placed it there).
+    cgroup: Option<PathBuf>,
+    /// An existing process the user named (not started by us): pid and pgid.
+    attached: Option<(u32, u32)>,
+    last_pid: Option<u32>,
+}
+
+/// Runs and watches a set of workloads.
+pub struct Lab {
+    probe: Probe,
+    model: Model,
+    interval: Duration,
+    started: Instant,
+    next_id: u32,
+    entries: Vec<Entry>,
+    last: Option<Sample>,
+}
+
+impl Lab {
+    pub fn new(interval: Duration) -> Result<Lab> {
+        Self::with_config(interval, ProbeConfig::default())
+    }
+
+    /// A Lab reading another /proc and /sys (tests).
+    pub fn with_config(interval: Duration, cfg: ProbeConfig) -> Result<Lab> {
+        let mut lab = Lab {
+            probe: Probe::new(cfg)?,
+            model: Model::new(),
+            interval: MIN_INTERVAL,
+            started: Instant::now(),
+            next_id: 1,
+            entries: Vec::new(),
+            last: None,
+        };
+        lab.set_interval(interval);
+        Ok(lab)
+    }
+
+    /// Declares a workload; it starts now or when its start delay is due. Returns its id.
+    pub fn add(&mut self, decl: WorkloadDecl) -> Result<u32> {
+        if !decl.start_delay.is_finite() || decl.start_delay < 0.0 {
+            anyhow::bail!("{}: start delay must be ≥ 0 seconds", decl.name);
+        }
+        if let Some(d) = decl.duration {
+            if !d.is_finite() || d <= 0.0 {
+                anyhow::bail!("{}: duration must be > 0 seconds", decl.name);
+            }
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let due = self.started.max(Instant::now()) + Duration::from_secs_f64(decl.start_delay);
+        let mut entry = Entry {
+            id,
+            decl,
+            life: Life::Pending { due },
+            running: None,
+            stop_at: None,
+            cgroup: None,
+            attached: None,
+            last_pid: None,
+        };
+        if entry.decl.start_delay == 0.0 {
+            // Start now, so a bad command is reported to the caller at once.
+            start(&mut entry)?;
+        }
+        self.entries.push(entry);
+        Ok(id)
+    }
+
+    /// Watches an existing process (and its process group) that schedlab did not start.
+    pub fn attach(&mut self, name: &str, pid: u32) -> Result<u32> {
+        let pgid = crate::probe::pgid_of(&self.probe.config().proc_root, pid)?;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.entries.push(Entry {
+            id,
+            decl: WorkloadDecl {
+                name: name.to_string(),
+                kind: crate::workload::kind::WorkloadKind::Command { argv: Vec::new() },
+                knobs: Default::default(),
+                start_delay: 0.0,
+                duration: None,
+            },
+            life: Life::Running,
+            running: None,
+            stop_at: None,
+            cgroup: None,
+            attached: Some((pid, pgid)),
+            last_pid: Some(pid),
+        });
+        Ok(id)
+    }
+
+    /// Stops a workload (its whole process group). A pending one will not start.
+    pub fn stop(&mut self, id: u32) {
+        if let Some(e) = self.entries.iter_mut().find(|e| e.id == id) {
+            if let Some(run) = e.running.as_mut() {
+                run.stop(STOP_GRACE);
+            }
+            e.running = None;
+            e.attached = None;
+            e.stop_at = None;
+            if !matches!(e.life, Life::Done(_) | Life::Failed(_)) {
+                e.life = Life::Stopped;
+            }
+        }
+    }
+
+    /// Stops it if running and starts it again with its current declaration (knobs).
+    pub fn restart(&mut self, id: u32) -> Result<()> {
+        let Some(e) = self.entries.iter_mut().find(|e| e.id == id) else {
+            anyhow::bail!("no workload {id}");
+        };
+        if e.attached.is_some() {
+            anyhow::bail!("{}: not started by schedlab, cannot restart", e.decl.name);
+        }
+        if let Some(run) = e.running.as_mut() {
+            run.stop(STOP_GRACE);
+        }
+        e.running = None;
+        start(e)
+    }
+
+    /// Stops it and forgets it.
+    pub fn remove(&mut self, id: u32) {
+        self.stop(id);
+        self.entries.retain(|e| e.id != id);
+    }
+
+    pub fn set_interval(&mut self, d: Duration) {
+        self.interval = d.clamp(MIN_INTERVAL, MAX_INTERVAL);
+        // Voluntary/involuntary switches at least once a second, at most once per tick.
+        self.probe
+            .set_status_every(self.interval.max(Duration::from_secs(1)));
+    }
+
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Starts due workloads, stops expired ones, reaps exits, samples and derives.
+    pub fn tick(&mut self) -> Frame {
+        let now = Instant::now();
+        for e in &mut self.entries {
+            if let Life::Pending { due } = e.life {
+                if now >= due {
+                    if let Err(err) = start(e) {
+                        e.life = Life::Failed(format!("{err:#}"));
+                    }
+                }
+            }
+            if let Some(at) = e.stop_at {
+                if now >= at {
+                    if let Some(run) = e.running.as_mut() {
+                        run.stop(STOP_GRACE);
+                    }
+                    e.running = None;
+                    e.stop_at = None;
+                    e.life = Life::Stopped;
+                }
+            }
+            if let Some(run) = e.running.as_mut() {
+                if let Some(status) = run.poll_exit() {
+                    e.life = Life::Done(exit_code(status));
+                    e.running = None;
+                }
+            }
+        }
+
+        let targets = self.targets();
+        let sample = self.probe.sample(&targets);
+        let mut frame = match &self.last {
+            Some(prev) => self.model.step(prev, &sample),
+            None => Frame {
+                t: 0.0,
+                status_interval: sample.status_every_ns as f64 / 1e9,
+                machine: crate::model::MachineFrame {
+                    cpus: sample.machine.cpus,
+                    autogroup: sample.machine.autogroup,
+                    procs_running: sample.machine.procs_running,
+                    psi_some_avg10: sample.machine.psi_some_avg10,
+                    ..Default::default()
+                },
+                ..Frame::default()
+            },
+        };
+        // Frame time is the Lab's clock, so it lines up with start delays.
+        frame.t = now.duration_since(self.started).as_secs_f64();
+
+        // Watched-process exits, and workloads not sampled this tick.
+        let mut rows = Vec::with_capacity(self.entries.len());
+        for e in &mut self.entries {
+            let sampled = frame.workloads.iter().find(|w| w.id == e.id).cloned();
+            let mut row = sampled.unwrap_or_else(|| WorkloadFrame {
+                id: e.id,
+                name: e.decl.name.clone(),
+                ops_unit: e.decl.kind.ops_unit().to_string(),
+                ..WorkloadFrame::default()
+            });
+            if e.attached.is_some() {
+                if let WorkloadState::Gone(why) = &row.state {
+                    e.life = Life::Failed(why.clone());
+                    e.attached = None;
+                }
+            }
+            row.state = match &e.life {
+                Life::Pending { .. } => WorkloadState::Starting,
+                Life::Running => row.state,
+                Life::Done(code) => WorkloadState::Done(*code),
+                Life::Stopped => WorkloadState::Stopped,
+                Life::Failed(why) => WorkloadState::Gone(why.clone()),
+            };
+            rows.push(row);
+        }
+        frame.workloads = rows;
+        self.last = Some(sample);
+        frame
+    }
+
+    /// The raw Sample behind the last Frame, for recording.
+    pub fn last_sample(&self) -> Option<&Sample> {
+        self.last.as_ref()
+    }
+
+    pub fn workloads(&self) -> Vec<WorkloadInfo> {
+        self.entries
+            .iter()
+            .map(|e| WorkloadInfo {
+                id: e.id,
+                name: e.decl.name.clone(),
+                decl: e.decl.clone(),
+                state: match &e.life {
+                    Life::Pending { .. } => WorkloadState::Starting,
+                    Life::Running => WorkloadState::Running,
+                    Life::Done(c) => WorkloadState::Done(*c),
+                    Life::Stopped => WorkloadState::Stopped,
+                    Life::Failed(why) => WorkloadState::Gone(why.clone()),
+                },
+                pid: e.running.as_ref().map(|r| r.pid).or(e.last_pid),
+            })
+            .collect()
+    }
+
+    /// The running process of a workload, for live knobs (renice, policy, affinity).
+    pub fn running(&self, id: u32) -> Option<&Running> {
+        self.entries
+            .iter()
+            .find(|e| e.id == id)
+            .and_then(|e| e.running.as_ref())
+    }
+
+    pub fn running_mut(&mut self, id: u32) -> Option<&mut Running> {
+        self.entries
+            .iter_mut()
+            .find(|e| e.id == id)
+            .and_then(|e| e.running.as_mut())
+    }
+
+    /// The declaration, to change knobs for the next restart (or to record what was changed
+    /// live).
+    pub fn decl_mut(&mut self, id: u32) -> Option<&mut WorkloadDecl> {
+        self.entries
+            .iter_mut()
+            .find(|e| e.id == id)
+            .map(|e| &mut e.decl)
+    }
+
+    /// Tells the probe that a workload lives in this cgroup (exact CPU accounting, cgroup
+    /// weight in the fairness model). None: back to /proc accounting.
+    pub fn set_cgroup(&mut self, id: u32, dir: Option<PathBuf>) {
+        if let Some(e) = self.entries.iter_mut().find(|e| e.id == id) {
+            e.cgroup = dir;
+        }
+    }
+
+    /// The probe targets of everything running now.
+    pub fn targets(&self) -> Vec<Target> {
+        self.entries
+            .iter()
+            .filter_map(|e| {
+                let ops_unit = e.decl.kind.ops_unit().to_string();
+                if let Some(run) = &e.running {
+                    return Some(Target {
+                        id: e.id,
+                        name: e.decl.name.clone(),
+                        pgid: run.pgid(),
+                        leader: run.pid,
+                        cgroup: e.cgroup.clone(),
+                        counters: Some(run.counters.clone()),
+                        ops_unit,
+                    });
+                }
+                let (pid, pgid) = e.attached?;
+                Some(Target {
+                    id: e.id,
+                    name: e.decl.name.clone(),
+                    pgid,
+                    leader: pid,
+                    cgroup: e.cgroup.clone(),
+                    counters: None,
+                    ops_unit,
+                })
+            })
+            .collect()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for e in &mut self.entries {
+            if let Some(run) = e.running.as_mut() {
+                run.stop(Duration::from_millis(100));
+            }
+            e.running = None;
+        }
+    }
+}
+
+fn start(e: &mut Entry) -> Result<()> {
+    let spec = LaunchSpec {
+        name: e.decl.name.clone(),
+        program: e.decl.kind.program(),
+        knobs: e.decl.knobs.clone(),
+        capture_output: false,
+    };
+    match supervisor::spawn(&spec) {
+        Ok(run) => {
+            e.last_pid = Some(run.pid);
+            e.stop_at = e
+                .decl
+                .duration
+                .map(|d| run.started + Duration::from_secs_f64(d));
+            e.running = Some(run);
+            e.life = Life::Running;
+            Ok(())
+        }
+        Err(err) => {
+            e.life = Life::Failed(format!("{err:#}"));
+            Err(err)
+        }
+    }
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}

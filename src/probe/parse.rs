@@ -1,0 +1,266 @@
+//! Parsers for the /proc and cgroup text the probe reads. Pure functions on bytes, so the
+//! fake-/proc tests and the real kernel go through the same code.
+
+/// Nanoseconds per clock tick (USER_HZ is 100 on every Linux ABI that matters).
+pub const NS_PER_TICK: u64 = 10_000_000;
+
+/// The fields of /proc/PID/stat (or task/TID/stat) the probe uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    pub state: u8,
+    pub ppid: u32,
+    pub pgrp: u32,
+    pub session: u32,
+    /// utime + stime, in ticks.
+    pub cpu_ticks: u64,
+    /// cutime + cstime (reaped children), in ticks.
+    pub child_ticks: u64,
+    pub nice: i32,
+    pub num_threads: u32,
+    /// Start time after boot, in ticks: with the pid, it names a process across pid reuse.
+    pub start: u64,
+    pub policy: u32,
+}
+
+fn num<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// Parses a stat line. `comm` may hold spaces and parentheses, so fields are counted from
+/// the last ')'.
+pub fn stat(buf: &[u8]) -> Option<Stat> {
+    let close = buf.iter().rposition(|&c| c == b')')?;
+    let rest = buf.get(close + 2..)?;
+    // fields[0] is field 3 (state) of proc(5).
+    let mut f: [&[u8]; 40] = [&[]; 40];
+    let mut n = 0;
+    for tok in rest
+        .split(|c| *c == b' ' || *c == b'\n')
+        .filter(|t| !t.is_empty())
+    {
+        if n == f.len() {
+            break;
+        }
+        f[n] = tok;
+        n += 1;
+    }
+    if n < 20 {
+        return None;
+    }
+    let field = |k: usize| f[k - 3];
+    Some(Stat {
+        state: *field(3).first()?,
+        ppid: num(field(4))?,
+        pgrp: num(field(5))?,
+        session: num(field(6))?,
+        cpu_ticks: num::<u64>(field(14))? + num::<u64>(field(15))?,
+        child_ticks: num::<i64>(field(16))?.max(0) as u64 + num::<i64>(field(17))?.max(0) as u64,
+        nice: num(field(19))?,
+        num_threads: num(field(20))?,
+        start: num(field(22))?,
+        policy: if n >= 39 {
+            num(field(41)).unwrap_or(0)
+        } else {
+            0
+        },
+    })
+}
+
+/// /proc/PID/task/TID/schedstat: ns on CPU, ns waiting on a run queue, timeslices.
+pub fn schedstat(buf: &[u8]) -> Option<(u64, u64, u64)> {
+    let mut it = buf
+        .split(|c| c.is_ascii_whitespace())
+        .filter(|t| !t.is_empty());
+    Some((num(it.next()?)?, num(it.next()?)?, num(it.next()?)?))
+}
+
+/// The voluntary and involuntary context switches from a task's status file.
+pub fn status_switches(buf: &[u8]) -> Option<(u64, u64)> {
+    let mut vol = None;
+    let mut invol = None;
+    for line in buf.split(|c| *c == b'\n') {
+        if let Some(v) = line.strip_prefix(b"voluntary_ctxt_switches:") {
+            vol = num(v.trim_ascii());
+        } else if let Some(v) = line.strip_prefix(b"nonvoluntary_ctxt_switches:") {
+            invol = num(v.trim_ascii());
+        }
+    }
+    Some((vol?, invol?))
+}
+
+/// What the machine-wide /proc/stat says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcStat {
+    /// CPUs listed (cpuN lines).
+    pub cpus: usize,
+    /// Busy time over all CPUs (everything but idle and iowait), in ticks.
+    pub busy_ticks: u64,
+    pub ctxt: u64,
+    /// Forks since boot: when it has not moved, no process was created anywhere.
+    pub processes: u64,
+    pub procs_running: u32,
+}
+
+pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
+    let mut s = ProcStat::default();
+    let mut saw_cpu = false;
+    for line in buf.split(|c| *c == b'\n') {
+        let mut it = line.split(|c| *c == b' ').filter(|t| !t.is_empty());
+        let Some(key) = it.next() else { continue };
+        match key {
+            b"cpu" => {
+                let v: Vec<u64> = it.filter_map(num).collect();
+                if v.len() < 4 {
+                    return None;
+                }
+                // user nice system idle iowait irq softirq steal (guest is inside user).
+                let total: u64 = v.iter().take(8).sum();
+                let idle = v[3] + v.get(4).copied().unwrap_or(0);
+                s.busy_ticks = total.saturating_sub(idle);
+                saw_cpu = true;
+            }
+            k if k.starts_with(b"cpu") => s.cpus += 1,
+            b"ctxt" => s.ctxt = num(it.next()?)?,
+            b"processes" => s.processes = num(it.next()?)?,
+            b"procs_running" => s.procs_running = num(it.next()?)?,
+            _ => {}
+        }
+    }
+    saw_cpu.then_some(s)
+}
+
+/// /proc/pressure/cpu "some" line: (avg10, total µs).
+pub fn psi_some(buf: &[u8]) -> Option<(f64, u64)> {
+    let line = buf
+        .split(|c| *c == b'\n')
+        .find(|l| l.starts_with(b"some "))?;
+    let mut avg10 = None;
+    let mut total = None;
+    for tok in line.split(|c| *c == b' ') {
+        if let Some(v) = tok.strip_prefix(b"avg10=") {
+            avg10 = num(v);
+        } else if let Some(v) = tok.strip_prefix(b"total=") {
+            total = num(v);
+        }
+    }
+    Some((avg10?, total?))
+}
+
+/// /proc/PID/autogroup: "/autogroup-5 nice 0" → (5, 0).
+pub fn autogroup(buf: &[u8]) -> Option<(u64, i32)> {
+    let text = std::str::from_utf8(buf).ok()?;
+    let mut it = text.split_whitespace();
+    let id = it.next()?.strip_prefix("/autogroup-")?.parse().ok()?;
+    if it.next()? != "nice" {
+        return None;
+    }
+    Some((id, it.next()?.parse().ok()?))
+}
+
+/// /proc/schedstat (version 15+): per-CPU run and wait totals in ns, summed. None when the
+/// kernel does not have it or the format is unknown.
+pub fn proc_schedstat(buf: &[u8]) -> Option<(u64, u64)> {
+    let text = std::str::from_utf8(buf).ok()?;
+    let mut run = 0u64;
+    let mut wait = 0u64;
+    let mut seen = false;
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let Some(key) = it.next() else { continue };
+        if key.starts_with("cpu") && key.len() > 3 {
+            // yld_count legacy sched_count sched_goidle ttwu_count ttwu_local rq_cpu_time
+            // run_delay pcount
+            let v: Vec<u64> = it.filter_map(|t| t.parse().ok()).collect();
+            if v.len() < 9 {
+                return None;
+            }
+            run += v[6];
+            wait += v[7];
+            seen = true;
+        }
+    }
+    seen.then_some((run, wait))
+}
+
+/// cgroup v2 cpu.stat usage_usec, in ns.
+pub fn cgroup2_usage_ns(buf: &[u8]) -> Option<u64> {
+    let line = buf
+        .split(|c| *c == b'\n')
+        .find(|l| l.starts_with(b"usage_usec "))?;
+    num::<u64>(line[b"usage_usec ".len()..].trim_ascii()).map(|us| us * 1000)
+}
+
+/// A single integer file (cpuacct.usage, cpu.shares, cpu.weight).
+pub fn single_u64(buf: &[u8]) -> Option<u64> {
+    num(buf.trim_ascii())
+}
+
+/// The kernel's sched_prio_to_weight table (kernel/sched/core.c), nice -20..=19.
+pub const PRIO_TO_WEIGHT: [u32; 40] = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
+    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
+    70, 56, 45, 36, 29, 23, 18, 15,
+];
+
+/// The CFS/EEVDF load weight of a nice value.
+pub fn nice_to_weight(nice: i32) -> f64 {
+    PRIO_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize] as f64
+}
+
+/// SCHED_IDLE tasks get the kernel's WEIGHT_IDLEPRIO.
+pub const WEIGHT_IDLE: f64 = 3.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_awkward_comm() {
+        let line = b"4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 2983 43535 1 6 12 3 31 6 20 5 3 0 71390 5124096 945 18446744073709551615 1 2 3 0 0 0 65536 4 1132560123 1 0 0 17 1 0 3 0 0 0\n";
+        let s = stat(line).unwrap();
+        assert_eq!(s.state, b'S');
+        assert_eq!((s.ppid, s.pgrp, s.session), (1, 4242, 4242));
+        assert_eq!(s.cpu_ticks, 15);
+        assert_eq!(s.child_ticks, 37);
+        assert_eq!(s.nice, 5);
+        assert_eq!(s.num_threads, 3);
+        assert_eq!(s.start, 71390);
+        assert_eq!(s.policy, 3);
+    }
+
+    #[test]
+    fn machine_files() {
+        let ps = proc_stat(b"cpu  100 1 50 800 20 0 9 0 0 0\ncpu0 1 0 0 0 0 0 0 0 0 0\ncpu1 1 0 0 0 0 0 0 0 0 0\nintr 5 1 2\nctxt 369267\nbtime 1\nprocesses 999\nprocs_running 3\nprocs_blocked 0\n").unwrap();
+        assert_eq!(ps.cpus, 2);
+        assert_eq!(ps.busy_ticks, 160);
+        assert_eq!((ps.ctxt, ps.processes, ps.procs_running), (369267, 999, 3));
+        assert_eq!(
+            psi_some(b"some avg10=5.47 avg60=4.07 avg300=4.94 total=36218594\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"),
+            Some((5.47, 36218594))
+        );
+        assert_eq!(autogroup(b"/autogroup-5 nice -3\n"), Some((5, -3)));
+        assert_eq!(schedstat(b"158183 76538 2\n"), Some((158183, 76538, 2)));
+        assert_eq!(
+            status_switches(
+                b"Name:\tx\nvoluntary_ctxt_switches:\t17\nnonvoluntary_ctxt_switches:\t4\n"
+            ),
+            Some((17, 4))
+        );
+        assert_eq!(
+            cgroup2_usage_ns(b"usage_usec 1500\nuser_usec 1000\n"),
+            Some(1_500_000)
+        );
+        assert_eq!(
+            proc_schedstat(b"version 15\ntimestamp 1\ncpu0 0 0 0 0 0 0 100 20 5\ndomain0 3 1\ncpu1 0 0 0 0 0 0 50 10 2\n"),
+            Some((150, 30))
+        );
+    }
+
+    #[test]
+    fn weights_follow_the_kernel_table() {
+        assert_eq!(nice_to_weight(0), 1024.0);
+        assert_eq!(nice_to_weight(-20), 88761.0);
+        assert_eq!(nice_to_weight(19), 15.0);
+        assert_eq!(nice_to_weight(1), 820.0);
+    }
+}
