@@ -30,6 +30,8 @@ enum Cmd {
     ChatServer(workload::chat::ServerArgs),
     /// The chatroom benchmark's client (chat_c): runs the rooms and prints the throughput.
     ChatClient(workload::chat::ClientArgs),
+    /// Chat server and client runs together on loopback (the dashboard's chat workload).
+    ChatBench(workload::chat::BenchArgs),
     /// hackbench: groups of 20 senders and 20 receivers over sockets or pipes.
     Hackbench(workload::hackbench::Args),
     /// contest's fork_load: fork, exec a nil program, wait, repeat.
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Some(Cmd::Tui(a)) => ("tui", ui::main(a)),
         Some(Cmd::ChatServer(a)) => ("chat-server", workload::chat::server_main(a)),
         Some(Cmd::ChatClient(a)) => ("chat-client", workload::chat::client_main(a)),
+        Some(Cmd::ChatBench(a)) => ("chat-bench", workload::chat::bench_main(a)),
         Some(Cmd::Hackbench(a)) => ("hackbench", workload::hackbench::main(a)),
         Some(Cmd::ForkLoad(a)) => ("fork-load", workload::fork_load::main(a)),
         Some(Cmd::RefJob(a)) => ("ref-job", workload::refjob::main(a)),

@@ -1,11 +1,429 @@
-//! msgbench: timed batches of msgget, msgsnd and msgctl (seed 004).
+//! msgbench: timed batches of msgget, msgsnd, msgctl(IPC_STAT), msgctl(MSG_STAT) and
+//! msgctl(IPC_RMID) over many queues (Nadia Derbey's benchmark from seed 004).
+//!
+//! Each batch creates `queues` queues, sends one message to each, stats each by id and by
+//! index, and removes them, timing each of the five loops. The report is the seed's: one
+//! `T op iterations in S seconds = R/sec` line per operation, then per-batch statistics in
+//! microseconds.
 
-use anyhow::Result;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::counters::{CounterRegion, CounterSlot};
+use crate::sysv::{self, LedgerRange, MsgQueue};
+
+/// The seed ran with `kernel.msgmni` raised to 32768, the most a kernel without
+/// `ipcmni_extend` allows; more would only measure memory.
+pub const DEFAULT_QUEUE_CAP: usize = 32_768;
+/// The seed's run: 1000 batches.
+pub const DEFAULT_BATCHES: u64 = 1000;
+/// Bytes of text in the one message each queue gets.
+const MESSAGE_LEN: usize = 8;
 
 /// Arguments of `schedlab msgbench`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Batches to run (the seed ran 1000).
+    #[arg(short = 'n', long = "batches", value_name = "BATCHES")]
+    pub batches: Option<String>,
+    /// Queues per batch [default: as many as kernel.msgmni leaves free, at most 32768].
+    #[arg(long, value_name = "N")]
+    pub queues: Option<String>,
+}
 
-pub fn main(_args: Args) -> Result<()> {
-    anyhow::bail!("`schedlab msgbench` is not built yet")
+/// The five timed operations, in the order a batch runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Get,
+    Send,
+    IpcStat,
+    MsgStat,
+    Rm,
+}
+
+impl Op {
+    pub const ALL: [Op; 5] = [Op::Get, Op::Send, Op::IpcStat, Op::MsgStat, Op::Rm];
+
+    /// The name in the `... iterations in ...` line.
+    pub fn call(self) -> &'static str {
+        match self {
+            Op::Get => "msgget",
+            Op::Send => "msgsnd",
+            Op::IpcStat => "msgctl(ipc_stat)",
+            Op::MsgStat => "msgctl(msg_stat)",
+            Op::Rm => "msgctl(ipc_rmid)",
+        }
+    }
+
+    /// The row label in the statistics table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Op::Get => "GET:",
+            Op::Send => "SEND:",
+            Op::IpcStat => "IPC_STAT:",
+            Op::MsgStat => "MSG_STAT:",
+            Op::Rm => "RM:",
+        }
+    }
+}
+
+/// Per-batch times of one operation, in nanoseconds.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    pub ns: Vec<u64>,
+}
+
+/// Summary of one operation over all batches; times in microseconds per batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub iterations: u64,
+    pub seconds: f64,
+    pub per_sec: f64,
+    pub avg_us: f64,
+    /// Population standard deviation (divides by the number of batches).
+    pub std_dev_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+}
+
+impl Samples {
+    pub fn summary(&self, queues: usize) -> Summary {
+        let n = self.ns.len().max(1) as f64;
+        let total_ns: u64 = self.ns.iter().sum();
+        let us: Vec<f64> = self.ns.iter().map(|&v| v as f64 / 1000.0).collect();
+        let avg = us.iter().sum::<f64>() / n;
+        let var = us.iter().map(|v| (v - avg).powi(2)).sum::<f64>() / n;
+        let seconds = total_ns as f64 / 1e9;
+        let iterations = self.ns.len() as u64 * queues as u64;
+        Summary {
+            iterations,
+            seconds,
+            per_sec: if seconds > 0.0 {
+                iterations as f64 / seconds
+            } else {
+                0.0
+            },
+            avg_us: avg,
+            std_dev_us: var.sqrt(),
+            min_us: us.iter().copied().fold(f64::INFINITY, f64::min),
+            max_us: us.iter().copied().fold(0.0, f64::max),
+        }
+    }
+}
+
+/// The seed's report: five rate lines, each followed by a blank line, then the table.
+pub fn report(summaries: &[(Op, Summary)]) -> String {
+    let mut out = String::new();
+    for (op, s) in summaries {
+        out += &format!(
+            "{} {} iterations in {:.6} seconds = {:.0}/sec\n\n",
+            s.iterations,
+            op.call(),
+            s.seconds,
+            s.per_sec.floor()
+        );
+    }
+    out += "             AVERAGE        STD_DEV      MIN     MAX\n";
+    for (op, s) in summaries {
+        out += &format!(
+            "{:<12}{:.6}   {:.6}   {:.0}   {:.0}\n",
+            op.label(),
+            s.avg_us,
+            s.std_dev_us,
+            s.min_us,
+            s.max_us
+        );
+    }
+    out
+}
+
+fn parse_count(flag: &str, text: &str) -> Result<u64> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => bail!("{flag} must be at least 1"),
+        Ok(n) => Ok(n),
+        Err(_) => bail!("{flag} {text:?} is not a whole number"),
+    }
+}
+
+fn read_sysctl(name: &str) -> Result<u64> {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("{path} holds {text:?}"))
+}
+
+/// Message queues that exist on the system now (anyone's).
+fn queues_in_use() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/sysvipc/msg").context("reading /proc/sysvipc/msg")?;
+    Ok(text
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .count() as u64)
+}
+
+/// How many queues a batch may create: checked against kernel.msgmni before anything is made.
+pub fn choose_queues(requested: Option<u64>, msgmni: u64, in_use: u64) -> Result<usize> {
+    let free = msgmni.saturating_sub(in_use);
+    match requested {
+        Some(n) if n > msgmni => bail!(
+            "--queues {n} is more than kernel.msgmni ({msgmni}) allows: raise it first (sysctl -w kernel.msgmni={n})"
+        ),
+        Some(n) if n > free => bail!(
+            "--queues {n}: only {free} of kernel.msgmni ({msgmni}) queues are free, {in_use} exist already: raise kernel.msgmni (sysctl -w kernel.msgmni={}) or remove them",
+            in_use + n
+        ),
+        Some(n) => Ok(n as usize),
+        None if free == 0 => bail!(
+            "no free message queue: kernel.msgmni is {msgmni} and {in_use} queues exist: raise kernel.msgmni"
+        ),
+        None => Ok(free.min(DEFAULT_QUEUE_CAP as u64) as usize),
+    }
+}
+
+/// The mask that turns a queue id into the index MSG_STAT takes: the low 15 bits, or the
+/// low 24 when the kernel was booted with `ipcmni_extend`. Found by asking the kernel.
+fn msg_stat_index_mask() -> Result<i32> {
+    let probe = MsgQueue::create()?;
+    let id = probe.id();
+    for mask in [0x7fff, 0xff_ffff] {
+        let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+        if unsafe { libc::msgctl(id & mask, libc::MSG_STAT, &mut ds) } == id {
+            return Ok(mask);
+        }
+    }
+    bail!("msgctl(MSG_STAT) does not find queue {id} by its index: cannot time MSG_STAT")
+}
+
+pub fn main(args: Args) -> Result<()> {
+    let batches = match &args.batches {
+        Some(t) => parse_count("-n", t)?,
+        None => DEFAULT_BATCHES,
+    };
+    let requested = args
+        .queues
+        .as_deref()
+        .map(|t| parse_count("--queues", t))
+        .transpose()?;
+    sysv::sweep_orphans()?;
+    let msgmni = read_sysctl("kernel.msgmni")?;
+    let queues = choose_queues(requested, msgmni, queues_in_use()?)?;
+
+    let counters = CounterRegion::for_workload()?;
+    let slot = counters.claim()?;
+    counters.set_expected_total(batches * queues as u64 * Op::ALL.len() as u64);
+
+    let index_mask = msg_stat_index_mask()?;
+    let range = LedgerRange::reserve(queues)?;
+    let stop = StopGate::install();
+    let mut bench = Bench {
+        range: &range,
+        ids: vec![0; queues],
+        index_mask,
+        slot: &slot,
+        msgmni,
+    };
+    let mut samples: Vec<Samples> = vec![Samples::default(); Op::ALL.len()];
+    for s in &mut samples {
+        s.ns.reserve(batches as usize);
+    }
+    for _ in 0..batches {
+        for (k, &op) in Op::ALL.iter().enumerate() {
+            stop.checkpoint();
+            let t0 = Instant::now();
+            let done = bench.run(op);
+            let ns = t0.elapsed().as_nanos() as u64;
+            if let Err(err) = done {
+                range.remove_recorded();
+                return Err(err);
+            }
+            samples[k].ns.push(ns);
+        }
+    }
+    counters.mark_finished();
+    let summaries: Vec<(Op, Summary)> = Op::ALL
+        .iter()
+        .zip(&samples)
+        .map(|(&op, s)| (op, s.summary(queues)))
+        .collect();
+    print!("{}", report(&summaries));
+    Ok(())
+}
+
+struct Bench<'a> {
+    range: &'a LedgerRange,
+    ids: Vec<i32>,
+    index_mask: i32,
+    slot: &'a CounterSlot,
+    msgmni: u64,
+}
+
+impl Bench<'_> {
+    /// One timed loop over every queue. Nothing but the call, a check and two stores per
+    /// queue: the id (into `ids` and the ledger) and the live counter.
+    fn run(&mut self, op: Op) -> Result<()> {
+        let n = self.ids.len();
+        match op {
+            Op::Get => {
+                for i in 0..n {
+                    match self.range.msgget(i) {
+                        Ok(id) => self.ids[i] = id,
+                        Err(err) => return Err(self.get_failed(i, err)),
+                    }
+                    self.slot.add(1);
+                }
+            }
+            Op::Send => {
+                let mut buf = sysv::MsgBuf::new(1);
+                let ptr = (&mut buf as *mut sysv::MsgBuf).cast::<libc::c_void>();
+                for &id in &self.ids {
+                    if unsafe { libc::msgsnd(id, ptr, MESSAGE_LEN, libc::IPC_NOWAIT) } < 0 {
+                        return Err(std::io::Error::last_os_error())
+                            .with_context(|| format!("msgsnd to queue {id}"));
+                    }
+                    self.slot.add(1);
+                }
+            }
+            Op::IpcStat => {
+                let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+                for &id in &self.ids {
+                    if unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) } < 0 {
+                        return Err(std::io::Error::last_os_error())
+                            .with_context(|| format!("msgctl(IPC_STAT) on queue {id}"));
+                    }
+                    self.slot.add(1);
+                }
+            }
+            Op::MsgStat => {
+                let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+                for &id in &self.ids {
+                    let got =
+                        unsafe { libc::msgctl(id & self.index_mask, libc::MSG_STAT, &mut ds) };
+                    if got != id {
+                        let err = std::io::Error::last_os_error();
+                        bail!(
+                            "msgctl(MSG_STAT) on index {} gave {got}, not queue {id} ({err})",
+                            id & self.index_mask
+                        );
+                    }
+                    self.slot.add(1);
+                }
+            }
+            Op::Rm => {
+                for (i, &id) in self.ids.iter().enumerate() {
+                    if let Err(err) = self.range.msg_rmid(i, id) {
+                        return Err(err).with_context(|| format!("msgctl(IPC_RMID) on queue {id}"));
+                    }
+                    self.slot.add(1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn get_failed(&self, i: usize, err: std::io::Error) -> anyhow::Error {
+        let n = self.ids.len();
+        if err.raw_os_error() == Some(libc::ENOSPC) {
+            let others = queues_in_use().unwrap_or(0).saturating_sub(i as u64);
+            anyhow::anyhow!(
+                "msgget: queue limit reached after {i} of {n} queues (kernel.msgmni = {}, {others} queues belong to others): raise kernel.msgmni or use fewer --queues",
+                self.msgmni
+            )
+        } else {
+            anyhow::Error::new(err).context(format!("msgget for queue {i} of {n}"))
+        }
+    }
+}
+
+/// Makes a termination signal wait for the benchmark to reach a phase boundary, so that no
+/// queue is created after the clean-up has swept the ledger. Costs nothing inside the loops.
+struct StopGate {
+    requested: Arc<AtomicBool>,
+    parked: Arc<AtomicBool>,
+}
+
+impl StopGate {
+    fn install() -> Self {
+        let requested = Arc::new(AtomicBool::new(false));
+        let parked = Arc::new(AtomicBool::new(false));
+        let (r, p) = (requested.clone(), parked.clone());
+        crate::lifeline::on_exit(move || {
+            r.store(true, SeqCst);
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while !p.load(SeqCst) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        Self { requested, parked }
+    }
+
+    /// Between two loops: if the process is being stopped, wait here for it to end.
+    fn checkpoint(&self) {
+        if self.requested.load(SeqCst) {
+            self.parked.store(true, SeqCst);
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_is_per_batch_microseconds() {
+        let s = Samples {
+            ns: vec![1_000_000, 3_000_000],
+        };
+        let sum = s.summary(1000);
+        assert_eq!(sum.iterations, 2000);
+        assert!((sum.seconds - 0.004).abs() < 1e-12);
+        assert!((sum.avg_us - 2000.0).abs() < 1e-9);
+        assert!((sum.std_dev_us - 1000.0).abs() < 1e-9);
+        assert_eq!(sum.min_us, 1000.0);
+        assert_eq!(sum.max_us, 3000.0);
+        assert!((sum.per_sec - 500_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn report_has_the_seeds_shape() {
+        let s = Samples {
+            ns: vec![21_469_724_000],
+        };
+        let text = report(&[(Op::Get, s.summary(32_768_000))]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "32768000 msgget iterations in 21.469724 seconds = 1526242/sec"
+        );
+        assert_eq!(lines[1], "");
+        assert_eq!(
+            lines[2],
+            "             AVERAGE        STD_DEV      MIN     MAX"
+        );
+        assert_eq!(
+            lines[3],
+            "GET:        21469724.000000   0.000000   21469724   21469724"
+        );
+    }
+
+    #[test]
+    fn queue_count_respects_msgmni() {
+        assert_eq!(choose_queues(None, 32000, 10).unwrap(), 31990);
+        assert_eq!(choose_queues(None, 100_000, 0).unwrap(), DEFAULT_QUEUE_CAP);
+        assert_eq!(choose_queues(Some(5), 32000, 0).unwrap(), 5);
+        let err = choose_queues(Some(40_000), 32000, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("kernel.msgmni"), "{err}");
+        let err = choose_queues(Some(100), 100, 1).unwrap_err().to_string();
+        assert!(err.contains("only 99"), "{err}");
+        assert!(choose_queues(None, 5, 5).is_err());
+    }
 }

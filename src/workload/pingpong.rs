@@ -1,11 +1,337 @@
-//! Message, semaphore and pipe ping-pong between pairs of tasks (seed 004).
+//! Message, semaphore and pipe ping-pong between pairs of tasks (seed 004: Manfred Spraul's
+//! pmsg and psem; `perf bench sched pipe` for pipes).
+//!
+//! Each pair bounces a token: the pinger sends and waits for the reply, the ponger waits and
+//! replies. `--pin same` puts both tasks of pair k on CPU k (every switch is a local wake-up),
+//! `--pin cross` puts them on two CPUs (every wake-up crosses CPUs). Tasks are processes
+//! (fork) unless `--threads`. Without `--duration` the run goes on until stopped, as the
+//! dashboard runs it; each pinger counts its round trips in its own live counter.
 
-use anyhow::Result;
+mod endpoint;
+mod tasks;
 
-/// Arguments of `schedlab ipc-pingpong`.
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::counters::{CounterRegion, CounterSlot};
+use crate::sysv::{self, MsgQueue, SemSet};
+use crate::workload::kind::{IpcKind, Pin};
+
+pub use endpoint::{Call, TaskError};
+
+/// Most pairs one run starts (each pair is two tasks).
+pub const MAX_PAIRS: usize = 4096;
+
+/// Arguments of `schedlab ipc-pingpong`. Values are checked by hand so that a bad one gets
+/// one clear line, like every other error.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// msg (msgsnd/msgrcv on one queue), sem (semop on two semaphores) or pipe (two pipes).
+    #[arg(long, value_name = "msg|sem|pipe", default_value = "msg")]
+    pub kind: String,
+    /// Pairs of tasks; `cpus` = one per CPU this process may use.
+    #[arg(long, value_name = "N|cpus", default_value = "cpus")]
+    pub pairs: String,
+    /// same: both tasks of pair k on CPU k; cross: the two tasks on CPUs k and k+1; none.
+    #[arg(long, value_name = "same|cross|none", default_value = "same")]
+    pub pin: String,
+    /// Seconds to run; without it, run until stopped (Ctrl-C prints the figures so far).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<String>,
+    /// Threads of one process instead of forked processes.
+    #[arg(long)]
+    pub threads: bool,
+}
 
-pub fn main(_args: Args) -> Result<()> {
-    anyhow::bail!("`schedlab ipc-pingpong` is not built yet")
+/// A checked run: what to start and where.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub kind: IpcKind,
+    pub pin: Pin,
+    pub threads: bool,
+    pub duration: Option<Duration>,
+    /// CPU of the pinger and of the ponger of each pair (None: unpinned).
+    pub cpus: Vec<(Option<usize>, Option<usize>)>,
+}
+
+impl Plan {
+    pub fn pairs(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Checks the arguments against the CPUs this process may use (in order).
+    pub fn new(args: &Args, allowed: &[usize]) -> Result<Self> {
+        let kind = match args.kind.as_str() {
+            "msg" => IpcKind::Msg,
+            "sem" => IpcKind::Sem,
+            "pipe" => IpcKind::Pipe,
+            other => bail!("unknown --kind {other:?}: use msg, sem or pipe"),
+        };
+        let pin = match args.pin.as_str() {
+            "same" => Pin::Same,
+            "cross" => Pin::Cross,
+            "none" => Pin::None,
+            other => bail!("unknown --pin {other:?}: use same, cross or none"),
+        };
+        let ncpus = allowed.len();
+        let pairs = match args.pairs.as_str() {
+            "cpus" => ncpus,
+            text => match text.parse::<usize>() {
+                Ok(0) => bail!("--pairs must be at least 1"),
+                Ok(n) if n > MAX_PAIRS => bail!("--pairs {n} is more than {MAX_PAIRS}"),
+                Ok(n) => n,
+                Err(_) => bail!("--pairs {text:?} is neither a number nor `cpus`"),
+            },
+        };
+        if pin != Pin::None && pairs > ncpus {
+            bail!(
+                "--pairs {pairs} is more than the {ncpus} CPUs this process may use, and --pin {} puts pair k on CPU k: use --pairs {ncpus} or --pin none",
+                args.pin
+            );
+        }
+        if pin == Pin::Cross && ncpus < 2 {
+            bail!("--pin cross needs two CPUs and this process may use only {ncpus}");
+        }
+        let duration = match args.duration.as_deref() {
+            None => None,
+            Some(text) => match text.parse::<f64>() {
+                Ok(s) if s > 0.0 && s.is_finite() && s < 1e9 => Some(Duration::from_secs_f64(s)),
+                _ => bail!("--duration {text:?} is not a positive number of seconds"),
+            },
+        };
+        let cpus = (0..pairs)
+            .map(|k| match pin {
+                Pin::Same => (Some(allowed[k]), Some(allowed[k])),
+                Pin::Cross => (Some(allowed[k]), Some(allowed[(k + 1) % ncpus])),
+                Pin::None => (None, None),
+            })
+            .collect();
+        Ok(Self {
+            kind,
+            pin,
+            threads: args.threads,
+            duration,
+            cpus,
+        })
+    }
+
+    fn describe(&self) -> String {
+        let kind = match self.kind {
+            IpcKind::Msg => "msg",
+            IpcKind::Sem => "sem",
+            IpcKind::Pipe => "pipe",
+        };
+        let pin = match self.pin {
+            Pin::Same => "same CPU per pair",
+            Pin::Cross => "pairs split across CPUs",
+            Pin::None => "unpinned",
+        };
+        let tasks = if self.threads { "threads" } else { "processes" };
+        format!("{kind} ping-pong: {} pairs of {tasks}, {pin}", self.pairs())
+    }
+}
+
+/// CPUs this process may run on, in increasing order.
+pub fn allowed_cpus() -> Result<Vec<usize>> {
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return Err(std::io::Error::last_os_error()).context("sched_getaffinity");
+    }
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    if cpus.is_empty() {
+        bail!("this process may run on no CPU");
+    }
+    Ok(cpus)
+}
+
+/// The kernel objects of one pair.
+pub enum PairObjects {
+    Msg(MsgQueue),
+    Sem(SemSet),
+    /// Pinger-to-ponger read and write ends, then ponger-to-pinger read and write ends.
+    Pipe([OwnedFd; 4]),
+}
+
+/// What a task needs to reach its pair's objects: plain numbers, so a forked child or a
+/// thread can hold them without owning anything.
+#[derive(Clone, Copy, Debug)]
+pub enum Handle {
+    Msg(i32),
+    Sem(i32),
+    Pipe([i32; 4]),
+}
+
+impl PairObjects {
+    fn create(kind: IpcKind) -> Result<Self> {
+        Ok(match kind {
+            IpcKind::Msg => PairObjects::Msg(MsgQueue::create()?),
+            IpcKind::Sem => PairObjects::Sem(SemSet::create(2)?),
+            IpcKind::Pipe => {
+                let (a, b) = pipe().context("pipe for a pair")?;
+                let (c, d) = pipe().context("pipe for a pair")?;
+                PairObjects::Pipe([a, b, c, d])
+            }
+        })
+    }
+
+    fn handle(&self) -> Handle {
+        match self {
+            PairObjects::Msg(q) => Handle::Msg(q.id()),
+            PairObjects::Sem(s) => Handle::Sem(s.id()),
+            PairObjects::Pipe(fds) => Handle::Pipe(fds.each_ref().map(|f| f.as_raw_fd())),
+        }
+    }
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A pinger's counter, readable by the parent (for the report) while the pinger stores to it.
+pub struct SharedSlot(CounterSlot);
+
+// One writer (the pinger); everyone else only loads the atomic.
+unsafe impl Sync for SharedSlot {}
+
+impl SharedSlot {
+    pub fn slot(&self) -> &CounterSlot {
+        &self.0
+    }
+}
+
+/// The report: per pair and in total, round trips, their rate and the mean round-trip time.
+pub fn report(plan: &Plan, counts: &[u64], elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    let cpu = |c: Option<usize>| c.map_or("-".to_string(), |c| c.to_string());
+    let usec = |n: u64| {
+        if n == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.3}", secs * 1e6 / n as f64)
+        }
+    };
+    let mut out = format!("{}, {:.3} s\n", plan.describe(), secs);
+    out += "pair  ping-cpu  pong-cpu   round-trips        rt/sec   usec/rt\n";
+    for (k, (&n, &(a, b))) in counts.iter().zip(&plan.cpus).enumerate() {
+        out += &format!(
+            "{k:>4}  {:>8}  {:>8}  {n:>12}  {:>12.0}  {:>8}\n",
+            cpu(a),
+            cpu(b),
+            n as f64 / secs,
+            usec(n)
+        );
+    }
+    let total: u64 = counts.iter().sum();
+    out += &format!(
+        "Total: {total} round trips in {secs:.3} s = {:.0} round trips/sec\n",
+        total as f64 / secs
+    );
+    // Pairs run at once, so one round trip took, on average, pairs * elapsed / total.
+    let mean = if total == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.3}", secs * 1e6 * counts.len() as f64 / total as f64)
+    };
+    out += &format!("Mean round-trip time: {mean} usec\n");
+    out
+}
+
+pub fn main(args: Args) -> Result<()> {
+    let plan = Plan::new(&args, &allowed_cpus()?)?;
+    sysv::sweep_orphans()?;
+    let counters = CounterRegion::for_workload()?;
+    let slots = (0..plan.pairs())
+        .map(|_| counters.claim().map(|s| Arc::new(SharedSlot(s))))
+        .collect::<Result<Vec<_>>>()?;
+    let control =
+        Arc::new(endpoint::Control::new(plan.pairs()).context("mapping the control page")?);
+    let state = Arc::new(tasks::RunState::new(plan.pairs()));
+    {
+        // A signal or a panic: kill the tasks; an open-ended run prints what it did so far.
+        let (state, slots, plan) = (state.clone(), slots.clone(), plan.clone());
+        crate::lifeline::on_exit(move || {
+            state.kill_tasks();
+            if plan.duration.is_none() {
+                if let Some(t0) = state.t0.get() {
+                    let counts: Vec<u64> = slots.iter().map(|s| s.slot().get()).collect();
+                    print!("{}", report(&plan, &counts, t0.elapsed()));
+                }
+            }
+        });
+    }
+    let mut objects = Vec::with_capacity(plan.pairs());
+    for _ in 0..plan.pairs() {
+        objects.push(Some(PairObjects::create(plan.kind)?));
+    }
+    let elapsed = if plan.threads {
+        tasks::run_threads(&plan, &mut objects, &control, &slots, &state)?
+    } else {
+        tasks::run_processes(&plan, &mut objects, &control, &slots, &state)?
+    };
+    counters.mark_finished();
+    let counts: Vec<u64> = slots.iter().map(|s| s.slot().get()).collect();
+    drop(objects);
+    print!("{}", report(&plan, &counts, elapsed));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(kind: &str, pairs: &str, pin: &str) -> Args {
+        Args {
+            kind: kind.into(),
+            pairs: pairs.into(),
+            pin: pin.into(),
+            duration: Some("1".into()),
+            threads: false,
+        }
+    }
+
+    #[test]
+    fn pinning_places_pairs() {
+        let p = Plan::new(&args("sem", "cpus", "same"), &[2, 5]).unwrap();
+        assert_eq!(p.cpus, vec![(Some(2), Some(2)), (Some(5), Some(5))]);
+        let p = Plan::new(&args("msg", "2", "cross"), &[0, 1]).unwrap();
+        assert_eq!(p.cpus, vec![(Some(0), Some(1)), (Some(1), Some(0))]);
+        let p = Plan::new(&args("pipe", "3", "none"), &[0, 1]).unwrap();
+        assert_eq!(p.cpus, vec![(None, None); 3]);
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        let err = |a: Args| Plan::new(&a, &[0, 1]).unwrap_err().to_string();
+        assert!(err(args("shm", "1", "same")).contains("unknown --kind"));
+        assert!(err(args("msg", "3", "same")).contains("more than the 2 CPUs"));
+        assert!(err(args("msg", "0", "none")).contains("at least 1"));
+        assert!(err(args("msg", "x", "none")).contains("neither"));
+        assert!(err(args("msg", "1", "diagonal")).contains("unknown --pin"));
+        let one = Plan::new(&args("msg", "1", "cross"), &[0]).unwrap_err();
+        assert!(one.to_string().contains("two CPUs"));
+        let mut a = args("msg", "1", "same");
+        a.duration = Some("-1".into());
+        assert!(err(a).contains("--duration"));
+    }
+
+    #[test]
+    fn report_rows_add_up() {
+        let p = Plan::new(&args("sem", "2", "same"), &[0, 1]).unwrap();
+        let text = report(&p, &[100, 300], Duration::from_secs(2));
+        assert!(text.contains("Total: 400 round trips in 2.000 s = 200 round trips/sec"));
+        assert!(text.contains("Mean round-trip time: 10000.000 usec"));
+        let row: Vec<&str> = text.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!(row, ["0", "0", "0", "100", "50", "20000.000"]);
+    }
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# schedlab ipc-pingpong against its peers, side by side in one run, alternating:
+#   msg and sem kinds  vs  bench/c/pingpong.c (the same pairs and system calls, in C)
+#   pipe kind          vs  perf bench sched pipe (one pair, the same pinning via taskset)
+# Prints, per case, the median round trips/sec of each, the spread, and the ratio of medians.
+#
+#   bench/ipc.sh [RUNS] [SECONDS]      (defaults: 5 runs of 2 s each per side and case)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=${1:-5}
+SECS=${2:-2}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cargo build --release --quiet
+SCHEDLAB=$PWD/target/release/schedlab
+gcc -O2 -Wall -o "$tmp/pingpong" bench/c/pingpong.c
+command -v perf >/dev/null || { echo "perf is needed for the pipe comparison" >&2; exit 1; }
+
+# Median of the numbers on stdin.
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+spread() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.0f..%.0f", lo, hi}'; }
+
+# "Total: N round trips in S s = R round trips/sec" -> R
+total_rate() { awk '/^Total:/ {print $(NF-2)}'; }
+# perf: "   396353 ops/sec" -> 396353
+perf_rate() { awk '/ops\/sec/ {print $1}'; }
+
+printf 'machine: %s CPUs, kernel %s\n' "$(nproc)" "$(uname -r)"
+printf 'each side: %s runs of %s s, alternating; rates in round trips/sec (total over pairs)\n\n' "$RUNS" "$SECS"
+printf '%-28s %12s %12s %7s   %s\n' case schedlab peer ratio "spread (schedlab | peer)"
+
+compare() { # label, schedlab command, peer command, peer parser
+  local label=$1 ours=$2 theirs=$3 parse=$4
+  : >"$tmp/a"; : >"$tmp/b"
+  for _ in $(seq "$RUNS"); do
+    eval "$ours" | total_rate >>"$tmp/a"
+    eval "$theirs" 2>&1 | $parse >>"$tmp/b"
+  done
+  local a b
+  a=$(median <"$tmp/a"); b=$(median <"$tmp/b")
+  printf '%-28s %12.0f %12.0f %7.3f   %s | %s\n' "$label" "$a" "$b" \
+    "$(awk -v a="$a" -v b="$b" 'BEGIN {print a/b}')" "$(spread <"$tmp/a")" "$(spread <"$tmp/b")"
+}
+
+for kind in msg sem; do
+  for pin in same cross; do
+    compare "$kind, 2 pairs, pin $pin (vs C)" \
+      "$SCHEDLAB ipc-pingpong --kind $kind --pairs 2 --pin $pin --duration $SECS" \
+      "$tmp/pingpong $kind $pin 2 $SECS" total_rate
+  done
+done
+
+# perf runs a fixed number of loops: size them to about SECS from a first measurement.
+probe=$(taskset -c 0 perf bench sched pipe -l 100000 2>&1 | perf_rate)
+loops=$(awk -v r="$probe" -v s="$SECS" 'BEGIN {printf "%d", r * s}')
+compare "pipe, 1 pair, pin same (vs perf)" \
+  "$SCHEDLAB ipc-pingpong --kind pipe --pairs 1 --pin same --duration $SECS" \
+  "taskset -c 0 perf bench sched pipe -l $loops" perf_rate
+compare "pipe, 1 pair, none (vs perf)" \
+  "$SCHEDLAB ipc-pingpong --kind pipe --pairs 1 --pin none --duration $SECS" \
+  "perf bench sched pipe -l $loops" perf_rate

@@ -1,0 +1,348 @@
+//! The two ends of a ping-pong pair for each mechanism, and the loops that bounce the token.
+//!
+//! Per round trip the pinger does one send and one receive and the ponger the mirror image:
+//! exactly the system calls of the originals (pmsg: msgsnd/msgrcv on one queue with two
+//! message types; psem: semop -1/+1 on two semaphores; perf bench sched pipe: a 4-byte
+//! write/read on two pipes). Nothing else happens per round trip but a relaxed load of the
+//! stop flag and a plain store to the pinger's counter.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
+
+/// Bytes carried by each message (as `perf bench sched pipe`'s int).
+pub const TOKEN_LEN: usize = 4;
+
+/// Which system call failed, kept as a number so a forked task can report it through
+/// shared memory without allocating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Call {
+    Msgsnd = 1,
+    Msgrcv,
+    Semop,
+    Write,
+    Read,
+    Affinity,
+}
+
+impl Call {
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::Msgsnd => "msgsnd",
+            Call::Msgrcv => "msgrcv",
+            Call::Semop => "semop",
+            Call::Write => "write",
+            Call::Read => "read",
+            Call::Affinity => "sched_setaffinity",
+        }
+    }
+
+    fn from_u32(v: u32) -> Option<Call> {
+        [
+            Call::Msgsnd,
+            Call::Msgrcv,
+            Call::Semop,
+            Call::Write,
+            Call::Read,
+            Call::Affinity,
+        ]
+        .into_iter()
+        .find(|c| *c as u32 == v)
+    }
+}
+
+/// A failed call and its errno (0: end of file, the other end closed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskError {
+    pub call: Call,
+    pub errno: i32,
+}
+
+impl TaskError {
+    fn last(call: Call) -> Self {
+        Self {
+            call,
+            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        }
+    }
+
+    /// True when the error means the partner or its object went away.
+    pub fn peer_gone(&self) -> bool {
+        matches!(self.errno, 0 | libc::EIDRM | libc::EINVAL | libc::EPIPE)
+    }
+}
+
+impl std::fmt::Display for TaskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.errno == 0 {
+            write!(f, "{}: end of file", self.call.name())
+        } else {
+            let err = std::io::Error::from_raw_os_error(self.errno);
+            write!(f, "{}: {err}", self.call.name())
+        }
+    }
+}
+
+/// One side of a pair: send the token, wait for it to come back.
+pub trait Endpoint {
+    fn send(&mut self) -> Result<(), TaskError>;
+    fn recv(&mut self) -> Result<(), TaskError>;
+}
+
+/// One queue per pair; the pinger sends type 1 and receives type 2, the ponger the reverse.
+pub struct MsgEnd {
+    id: i32,
+    buf: crate::sysv::MsgBuf,
+    send_type: libc::c_long,
+    recv_type: libc::c_long,
+}
+
+impl MsgEnd {
+    pub fn new(id: i32, pinger: bool) -> Self {
+        let (send_type, recv_type) = if pinger { (1, 2) } else { (2, 1) };
+        Self {
+            id,
+            buf: crate::sysv::MsgBuf::new(send_type),
+            send_type,
+            recv_type,
+        }
+    }
+}
+
+impl Endpoint for MsgEnd {
+    #[inline]
+    fn send(&mut self) -> Result<(), TaskError> {
+        self.buf.mtype = self.send_type;
+        let ptr = (&self.buf as *const crate::sysv::MsgBuf).cast();
+        while unsafe { libc::msgsnd(self.id, ptr, TOKEN_LEN, 0) } < 0 {
+            let err = TaskError::last(Call::Msgsnd);
+            if err.errno != libc::EINTR {
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn recv(&mut self) -> Result<(), TaskError> {
+        let ptr = (&mut self.buf as *mut crate::sysv::MsgBuf).cast();
+        let max = crate::sysv::MsgBuf::TEXT;
+        while unsafe { libc::msgrcv(self.id, ptr, max, self.recv_type, 0) } < 0 {
+            let err = TaskError::last(Call::Msgrcv);
+            if err.errno != libc::EINTR {
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A set of two semaphores per pair: the pinger posts 0 and waits on 1, the ponger the reverse.
+pub struct SemEnd {
+    id: i32,
+    post: u16,
+    wait: u16,
+}
+
+impl SemEnd {
+    pub fn new(id: i32, pinger: bool) -> Self {
+        let (post, wait) = if pinger { (0, 1) } else { (1, 0) };
+        Self { id, post, wait }
+    }
+
+    #[inline]
+    fn op(&self, num: u16, delta: i16) -> Result<(), TaskError> {
+        let mut op = libc::sembuf {
+            sem_num: num,
+            sem_op: delta,
+            sem_flg: 0,
+        };
+        while unsafe { libc::semop(self.id, &mut op, 1) } < 0 {
+            let err = TaskError::last(Call::Semop);
+            if err.errno != libc::EINTR {
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Endpoint for SemEnd {
+    #[inline]
+    fn send(&mut self) -> Result<(), TaskError> {
+        self.op(self.post, 1)
+    }
+
+    #[inline]
+    fn recv(&mut self) -> Result<(), TaskError> {
+        self.op(self.wait, -1)
+    }
+}
+
+/// Two pipes per pair: the pinger writes one and reads the other.
+pub struct PipeEnd {
+    write_fd: RawFd,
+    read_fd: RawFd,
+    token: [u8; TOKEN_LEN],
+}
+
+impl PipeEnd {
+    pub fn new(write_fd: RawFd, read_fd: RawFd) -> Self {
+        Self {
+            write_fd,
+            read_fd,
+            token: [0; TOKEN_LEN],
+        }
+    }
+}
+
+impl Endpoint for PipeEnd {
+    #[inline]
+    fn send(&mut self) -> Result<(), TaskError> {
+        loop {
+            let n = unsafe { libc::write(self.write_fd, self.token.as_ptr().cast(), TOKEN_LEN) };
+            if n == TOKEN_LEN as isize {
+                return Ok(());
+            }
+            let err = TaskError::last(Call::Write);
+            if n >= 0 || err.errno != libc::EINTR {
+                return Err(err);
+            }
+        }
+    }
+
+    #[inline]
+    fn recv(&mut self) -> Result<(), TaskError> {
+        loop {
+            let n = unsafe { libc::read(self.read_fd, self.token.as_mut_ptr().cast(), TOKEN_LEN) };
+            if n == TOKEN_LEN as isize {
+                return Ok(());
+            }
+            if n == 0 {
+                return Err(TaskError {
+                    call: Call::Read,
+                    errno: 0,
+                });
+            }
+            let err = TaskError::last(Call::Read);
+            if n > 0 || err.errno != libc::EINTR {
+                return Err(err);
+            }
+        }
+    }
+}
+
+/// Bounces the token until `stop` is set, counting round trips; then tells the ponger to
+/// quit (through `pair.quit`, set before the last token, which the ponger reads on waking).
+#[inline(never)]
+pub fn ping<E: Endpoint>(
+    end: &mut E,
+    stop: &AtomicU32,
+    pair: &PairControl,
+    count: &crate::counters::CounterSlot,
+) -> Result<(), TaskError> {
+    while stop.load(Relaxed) == 0 {
+        end.send()?;
+        end.recv()?;
+        count.add(1);
+    }
+    pair.quit.store(1, SeqCst);
+    end.send()
+}
+
+/// Returns the token until the pinger says quit.
+#[inline(never)]
+pub fn pong<E: Endpoint>(end: &mut E, pair: &PairControl) -> Result<(), TaskError> {
+    loop {
+        end.recv()?;
+        if pair.quit.load(SeqCst) != 0 {
+            return Ok(());
+        }
+        end.send()?;
+    }
+}
+
+/// Per-pair control words, one cache line, in memory shared with forked tasks.
+#[repr(C, align(64))]
+pub struct PairControl {
+    /// Set by the pinger before its last token.
+    pub quit: AtomicU32,
+    /// Failed call and errno of the pinger (index 0) and the ponger (1); call 0 = none.
+    call: [AtomicU32; 2],
+    errno: [AtomicI32; 2],
+}
+
+impl PairControl {
+    pub fn record(&self, role: usize, err: TaskError) {
+        self.errno[role].store(err.errno, SeqCst);
+        self.call[role].store(err.call as u32, SeqCst);
+    }
+
+    pub fn error(&self, role: usize) -> Option<TaskError> {
+        let call = Call::from_u32(self.call[role].load(SeqCst))?;
+        Some(TaskError {
+            call,
+            errno: self.errno[role].load(SeqCst),
+        })
+    }
+}
+
+/// The run's control page: a global stop flag and one [`PairControl`] per pair, mapped
+/// MAP_SHARED so that forked tasks see the parent's stores and the parent theirs.
+pub struct Control {
+    base: *mut u8,
+    len: usize,
+    pairs: usize,
+}
+
+// Accessed only through atomics.
+unsafe impl Send for Control {}
+unsafe impl Sync for Control {}
+
+#[repr(C, align(64))]
+struct Header {
+    stop: AtomicU32,
+}
+
+impl Control {
+    pub fn new(pairs: usize) -> std::io::Result<Self> {
+        let len = 64 * (pairs + 1);
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        // Anonymous mappings start zeroed: no stop, no quit, no error.
+        Ok(Self {
+            base: base.cast(),
+            len,
+            pairs,
+        })
+    }
+
+    pub fn stop_flag(&self) -> &AtomicU32 {
+        unsafe { &(*(self.base as *const Header)).stop }
+    }
+
+    pub fn pair(&self, k: usize) -> &PairControl {
+        assert!(k < self.pairs);
+        unsafe { &*(self.base.add(64 * (k + 1)) as *const PairControl) }
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<PairControl>() == 64);
+const _: () = assert!(std::mem::size_of::<Header>() == 64);

@@ -1,0 +1,174 @@
+//! Helpers shared by the SysV IPC tests: running the binary with a bound on time, and
+//! reading a process's SysV ledger to learn which objects it made.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
+
+pub fn schedlab(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args).stdin(Stdio::null());
+    c
+}
+
+/// Runs to the end, killing it (and failing) if it takes longer than `limit`.
+pub fn run_bounded(args: &[&str], limit: Duration) -> Output {
+    let child = schedlab(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start schedlab");
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = done.clone();
+    let watchdog = std::thread::spawn(move || {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        true
+    });
+    let out = child.wait_with_output().expect("wait for schedlab");
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        !watchdog.join().unwrap(),
+        "schedlab {args:?} ran longer than {limit:?} and was killed"
+    );
+    out
+}
+
+/// Waits for a child started with `spawn`, killing it (and failing) after `limit`.
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("pid {} did not end within {limit:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The ledger file of a live schedlab process, if it has one yet.
+pub fn ledger_of(pid: u32) -> Option<PathBuf> {
+    let prefix = format!("schedlab-sysv-{pid}-");
+    std::fs::read_dir("/dev/shm")
+        .ok()?
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Obj {
+    Sem(i32),
+    Msg(i32),
+}
+
+/// Objects recorded in a ledger now (kind in the high 32 bits, id + 1 in the low 32).
+pub fn recorded(path: &PathBuf) -> Vec<Obj> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    bytes
+        .chunks_exact(8)
+        .filter_map(|c| {
+            let w = u64::from_ne_bytes(c.try_into().unwrap());
+            let low = w & 0xffff_ffff;
+            if low == 0 {
+                return None;
+            }
+            let id = (low - 1) as u32 as i32;
+            match w >> 32 {
+                1 => Some(Obj::Sem(id)),
+                2 => Some(Obj::Msg(id)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Waits until `pid`'s ledger records at least `n` objects; returns them.
+pub fn wait_for_objects(pid: u32, n: usize, limit: Duration) -> (PathBuf, Vec<Obj>) {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(path) = ledger_of(pid) {
+            let objs = recorded(&path);
+            if objs.len() >= n {
+                return (path, objs);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pid {pid} recorded fewer than {n} SysV objects within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+pub fn exists(obj: Obj) -> bool {
+    match obj {
+        Obj::Sem(id) => unsafe { libc::semctl(id, 0, libc::GETVAL) >= 0 },
+        Obj::Msg(id) => {
+            let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+            unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) >= 0 }
+        }
+    }
+}
+
+/// Children of a live process (from /proc/PID/task/*/children).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(
+                    text.split_whitespace()
+                        .filter_map(|w| w.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Alive and not a zombie.
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+        .unwrap_or(false)
+}
+
+/// Waits until none of `pids` is alive; fails after `limit`.
+pub fn wait_gone(pids: &[u32], limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(
+            Instant::now() < deadline,
+            "tasks {:?} still alive after {limit:?}",
+            pids.iter().filter(|&&p| alive(p)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn usable_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+pub fn stderr_line(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).trim_end().to_string()
+}
