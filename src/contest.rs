@@ -91,6 +91,8 @@ pub struct Row {
     pub cpu_percent: f64,
     pub loads: u64,
     pub load_cpu_percent: f64,
+    /// The autogroup the load ran in, when readable.
+    pub autogroup: Option<u64>,
 }
 
 /// Process groups to kill if contest is interrupted (a `sh -c` job's children ignore the
@@ -168,9 +170,23 @@ pub fn main(args: Args) -> Result<()> {
 
     let alone = measure("noload", None, &job, &args)?;
     print_row(&alone, alone.time);
+    let mut rows = Vec::new();
     for (name, kind) in &kinds {
         let row = measure(name, Some(kind), &job, &args)?;
         print_row(&row, alone.time);
+        rows.push(row);
+    }
+    // Show where each ran, so the placement line above can be checked.
+    let me = std::process::id();
+    let (_, own) = group_cpu("contest", unsafe { libc::getpgrp() } as u32, me);
+    if let Some(own) = own {
+        let mut line = format!("Autogroups: the job's (contest's session) {own}");
+        for row in &rows {
+            if let Some(id) = row.autogroup {
+                line += &format!(", {} {id}", row.load);
+            }
+        }
+        println!("{line}");
     }
     Ok(())
 }
@@ -207,6 +223,7 @@ fn measure(name: &str, load: Option<&WorkloadKind>, job: &Program, args: &Args) 
         cpu_percent: 0.0,
         loads: 0,
         load_cpu_percent: 0.0,
+        autogroup: None,
     };
     for _ in 0..args.runs {
         let mut running = match load {
@@ -224,7 +241,8 @@ fn measure(name: &str, load: Option<&WorkloadKind>, job: &Program, args: &Args) 
             // Read before stopping: a load killed outright may die before reaping its
             // children, whose CPU would then reach no one's cutime.
             let count = l.counters.total();
-            let lcpu = group_cpu(&l);
+            let (lcpu, autogroup) = group_cpu(&l.name, l.pgid(), l.pid);
+            row.autogroup = autogroup;
             let wall = stop_load(&mut l);
             row.loads += count;
             row.load_cpu_percent += 100.0 * lcpu.as_secs_f64() / wall.as_secs_f64().max(1e-9);
@@ -275,29 +293,33 @@ fn start_load(name: &str, kind: &WorkloadKind, args: &Args) -> Result<Running> {
     Ok(load)
 }
 
-/// CPU time used so far by a running load: every process of its group, with the children
-/// each has reaped (a fork loop's children, hackbench's earlier runs), read by the probe.
-fn group_cpu(load: &Running) -> Duration {
+/// CPU time used so far by a process group (every process in it, with the children each has
+/// reaped: a fork loop's children, hackbench's earlier runs), and the autogroup its leader
+/// is in, read by the probe.
+fn group_cpu(name: &str, pgid: u32, leader: u32) -> (Duration, Option<u64>) {
     let Ok(mut probe) = Probe::new(ProbeConfig::default()) else {
-        return Duration::ZERO;
+        return (Duration::ZERO, None);
     };
     let target = Target {
         id: 1,
-        name: load.name.clone(),
-        pgid: load.pgid(),
-        leader: load.pid,
+        name: name.into(),
+        pgid,
+        leader,
         cgroup: None,
         counters: None,
         ops_unit: String::new(),
     };
     let sample = probe.sample(&[target]);
-    let ticks: u64 = sample
-        .workloads
-        .iter()
-        .flat_map(|w| &w.processes)
-        .map(|p| p.cpu_ticks + p.child_ticks)
-        .sum();
-    Duration::from_nanos(ticks * crate::probe::parse::NS_PER_TICK)
+    let procs = || sample.workloads.iter().flat_map(|w| &w.processes);
+    let ticks: u64 = procs().map(|p| p.cpu_ticks + p.child_ticks).sum();
+    let autogroup = procs()
+        .find(|p| p.pid == leader)
+        .and_then(|p| p.autogroup)
+        .map(|(id, _)| id);
+    (
+        Duration::from_nanos(ticks * crate::probe::parse::NS_PER_TICK),
+        autogroup,
+    )
 }
 
 /// Stops a load (SIGTERM, then SIGKILL after 5 s) and returns how long it ran.
