@@ -15,7 +15,6 @@ use anyhow::{bail, Context, Result};
 use crate::probe::{Probe, ProbeConfig, Target};
 use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running};
 use crate::workload::kind::{IpcKind, Pin, WorkloadKind};
-use crate::workload::placement::PlacementArgs;
 use crate::workload::refjob::children_cpu;
 
 /// Arguments of `schedlab contest`.
@@ -40,9 +39,13 @@ pub struct Args {
     /// Seconds each load runs before the job starts.
     #[arg(long, default_value_t = 3.0)]
     pub lead: f64,
-    /// Where the load runs: nice value, and whether in a session of its own.
-    #[command(flatten)]
-    pub placement: PlacementArgs,
+    /// Nice value of the loads (-20..19; below 0 needs root). The job runs at nice 0.
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: Option<i32>,
+    /// Start each load in a session of its own (setsid), so in its own autogroup when
+    /// autogroup is on; by default loads share the job's session.
+    #[arg(long)]
+    pub own_session: bool,
 }
 
 /// A load contest knows by name.
@@ -148,12 +151,12 @@ pub fn main(args: Args) -> Result<()> {
     println!("Job: {job_text} (own process group in contest's session, nice 0)");
     println!(
         "Loads: {}, nice {}; each started {} s before the job and stopped when it ends",
-        if args.placement.own_session {
+        if args.own_session {
             "in a session of their own (setsid: own autogroup)"
         } else {
             "in the job's session (shared autogroup)"
         },
-        args.placement.nice.unwrap_or(0),
+        args.nice.unwrap_or(0),
         args.lead
     );
     println!("Autogroup: {}", autogroup_state());
@@ -261,8 +264,8 @@ fn start_load(name: &str, kind: &WorkloadKind, args: &Args) -> Result<Running> {
         name: name.into(),
         program: kind.program(),
         knobs: Knobs {
-            nice: args.placement.nice.unwrap_or(0),
-            placement: if args.placement.own_session {
+            nice: args.nice.unwrap_or(0),
+            placement: if args.own_session {
                 Placement::OwnSession
             } else {
                 Placement::Shared
