@@ -176,3 +176,53 @@ fn threads_exiting_while_sampled_are_dropped_without_panic() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     churn.join().unwrap();
 }
+
+#[test]
+fn the_default_scenario_runs_and_counts_its_operations() {
+    let scenario = schedlab::scenario::Scenario::builtin_default();
+    let mut lab = Lab::new(Duration::from_millis(scenario.interval_ms)).unwrap();
+    // Under cargo test the supervisor's "this binary" is the test harness: run the real
+    // schedlab binary with the same arguments instead.
+    let ids: Vec<u32> = scenario
+        .workloads
+        .iter()
+        .map(|d| {
+            let schedlab::supervisor::Program::SelfExe(args) = d.kind.program() else {
+                panic!("the default scenario runs schedlab subcommands");
+            };
+            let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
+            argv.extend(args);
+            let decl = WorkloadDecl {
+                kind: WorkloadKind::Command { argv },
+                ..d.clone()
+            };
+            lab.add(decl).unwrap()
+        })
+        .collect();
+    lab.tick();
+    // Bounded: wait until both have shown CPU and the fork loop has counted forks.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut seen_cpu = [false; 2];
+    let mut forks = 0.0;
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        let f = lab.tick();
+        for (k, id) in ids.iter().enumerate() {
+            let w = f.workloads.iter().find(|w| w.id == *id).unwrap();
+            assert!(
+                matches!(w.state, WorkloadState::Running | WorkloadState::Starting),
+                "{w:?}"
+            );
+            seen_cpu[k] |= w.cpu_received > 0.0;
+            if w.name == "fork_load" {
+                forks += w.ops_per_sec * f.interval;
+                assert!(w.tasks >= 1);
+            }
+        }
+        if seen_cpu == [true, true] && forks > 0.0 {
+            break;
+        }
+    }
+    assert_eq!(seen_cpu, [true, true]);
+    assert!(forks > 0.0, "fork_load's counter never moved");
+}
