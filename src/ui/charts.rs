@@ -29,38 +29,47 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
 
     // Braille gives two dots per cell across; a chart cannot show more columns than that.
     let columns = 2 * a.width as usize;
-    let lines =
-        |main: &dyn Fn(&Point) -> f64, second: Option<&dyn Fn(&Point) -> f64>| -> Vec<Line2> {
-            app.workloads
-                .iter()
-                .map(|w| {
-                    let pts: Vec<&Point> = w.series.window(from, end).collect();
-                    let series = |v: &dyn Fn(&Point) -> f64| {
-                        thin(
-                            pts.iter().map(|p| (p.t - end, v(p))),
-                            -app.window,
-                            app.window,
-                            columns,
-                        )
-                    };
-                    Line2 {
-                        slot: w.slot,
-                        name: w.decl.name.clone(),
-                        main: series(main),
-                        second: second.map_or_else(Vec::new, |s| series(s)),
-                    }
-                })
-                .collect()
-        };
+    // Values are thinned before `scale` (monotone: the extremes stay the extremes), so that
+    // log10 runs on the few points drawn, not on every point of the window.
+    let lines = |main: &dyn Fn(&Point) -> f64,
+                 second: Option<&dyn Fn(&Point) -> f64>,
+                 scale: &dyn Fn(f64) -> f64|
+     -> Vec<Line2> {
+        app.workloads
+            .iter()
+            .map(|w| {
+                let series = |v: &dyn Fn(&Point) -> f64| {
+                    let mut pts = thin(
+                        w.series.window(from, end).map(|p| (p.t - end, v(p))),
+                        -app.window,
+                        app.window,
+                        columns,
+                    );
+                    pts.iter_mut().for_each(|p| p.1 = scale(p.1));
+                    pts
+                };
+                Line2 {
+                    slot: w.slot,
+                    name: w.decl.name.clone(),
+                    main: series(main),
+                    second: second.map_or_else(Vec::new, |s| series(s)),
+                }
+            })
+            .collect()
+    };
 
     let log = |v: f64| v.max(1.0).log10();
-    let ops = lines(&|p| log(p.ops_per_sec), None);
+    let ops = lines(&|p| p.ops_per_sec, None, &log);
     draw_log_chart(f, a, app, "Throughput ops/s", "", &ops);
 
-    let cpu = lines(&|p| p.cpu_received * 100.0, Some(&|p| p.cpu_fair * 100.0));
+    let cpu = lines(
+        &|p| p.cpu_received * 100.0,
+        Some(&|p| p.cpu_fair * 100.0),
+        &|v| v,
+    );
     draw_cpu_chart(f, b, app, &cpu);
 
-    let cs = lines(&|p| log(p.voluntary), Some(&|p| log(p.involuntary)));
+    let cs = lines(&|p| p.voluntary, Some(&|p| p.involuntary), &log);
     draw_log_chart(f, c, app, "Switches/s", "vol ⣿ invol •", &cs);
 }
 
