@@ -15,6 +15,9 @@ use super::app::App;
 use super::fmt::span;
 use super::history::Point;
 
+/// One number of a Point, for one line of a chart.
+type Getter<'a> = &'a dyn Fn(&Point) -> f64;
+
 struct Line2 {
     slot: usize,
     name: String,
@@ -31,10 +34,7 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
     let columns = 2 * a.width as usize;
     // Values are thinned before `scale` (monotone: the extremes stay the extremes), so that
     // log10 runs on the few points drawn, not on every point of the window.
-    let lines = |main: &dyn Fn(&Point) -> f64,
-                 second: Option<&dyn Fn(&Point) -> f64>,
-                 scale: &dyn Fn(f64) -> f64|
-     -> Vec<Line2> {
+    let lines = |main: Getter, second: Option<Getter>, scale: &dyn Fn(f64) -> f64| -> Vec<Line2> {
         app.workloads
             .iter()
             .map(|w| {
