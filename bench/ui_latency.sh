@@ -52,7 +52,7 @@ run_case() { # label, extra workload command or ""
     done
     local tasks self
     tasks=$(screen | awk '$1=="■" && $2=="sleepers" {print $4}')
-    self=$(screen | grep -o 'self [0-9.]*% CPU' | head -1)
+    self=$(screen | grep -o 'self [0-9.]*%' | head -1 || true)
     printf '%-22s keys: median %3d ms, worst %3d ms (%d presses)  sleepers tasks: %s  %s\n' \
         "$label" "$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')" \
         "$(printf '%s\n' "${times[@]}" | sort -n | tail -1)" "${#times[@]}" "${tasks:--}" "$self"
