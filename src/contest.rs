@@ -1,11 +1,335 @@
-//! contest: time a reference job alone and under each load (seed 003).
+//! contest: time a reference job alone and under each load (seed 003, REFERENCE.md section 3).
+//!
+//! The job (the built-in ref-job standing in for `make -j4 bzImage`, or any command) runs
+//! first with no load, then once per load named: the load starts `--lead` seconds before the
+//! job and is stopped when the job ends. The table has contest's columns: the job's elapsed
+//! time and CPU% (as `time` reports them), the load's work count and CPU%, and the Ratio of
+//! the job's time under the load to its time alone. Where the load sits (the job's session or
+//! its own, its nice value) decides what its fair share is, so the report says so.
 
-use anyhow::Result;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::probe::{Probe, ProbeConfig, Target};
+use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running};
+use crate::workload::kind::{IpcKind, Pin, WorkloadKind};
+use crate::workload::placement::PlacementArgs;
+use crate::workload::refjob::children_cpu;
 
 /// Arguments of `schedlab contest`.
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// A load to run the job under (repeatable): fork_load, hackbench, chat, msg_pingpong,
+    /// sem_pingpong, pipe_pingpong, cpu_hog. The job always runs with no load first.
+    #[arg(long = "load", value_name = "NAME")]
+    pub loads: Vec<String>,
+    /// Runs of the job per load, averaged.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Any command as the job, run with `sh -c` in its own process group.
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["jobs", "work"])]
+    pub job: Option<String>,
+    /// Workers of the built-in reference job (make's -j).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
+    /// Work of the built-in reference job (1.0 takes about 10 s with -j4 on 2 CPUs).
+    #[arg(long, default_value_t = 1.0)]
+    pub work: f64,
+    /// Seconds each load runs before the job starts.
+    #[arg(long, default_value_t = 3.0)]
+    pub lead: f64,
+    /// Where the load runs: nice value, and whether in a session of its own.
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+}
 
-pub fn main(_args: Args) -> Result<()> {
-    anyhow::bail!("`schedlab contest` is not built yet")
+/// A load contest knows by name.
+pub fn load_kind(name: &str) -> Result<WorkloadKind> {
+    let pingpong = |ipc| WorkloadKind::Pingpong {
+        ipc,
+        pairs: None,
+        pin: Pin::None,
+        threads: false,
+    };
+    Ok(match name {
+        "fork_load" => WorkloadKind::ForkLoad { forkers: None },
+        "hackbench" => WorkloadKind::Hackbench {
+            groups: 10,
+            loops: 100,
+            datasize: 100,
+            fds: 20,
+            pipe: false,
+            threads: false,
+            runs: Some(0),
+        },
+        "chat" => WorkloadKind::Chat {
+            rooms: 10,
+            messages: 100,
+            runs: None,
+        },
+        "msg_pingpong" => pingpong(IpcKind::Msg),
+        "sem_pingpong" => pingpong(IpcKind::Sem),
+        "pipe_pingpong" => pingpong(IpcKind::Pipe),
+        "cpu_hog" => WorkloadKind::CpuHog {
+            threads: supervisor::online_cpus() as u32,
+        },
+        _ => bail!(
+            "unknown load {name:?}: use fork_load, hackbench, chat, msg_pingpong, \
+             sem_pingpong, pipe_pingpong or cpu_hog"
+        ),
+    })
+}
+
+/// One row of the table, averaged over its runs.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub load: String,
+    pub runs: u32,
+    pub time: f64,
+    pub cpu_percent: f64,
+    pub loads: u64,
+    pub load_cpu_percent: f64,
+}
+
+/// Process groups to kill if contest is interrupted (a `sh -c` job's children ignore the
+/// lifeline that reaches the shell).
+static GROUPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn track(pgid: u32) {
+    GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
+}
+
+fn untrack(pgid: u32) {
+    GROUPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|&g| g != pgid);
+}
+
+fn kill_tracked() {
+    for &g in GROUPS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        unsafe { libc::kill(-(g as libc::pid_t), libc::SIGKILL) };
+    }
+}
+
+pub fn main(args: Args) -> Result<()> {
+    let kinds = args
+        .loads
+        .iter()
+        .filter(|n| n.as_str() != "noload")
+        .map(|n| Ok((n.clone(), load_kind(n)?)))
+        .collect::<Result<Vec<_>>>()?;
+    if !(args.lead.is_finite() && args.lead >= 0.0) {
+        bail!("--lead must be a number of seconds, not {}", args.lead);
+    }
+    let job = match &args.job {
+        Some(cmd) => Program::Command(vec!["sh".into(), "-c".into(), cmd.clone()]),
+        None => {
+            crate::workload::refjob::units_for(args.work)?;
+            Program::SelfExe(vec![
+                "ref-job".into(),
+                "-j".into(),
+                args.jobs.to_string(),
+                "--work".into(),
+                args.work.to_string(),
+            ])
+        }
+    };
+    crate::lifeline::on_exit(kill_tracked);
+
+    let job_text = match &args.job {
+        Some(cmd) => format!("`{cmd}`"),
+        None => format!("schedlab ref-job -j{} --work {}", args.jobs, args.work),
+    };
+    println!("Job: {job_text} (own process group in contest's session, nice 0)");
+    println!(
+        "Loads: {}, nice {}; each started {} s before the job and stopped when it ends",
+        if args.placement.own_session {
+            "in a session of their own (setsid: own autogroup)"
+        } else {
+            "in the job's session (shared autogroup)"
+        },
+        args.placement.nice.unwrap_or(0),
+        args.lead
+    );
+    println!("Autogroup: {}", autogroup_state());
+    println!(
+        "CPUs: {}. Loads counts: fork_load children forked, hackbench/chat messages, \
+         ping-pong round trips, cpu_hog loops (from the load's start)",
+        supervisor::online_cpus()
+    );
+    println!();
+    println!(
+        "{:<14} {:>6} {:>8} {:>6} {:>12} {:>6} {:>6}",
+        "Load", "[runs]", "Time", "CPU%", "Loads", "LCPU%", "Ratio"
+    );
+
+    let alone = measure("noload", None, &job, &args)?;
+    print_row(&alone, alone.time);
+    for (name, kind) in &kinds {
+        let row = measure(name, Some(kind), &job, &args)?;
+        print_row(&row, alone.time);
+    }
+    Ok(())
+}
+
+fn autogroup_state() -> String {
+    match std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled") {
+        Ok(s) if s.trim() == "1" => {
+            "on (kernel.sched_autogroup_enabled = 1): fair share is split per session first".into()
+        }
+        Ok(_) => "off (kernel.sched_autogroup_enabled = 0): fair share is per task".into(),
+        Err(_) => "not in this kernel: fair share is per task".into(),
+    }
+}
+
+fn print_row(row: &Row, alone: f64) {
+    println!(
+        "{:<14} {:>6} {:>8.2} {:>5.0}% {:>12} {:>5.0}% {:>6.2}",
+        row.load,
+        format!("[{}]", row.runs),
+        row.time,
+        row.cpu_percent,
+        row.loads,
+        row.load_cpu_percent,
+        row.time / alone
+    );
+}
+
+/// Runs the job `runs` times under `load` (or none) and averages.
+fn measure(name: &str, load: Option<&WorkloadKind>, job: &Program, args: &Args) -> Result<Row> {
+    let mut row = Row {
+        load: name.into(),
+        runs: args.runs,
+        time: 0.0,
+        cpu_percent: 0.0,
+        loads: 0,
+        load_cpu_percent: 0.0,
+    };
+    for _ in 0..args.runs {
+        let mut running = match load {
+            Some(kind) => Some(start_load(name, kind, args)?),
+            None => None,
+        };
+        let (time, cpu) = run_job(job).inspect_err(|_| {
+            if let Some(l) = &mut running {
+                stop_load(l);
+            }
+        })?;
+        row.time += time.as_secs_f64();
+        row.cpu_percent += 100.0 * cpu.as_secs_f64() / time.as_secs_f64().max(1e-9);
+        if let Some(mut l) = running {
+            // Read before stopping: a load killed outright may die before reaping its
+            // children, whose CPU would then reach no one's cutime.
+            let count = l.counters.total();
+            let lcpu = group_cpu(&l);
+            let wall = stop_load(&mut l);
+            row.loads += count;
+            row.load_cpu_percent += 100.0 * lcpu.as_secs_f64() / wall.as_secs_f64().max(1e-9);
+        }
+    }
+    let n = args.runs as f64;
+    row.time /= n;
+    row.cpu_percent /= n;
+    row.loads = (row.loads as f64 / n).round() as u64;
+    row.load_cpu_percent /= n;
+    Ok(row)
+}
+
+fn start_load(name: &str, kind: &WorkloadKind, args: &Args) -> Result<Running> {
+    let spec = LaunchSpec {
+        name: name.into(),
+        program: kind.program(),
+        knobs: Knobs {
+            nice: args.placement.nice.unwrap_or(0),
+            placement: if args.placement.own_session {
+                Placement::OwnSession
+            } else {
+                Placement::Shared
+            },
+            ..Knobs::default()
+        },
+        capture_output: false,
+    };
+    let mut load = supervisor::spawn(&spec)?;
+    track(load.pgid());
+    // The lead time, watching that the load did not die at once (a bad build, a subcommand
+    // this binary lacks).
+    let deadline = Instant::now() + Duration::from_secs_f64(args.lead.max(0.2));
+    while Instant::now() < deadline {
+        if let Some(status) = load.poll_exit() {
+            untrack(load.pgid());
+            bail!(
+                "load {name} exited before the job started ({status}): \
+                 try `schedlab {}` by hand",
+                match kind.program() {
+                    Program::SelfExe(a) => a.join(" "),
+                    Program::Command(a) => a.join(" "),
+                }
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(load)
+}
+
+/// CPU time used so far by a running load: every process of its group, with the children
+/// each has reaped (a fork loop's children, hackbench's earlier runs), read by the probe.
+fn group_cpu(load: &Running) -> Duration {
+    let Ok(mut probe) = Probe::new(ProbeConfig::default()) else {
+        return Duration::ZERO;
+    };
+    let target = Target {
+        id: 1,
+        name: load.name.clone(),
+        pgid: load.pgid(),
+        leader: load.pid,
+        cgroup: None,
+        counters: None,
+        ops_unit: String::new(),
+    };
+    let sample = probe.sample(&[target]);
+    let ticks: u64 = sample
+        .workloads
+        .iter()
+        .flat_map(|w| &w.processes)
+        .map(|p| p.cpu_ticks + p.child_ticks)
+        .sum();
+    Duration::from_nanos(ticks * crate::probe::parse::NS_PER_TICK)
+}
+
+/// Stops a load (SIGTERM, then SIGKILL after 5 s) and returns how long it ran.
+fn stop_load(load: &mut Running) -> Duration {
+    let wall = load.started.elapsed();
+    load.stop(Duration::from_secs(5));
+    untrack(load.pgid());
+    wall
+}
+
+/// Runs the job once; returns its elapsed time and the CPU time it and its children used.
+fn run_job(job: &Program) -> Result<(Duration, Duration)> {
+    let spec = LaunchSpec {
+        name: "job".into(),
+        program: job.clone(),
+        knobs: Knobs::default(),
+        capture_output: false,
+    };
+    let before = children_cpu();
+    let start = Instant::now();
+    let mut running = supervisor::spawn(&spec).context("starting the job")?;
+    track(running.pgid());
+    let status = running.wait();
+    let elapsed = start.elapsed();
+    untrack(running.pgid());
+    let status = status?;
+    if !status.success() {
+        let what = match job {
+            Program::SelfExe(a) => format!("schedlab {}", a.join(" ")),
+            Program::Command(a) => a.last().cloned().unwrap_or_default(),
+        };
+        bail!("the job `{what}` failed ({status})");
+    }
+    Ok((elapsed, children_cpu().saturating_sub(before)))
 }

@@ -117,9 +117,12 @@ impl Lab {
         Ok(id)
     }
 
-    /// Watches an existing process (and its process group) that schedlab did not start.
+    /// Watches an existing process that schedlab did not start: its whole process group when
+    /// it leads one (a shell job: `make` and its compilers), else that process alone (with
+    /// the children it reaps).
     pub fn attach(&mut self, name: &str, pid: u32) -> Result<u32> {
         let pgid = crate::probe::pgid_of(&self.probe.config().proc_root, pid)?;
+        let pgid = if pgid == pid { pgid } else { 0 };
         let id = self.next_id;
         self.next_id += 1;
         self.entries.push(Entry {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use schedlab::{contest, lifeline, sysv, ui, workload};
+use schedlab::{compare, contest, lifeline, record, run, sysv, ui, workload};
 
 #[derive(Parser)]
 #[command(
@@ -30,6 +30,8 @@ enum Cmd {
     ChatServer(workload::chat::ServerArgs),
     /// The chatroom benchmark's client (chat_c): runs the rooms and prints the throughput.
     ChatClient(workload::chat::ClientArgs),
+    /// Chat server and client runs together on loopback (the dashboard's chat workload).
+    ChatBench(workload::chat::BenchArgs),
     /// hackbench: groups of 20 senders and 20 receivers over sockets or pipes.
     Hackbench(workload::hackbench::Args),
     /// contest's fork_load: fork, exec a nil program, wait, repeat.
@@ -46,6 +48,14 @@ enum Cmd {
     IpcPingpong(workload::pingpong::Args),
     /// Remove SysV objects left by schedlab processes that were killed outright.
     Cleanup,
+    /// Run a scenario without the dashboard, N times, and print statistics across repeats.
+    Run(run::Args),
+    /// Compare two result files: each difference, its 95% CI, significant or within noise.
+    Compare(compare::Args),
+    /// Draw a recording as a picture: throughput, CPU share vs fair share, context switches.
+    Plot(record::cli::PlotArgs),
+    /// Play a recording back.
+    Replay(record::cli::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +67,7 @@ fn main() -> ExitCode {
         Some(Cmd::Tui(a)) => ("tui", ui::main(a)),
         Some(Cmd::ChatServer(a)) => ("chat-server", workload::chat::server_main(a)),
         Some(Cmd::ChatClient(a)) => ("chat-client", workload::chat::client_main(a)),
+        Some(Cmd::ChatBench(a)) => ("chat-bench", workload::chat::bench_main(a)),
         Some(Cmd::Hackbench(a)) => ("hackbench", workload::hackbench::main(a)),
         Some(Cmd::ForkLoad(a)) => ("fork-load", workload::fork_load::main(a)),
         Some(Cmd::RefJob(a)) => ("ref-job", workload::refjob::main(a)),
@@ -65,6 +76,10 @@ fn main() -> ExitCode {
         Some(Cmd::Msgbench(a)) => ("msgbench", workload::msgbench::main(a)),
         Some(Cmd::IpcPingpong(a)) => ("ipc-pingpong", workload::pingpong::main(a)),
         Some(Cmd::Cleanup) => ("cleanup", cleanup()),
+        Some(Cmd::Run(a)) => ("run", run::main(a)),
+        Some(Cmd::Compare(a)) => ("compare", compare::main(a)),
+        Some(Cmd::Plot(a)) => ("plot", record::cli::plot_main(a)),
+        Some(Cmd::Replay(a)) => ("replay", record::cli::replay_main(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -99,7 +99,14 @@ impl Model {
                 let all = (r1.saturating_sub(r0) + w1.saturating_sub(w0)) as f64;
                 ((all - ours_demand_ns) / t_ns).max(rest_received)
             }
-            _ => rest_received,
+            // Without /proc/schedstat: procs_running (runnable tasks, instantaneous, averaged
+            // over both ends) less ours (Σ (run + wait) / T is our mean runnable count) and
+            // the observer itself. Noisy, but it sees a busy machine.
+            _ => {
+                let running =
+                    (cur.machine.procs_running as f64 + prev.machine.procs_running as f64) / 2.0;
+                (running - ours_demand_ns / t_ns - 1.0).max(rest_received)
+            }
         };
 
         // Real-time tasks are served before any fair task.
@@ -364,7 +371,13 @@ fn account(
         let pp = prev_procs.get(&key);
         let mut own: u64 = 0;
         for th in &p.threads {
-            let old = pp.and_then(|pp| pp.threads.iter().find(|o| o.tid == th.tid));
+            // The probe lists threads sorted by tid.
+            let old = pp.and_then(|pp| {
+                pp.threads
+                    .binary_search_by_key(&th.tid, |o| o.tid)
+                    .ok()
+                    .map(|k| &pp.threads[k])
+            });
             let (dr, dw, ds) = match old {
                 Some(o) => (
                     th.run_ns.saturating_sub(o.run_ns),
@@ -404,16 +417,21 @@ fn account(
     } else {
         0.0
     };
+    // The thread that carries each process's chain: its main thread, or its first thread
+    // when the main one has exited.
+    let mut carrier: HashMap<u32, usize> = HashMap::new();
+    for (i, &(pid, tid, ..)) in per_task.iter().enumerate() {
+        let e = carrier.entry(pid).or_insert(i);
+        if tid == pid {
+            *e = i;
+        }
+    }
+    let reaped_of: HashMap<u32, u64> = reaped.iter().copied().collect();
     let mut tasks: Vec<TaskClaim> = Vec::with_capacity(per_task.len());
-    for (i, &(pid, tid, dr, dw, weight)) in per_task.iter().enumerate() {
+    for (i, &(pid, _, dr, dw, weight)) in per_task.iter().enumerate() {
         let mut busy = (dr + dw) as f64;
-        let main = tid == pid
-            || !per_task.iter().any(|&(p2, t2, ..)| p2 == pid && t2 == pid)
-                && per_task.iter().position(|&(p2, ..)| p2 == pid) == Some(i);
-        if main {
-            if let Some(&(_, got)) = reaped.iter().find(|(p, _)| *p == pid) {
-                busy += got as f64 * (1.0 + wait_ratio);
-            }
+        if carrier.get(&pid) == Some(&i) {
+            busy += reaped_of.get(&pid).copied().unwrap_or(0) as f64 * (1.0 + wait_ratio);
         }
         tasks.push(TaskClaim {
             claim: Claim {
@@ -425,7 +443,7 @@ fn account(
     }
     // A zombie parent with reaped CPU but no thread left still ran.
     for &(pid, got) in &reaped {
-        if got > 0 && !per_task.iter().any(|&(p, ..)| p == pid) {
+        if got > 0 && !carrier.contains_key(&pid) {
             tasks.push(TaskClaim {
                 claim: Claim {
                     demand: (got as f64 * (1.0 + wait_ratio) / t_ns).min(1.0),

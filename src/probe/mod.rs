@@ -14,7 +14,6 @@ pub mod sample;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -74,6 +73,9 @@ impl Default for ProbeConfig {
 const CACHE_REFRESH_NS: u64 = 5_000_000_000;
 /// Re-list threads and rescan /proc at least this often.
 const RELIST_NS: u64 = 1_000_000_000;
+/// Re-read every thread's nice at least this often (at once when the main thread's changes:
+/// a renice of a whole workload touches the main thread too).
+const NICE_EVERY_NS: u64 = 5_000_000_000;
 
 /// A file kept open and re-read from offset 0; or, when descriptors run out, a path
 /// reopened each time.
@@ -93,6 +95,7 @@ enum ReadErr {
 fn classify(err: io::Error, path: &Path) -> ReadErr {
     match err.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::ESRCH) => ReadErr::Gone,
+        _ if path.as_os_str().is_empty() => ReadErr::Failed(err.to_string()),
         _ => ReadErr::Failed(format!("{}: {err}", path.display())),
     }
 }
@@ -111,7 +114,8 @@ impl Reader {
     /// Reads the whole file into `buf` (cleared first).
     fn read<'a>(&self, buf: &'a mut Vec<u8>) -> Result<&'a [u8], ReadErr> {
         match self {
-            Reader::Open(f) => pread_all(f, buf).map_err(|e| classify(e, Path::new("(open)"))),
+            // The caller names the file: paths are not kept per open file.
+            Reader::Open(f) => pread_all(f, buf).map_err(|e| classify(e, Path::new(""))),
             Reader::Path(p) => {
                 let f = File::open(p).map_err(|e| classify(e, p))?;
                 pread_all(&f, buf).map_err(|e| classify(e, p))
@@ -121,22 +125,39 @@ impl Reader {
 }
 
 fn pread_all<'a>(f: &File, buf: &'a mut Vec<u8>) -> io::Result<&'a [u8]> {
-    let cap = buf.capacity().max(4096);
+    use std::os::fd::AsRawFd;
     buf.clear();
-    buf.resize(cap, 0);
-    let mut len = 0;
+    if buf.capacity() < 4096 {
+        buf.reserve(4096);
+    }
     loop {
-        let n = f.read_at(&mut buf[len..], len as u64)?;
-        len += n;
+        let len = buf.len();
+        let spare = buf.capacity() - len;
+        // pread straight into the spare capacity: no zero-filling of a buffer per read.
+        let n = unsafe {
+            libc::pread(
+                f.as_raw_fd(),
+                buf.as_mut_ptr().add(len).cast(),
+                spare,
+                len as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        // SAFETY: the kernel wrote n bytes there.
+        unsafe { buf.set_len(len + n as usize) };
         // /proc files are produced whole by one read when the buffer is large enough; only a
         // full buffer needs another round.
-        if n == 0 || len < buf.len() {
+        if n == 0 || buf.len() < buf.capacity() {
             break;
         }
-        let grow = buf.len();
-        buf.resize(grow * 2, 0);
+        buf.reserve(buf.capacity());
     }
-    buf.truncate(len);
     Ok(&buf[..])
 }
 
@@ -149,13 +170,23 @@ fn read_path(path: &Path, buf: &mut Vec<u8>) -> Result<(), ReadErr> {
 struct TaskState {
     schedstat: Reader,
     status: Option<Reader>,
+    /// Read on status ticks only, for per-thread nice and policy.
+    stat: Option<Reader>,
+    /// Timeslices at the last status read: a thread not scheduled since cannot have switched
+    /// (but for at most one switch-out, counted when it next runs), so its status is skipped.
+    status_slices: u64,
     sample: TaskSample,
 }
 
 struct ProcState {
     start: u64,
+    /// Files of this process that could not be opened or read, until the next re-list.
+    notes: Vec<String>,
     stat: Reader,
     listed_ns: u64,
+    /// When per-thread nice was last read, and the main thread's (nice, policy) then.
+    nice_ns: u64,
+    main_sched: (i32, u32),
     tasks: HashMap<u32, TaskState>,
     sample: ProcessSample,
 }
@@ -177,6 +208,8 @@ pub struct Probe {
     schedstat: Option<Reader>,
     /// pid → (pgid, start) for every process seen in /proc.
     pid_cache: HashMap<u32, (u32, u64)>,
+    /// Pids whose stat could not be read at the last scan, and why (hidepid, permissions).
+    unreadable: HashMap<u32, String>,
     cache_built_ns: u64,
     scanned_ns: u64,
     /// /proc/stat `processes` now, and when /proc was last scanned.
@@ -223,6 +256,7 @@ impl Probe {
             proc_stat,
             buf: Vec::with_capacity(4096),
             pid_cache: HashMap::new(),
+            unreadable: HashMap::new(),
             cache_built_ns: 0,
             scanned_ns: 0,
             last_forks: 0,
@@ -334,6 +368,7 @@ impl Probe {
         };
         if refresh {
             self.pid_cache.clear();
+            self.unreadable.clear();
             self.cache_built_ns = now;
         }
         let mut seen = HashSet::with_capacity(self.pid_cache.len() + 16);
@@ -347,13 +382,23 @@ impl Probe {
                 continue;
             }
             let path = self.cfg.proc_root.join(name).join("stat");
-            if read_path(&path, &mut self.buf).is_ok() {
-                if let Some(st) = parse::stat(&self.buf) {
-                    self.pid_cache.insert(pid, (st.pgrp, st.start));
+            match read_path(&path, &mut self.buf) {
+                Ok(()) => {
+                    if let Some(st) = parse::stat(&self.buf) {
+                        self.pid_cache.insert(pid, (st.pgrp, st.start));
+                        self.unreadable.remove(&pid);
+                    }
                 }
+                Err(ReadErr::Failed(why)) => {
+                    // Cached as belonging to no group, so it is retried only at a refresh.
+                    self.pid_cache.insert(pid, (u32::MAX, 0));
+                    self.unreadable.insert(pid, why);
+                }
+                Err(ReadErr::Gone) => {}
             }
         }
         self.pid_cache.retain(|pid, _| seen.contains(pid));
+        self.unreadable.retain(|pid, _| seen.contains(pid));
         self.scanned_ns = now;
     }
 
@@ -368,14 +413,21 @@ impl Probe {
             cfg,
             buf,
             pid_cache,
+            unreadable,
             groups,
             ..
         } = self;
         let group = groups.entry(target.id).or_default();
         let mut problems: Vec<String> = Vec::new();
+        if let Some(why) = unreadable.get(&target.leader) {
+            problems.push(format!("cannot read the leader's stat: {why}"));
+        }
 
         // The leader's identity, to tell its exit from a reused pid.
-        if let Some(&(_, start)) = pid_cache.get(&target.leader) {
+        if let Some(&(_, start)) = pid_cache
+            .get(&target.leader)
+            .filter(|(pgid, _)| *pgid != u32::MAX)
+        {
             match group.leader_start {
                 None => group.leader_start = Some(start),
                 Some(s) if s != start && group.procs.is_empty() => {
@@ -389,6 +441,10 @@ impl Probe {
         }
 
         if scan {
+            // A process no longer listed in /proc (or listed as another) is gone.
+            group
+                .procs
+                .retain(|pid, p| pid_cache.get(pid).map(|e| e.1) == Some(p.start));
             let members: Vec<(u32, u64)> = if target.pgid == 0 {
                 pid_cache
                     .get(&target.leader)
@@ -422,7 +478,7 @@ impl Probe {
                 Ok(b) => parse::stat(b),
                 Err(ReadErr::Gone) => None,
                 Err(ReadErr::Failed(why)) => {
-                    problems.push(why);
+                    problems.push(format!("{}/{pid}/stat: {why}", cfg.proc_root.display()));
                     None
                 }
             };
@@ -450,6 +506,13 @@ impl Probe {
                 list_tasks(&cfg.proc_root, pid, p, now);
             }
             let main_nice = st.nice;
+            let nice_due = status_due
+                && ((st.nice, st.policy) != p.main_sched
+                    || now.saturating_sub(p.nice_ns) >= NICE_EVERY_NS);
+            if nice_due {
+                p.nice_ns = now;
+                p.main_sched = (st.nice, st.policy);
+            }
             p.tasks.retain(|&tid, t| {
                 match t.schedstat.read(buf) {
                     Ok(b) => match parse::schedstat(b) {
@@ -462,7 +525,10 @@ impl Probe {
                     },
                     Err(ReadErr::Gone) => return false,
                     Err(ReadErr::Failed(why)) => {
-                        problems.push(why);
+                        problems.push(format!(
+                            "{}/{pid}/task/{tid}/schedstat: {why}",
+                            cfg.proc_root.display()
+                        ));
                         return false;
                     }
                 }
@@ -471,7 +537,8 @@ impl Probe {
                     t.sample.nice = main_nice;
                     t.sample.policy = st.policy;
                 }
-                if status_due {
+                if status_due && t.sample.slices != t.status_slices {
+                    t.status_slices = t.sample.slices;
                     if let Some(r) = &t.status {
                         match r.read(buf) {
                             Ok(b) => {
@@ -482,18 +549,20 @@ impl Probe {
                             }
                             Err(ReadErr::Gone) => return false,
                             Err(ReadErr::Failed(why)) => {
-                                problems.push(why);
+                                p.notes.push(format!(
+                                    "{}/{pid}/task/{tid}/status: {why}",
+                                    cfg.proc_root.display()
+                                ));
                                 t.status = None;
                             }
                         }
                     }
-                    if tid != pid {
-                        let path = cfg.proc_root.join(format!("{pid}/task/{tid}/stat"));
-                        if read_path(&path, buf).is_ok() {
-                            if let Some(ts) = parse::stat(buf) {
-                                t.sample.nice = ts.nice;
-                                t.sample.policy = ts.policy;
-                            }
+                }
+                if nice_due {
+                    if let Some(r) = t.stat.as_ref().filter(|_| tid != pid) {
+                        if let Some(ts) = r.read(buf).ok().and_then(parse::stat) {
+                            t.sample.nice = ts.nice;
+                            t.sample.policy = ts.policy;
                         }
                     }
                 }
@@ -502,6 +571,7 @@ impl Probe {
             if status_due {
                 p.sample.autogroup = read_autogroup(&cfg.proc_root, pid, buf);
             }
+            problems.extend(p.notes.iter().cloned());
         }
         for pid in gone_pids {
             group.procs.remove(&pid);
@@ -527,6 +597,20 @@ impl Probe {
                 .ok()
         });
 
+        if processes.is_empty() && target.leader != 0 {
+            // Nothing left: tell a reused leader pid from a plain exit.
+            let path = cfg.proc_root.join(format!("{}/stat", target.leader));
+            if read_path(&path, buf).is_ok() {
+                if let (Some(st), Some(start)) = (parse::stat(buf), group.leader_start) {
+                    if st.start != start {
+                        problems.push(format!(
+                            "pid {} now belongs to another process (reused)",
+                            target.leader
+                        ));
+                    }
+                }
+            }
+        }
         problems.sort();
         problems.dedup();
         let health = if processes.is_empty() {
@@ -578,15 +662,20 @@ fn open_process(
     let st = match stat.read(buf) {
         Ok(b) => parse::stat(b),
         Err(ReadErr::Gone) => return Ok(None),
-        Err(ReadErr::Failed(why)) => return Err(why),
+        Err(ReadErr::Failed(why)) => {
+            return Err(format!("{}/{pid}/stat: {why}", proc_root.display()))
+        }
     };
     let Some(st) = st.filter(|s| s.start == start) else {
         return Ok(None);
     };
     let mut p = ProcState {
         start,
+        notes: Vec::new(),
         stat,
         listed_ns: 0,
+        nice_ns: now,
+        main_sched: (st.nice, st.policy),
         tasks: HashMap::new(),
         sample: ProcessSample {
             pid,
@@ -612,12 +701,28 @@ fn read_autogroup(proc_root: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<(u64,
 /// Brings a process's thread list up to date: opens files of new threads, drops dead ones.
 fn list_tasks(proc_root: &Path, pid: u32, p: &mut ProcState, now: u64) {
     p.listed_ns = now;
+    p.notes.clear();
     let dir = proc_root.join(format!("{pid}/task"));
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) => {
+            if let ReadErr::Failed(why) = classify(e, &dir) {
+                p.notes.push(why);
+            }
+            return;
+        }
     };
     let mut seen = HashSet::with_capacity(p.tasks.len() + 4);
     let mut buf = Vec::with_capacity(512);
+    // An open that fails for another reason than an exit (EACCES under hidepid) is a note.
+    let open = |path: PathBuf, notes: &mut Vec<String>| match Reader::open(path) {
+        Ok(r) => Some(r),
+        Err(ReadErr::Gone) => None,
+        Err(ReadErr::Failed(why)) => {
+            notes.push(why);
+            None
+        }
+    };
     for entry in entries.flatten() {
         let Some(tid) = entry
             .file_name()
@@ -627,29 +732,37 @@ fn list_tasks(proc_root: &Path, pid: u32, p: &mut ProcState, now: u64) {
             continue;
         };
         seen.insert(tid);
-        if p.tasks.contains_key(&tid) {
+        let tdir = dir.join(tid.to_string());
+        if let Some(t) = p.tasks.get_mut(&tid) {
+            if t.status.is_none() {
+                // Retry a status file that could not be read before.
+                t.status = open(tdir.join("status"), &mut p.notes);
+            }
             continue;
         }
-        let tdir = dir.join(tid.to_string());
-        let Ok(schedstat) = Reader::open(tdir.join("schedstat")) else {
+        let Some(schedstat) = open(tdir.join("schedstat"), &mut p.notes) else {
             continue;
         };
-        let status = Reader::open(tdir.join("status")).ok();
+        let status = open(tdir.join("status"), &mut p.notes);
+        let stat = open(tdir.join("stat"), &mut p.notes);
         let mut sample = TaskSample {
             tid,
             ..TaskSample::default()
         };
-        if read_path(&tdir.join("stat"), &mut buf).is_ok() {
-            if let Some(ts) = parse::stat(&buf) {
-                sample.nice = ts.nice;
-                sample.policy = ts.policy;
-            }
+        if let Some(ts) = stat
+            .as_ref()
+            .and_then(|r| r.read(&mut buf).ok().and_then(parse::stat))
+        {
+            sample.nice = ts.nice;
+            sample.policy = ts.policy;
         }
         p.tasks.insert(
             tid,
             TaskState {
                 schedstat,
                 status,
+                stat,
+                status_slices: u64::MAX,
                 sample,
             },
         );

@@ -1,11 +1,65 @@
-//! A plain CPU hog: threads that spin.
+//! A plain CPU hog: threads that spin, each counting its loops in its own counter slot.
 
-use anyhow::Result;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::counters::CounterRegion;
 
 /// Arguments of `schedlab cpu-hog`.
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Spinning threads (default: one per usable CPU).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Stop after this many seconds (default: run until stopped).
+    #[arg(long)]
+    pub duration: Option<f64>,
+}
 
-pub fn main(_args: Args) -> Result<()> {
-    anyhow::bail!("`schedlab cpu-hog` is not built yet")
+pub fn main(args: Args) -> Result<()> {
+    let n = args
+        .threads
+        .unwrap_or(crate::supervisor::online_cpus() as u32);
+    if n == 0 {
+        bail!("--threads must be at least 1");
+    }
+    if let Some(d) = args.duration {
+        if !(d.is_finite() && d > 0.0) {
+            bail!("duration must be a positive number of seconds, not {d}");
+        }
+    }
+    let region = CounterRegion::for_workload()?;
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let slot = region.claim()?;
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("hog-{i}"))
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    while !STOP.load(Relaxed) {
+                        slot.add(1);
+                    }
+                })
+                .context("creating a thread")?,
+        );
+    }
+    match args.duration {
+        Some(d) => std::thread::sleep(Duration::from_secs_f64(d)),
+        None => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+    }
+    STOP.store(true, Relaxed);
+    for h in handles {
+        let _ = h.join();
+    }
+    region.mark_finished();
+    let secs = start.elapsed().as_secs_f64();
+    println!("Loops: {} in {secs:.3} s with {n} threads", region.total());
+    Ok(())
 }

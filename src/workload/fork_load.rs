@@ -1,11 +1,285 @@
 //! contest's fork_load: fork, exec a nil program, wait, repeat (seed 003).
+//!
+//! Each forker is a process, as in the original: it forks, the child execs a program that
+//! only returns 0, the forker waits for it and counts it, and repeats. At most one child per
+//! forker exists at a time. When fork fails with EAGAIN (a pids limit) the forker backs off
+//! and the report says how often. The forkers stop at a flag in shared memory, so the count
+//! is exactly the children reaped; every exit path stops them and reaps them.
 
-use anyhow::Result;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::counters::{CounterRegion, CounterSlot};
+use crate::workload::children;
+use crate::workload::placement::PlacementArgs;
+
+/// How long a forker waits after fork fails with EAGAIN before trying again.
+const BACKOFF: Duration = Duration::from_millis(10);
 
 /// Arguments of `schedlab fork-load`.
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Number of forker processes, or `cpus` for one per usable CPU.
+    #[arg(long, default_value = "cpus", value_parser = parse_forkers)]
+    pub forkers: Forkers,
+    /// Stop after this many seconds (default: run until stopped).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// The program each child execs (default: schedlab-nil next to this binary).
+    #[arg(long, value_name = "PATH")]
+    pub exec: Option<PathBuf>,
+    /// Also print each forker's count.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+}
 
-pub fn main(_args: Args) -> Result<()> {
-    anyhow::bail!("`schedlab fork-load` is not built yet")
+#[derive(Clone, Copy, Debug)]
+pub enum Forkers {
+    Cpus,
+    N(u32),
+}
+
+fn parse_forkers(s: &str) -> std::result::Result<Forkers, String> {
+    if s == "cpus" {
+        return Ok(Forkers::Cpus);
+    }
+    match s.parse::<u32>() {
+        Ok(0) => Err("at least 1 forker".into()),
+        Ok(n) => Ok(Forkers::N(n)),
+        Err(_) => Err(format!("{s:?} is neither a number nor `cpus`")),
+    }
+}
+
+/// What the forkers share with the parent besides their counters: one cache line each.
+#[repr(C, align(64))]
+struct Line(AtomicU64);
+
+/// A shared anonymous mapping: line 0 is the stop flag, line 1+i forker i's EAGAIN count,
+/// line 1+n+i forker i's "finished" flag.
+struct Control {
+    base: *mut Line,
+    lines: usize,
+}
+
+unsafe impl Send for Control {}
+unsafe impl Sync for Control {}
+
+impl Control {
+    fn new(forkers: usize) -> Result<Self> {
+        let lines = 1 + 2 * forkers;
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                lines * 64,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error()).context("mapping the control page");
+        }
+        Ok(Self {
+            base: base.cast(),
+            lines,
+        })
+    }
+    fn line(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.lines);
+        unsafe { &(*self.base.add(i)).0 }
+    }
+    fn stop(&self) -> &AtomicU64 {
+        self.line(0)
+    }
+    fn eagain(&self, forker: usize) -> &AtomicU64 {
+        self.line(1 + forker)
+    }
+    fn finished(&self, forker: usize, n: usize) -> &AtomicU64 {
+        self.line(1 + n + forker)
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.base.cast(), self.lines * 64) };
+    }
+}
+
+/// The default program: schedlab-nil, built with this binary.
+pub fn default_nil() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("finding the schedlab binary")?;
+    Ok(exe.with_file_name("schedlab-nil"))
+}
+
+/// Checks that `path` is a file this process may execute.
+pub fn check_executable(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+    if !meta.is_file() {
+        bail!("{} is not a regular file", path.display());
+    }
+    let c = CString::new(path.as_os_str().as_bytes()).context("a path with a NUL byte")?;
+    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+        bail!("{} is not executable", path.display());
+    }
+    Ok(())
+}
+
+pub fn main(args: Args) -> Result<()> {
+    if let Some(d) = args.duration {
+        if !(d.is_finite() && d > 0.0) {
+            bail!("duration must be a positive number of seconds, not {d}");
+        }
+    }
+    let program = match &args.exec {
+        Some(p) => {
+            check_executable(p).context("--exec")?;
+            p.clone()
+        }
+        None => {
+            let nil = default_nil()?;
+            check_executable(&nil)
+                .context("the default program schedlab-nil (built with schedlab by cargo build)")?;
+            nil
+        }
+    };
+    args.placement.apply()?;
+    let n = match args.forkers {
+        Forkers::Cpus => crate::supervisor::online_cpus(),
+        Forkers::N(n) => n as usize,
+    };
+
+    let region = CounterRegion::for_workload()?;
+    let mut slots = (0..n).map(|_| region.claim()).collect::<Result<Vec<_>>>()?;
+    let control = Arc::new(Control::new(n)?);
+    let path = CString::new(program.as_os_str().as_bytes()).context("a path with a NUL byte")?;
+    let argv = [path.as_ptr(), std::ptr::null()];
+
+    let _kill = children::KillOnDrop;
+    let start = Instant::now();
+    for (i, slot) in slots.iter_mut().enumerate() {
+        let control = &control;
+        children::fork(|| forker(i, n, &path, &argv, slot, control))?;
+    }
+    {
+        // Ctrl-C or SIGTERM: let the forkers finish their current child, then report.
+        let control = control.clone();
+        let region = region.clone();
+        crate::lifeline::on_exit(move || {
+            control.stop().store(1, Relaxed);
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while (0..n).any(|i| control.finished(i, n).load(Relaxed) == 0)
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            report(region.total(), start.elapsed(), n, &control);
+        });
+    }
+
+    match args.duration {
+        Some(d) => std::thread::sleep(Duration::from_secs_f64(d)),
+        None => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+    }
+    control.stop().store(1, Relaxed);
+    let mut worst = 0;
+    for _ in 0..n {
+        let (_, code) = children::wait_any().context("reaping the forkers")?;
+        worst = worst.max(code);
+    }
+    let elapsed = start.elapsed();
+    children::forget_all();
+    region.mark_finished();
+    report(region.total(), elapsed, n, &control);
+    if args.verbose {
+        for (i, s) in slots.iter().enumerate() {
+            println!("forker {i}: {} children", s.get());
+        }
+    }
+    match worst {
+        0 => Ok(()),
+        EXIT_PROGRAM_FAILED => bail!(
+            "{} exited with a failure status: fork-load needs a program that returns 0",
+            program.display()
+        ),
+        _ => bail!("fork failed in a forker (not EAGAIN, which only backs off)"),
+    }
+}
+
+/// A forker's exit code when the exec'd program did not return 0.
+const EXIT_PROGRAM_FAILED: i32 = 2;
+
+fn report(total: u64, elapsed: Duration, n: usize, control: &Control) {
+    let secs = elapsed.as_secs_f64();
+    println!("Children forked: {total}");
+    println!(
+        "Rate: {:.0} forks/s over {secs:.3} s with {n} forker{}",
+        total as f64 / secs,
+        if n == 1 { "" } else { "s" }
+    );
+    let eagain: u64 = (0..n).map(|i| control.eagain(i).load(Relaxed)).sum();
+    if eagain > 0 {
+        println!(
+            "fork failed with EAGAIN {eagain} times (process limit reached); each time the forker waited {} ms",
+            BACKOFF.as_millis()
+        );
+    }
+}
+
+/// One forker's loop. Runs in a forked child: system calls and inherited memory only.
+fn forker(
+    i: usize,
+    n: usize,
+    path: &CString,
+    argv: &[*const libc::c_char; 2],
+    slot: &CounterSlot,
+    control: &Control,
+) -> i32 {
+    let backoff = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: BACKOFF.as_nanos() as libc::c_long,
+    };
+    let mut code = 0;
+    while control.stop().load(Relaxed) == 0 {
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe {
+                libc::execv(path.as_ptr(), argv.as_ptr());
+                libc::_exit(127);
+            }
+        }
+        if pid < 0 {
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            if errno == Some(libc::EAGAIN) {
+                control.eagain(i).fetch_add(1, Relaxed);
+                unsafe { libc::nanosleep(&backoff, std::ptr::null_mut()) };
+                continue;
+            }
+            code = 1;
+            break;
+        }
+        let mut status = 0;
+        while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
+        slot.add(1);
+        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+            code = EXIT_PROGRAM_FAILED;
+            break;
+        }
+    }
+    control.finished(i, n).store(1, Relaxed);
+    code
 }

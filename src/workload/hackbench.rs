@@ -1,16 +1,526 @@
 //! hackbench: groups of senders and receivers over socketpairs or pipes (seed 000).
+//!
+//! Each group has `fds` receivers (20), each owning one socketpair (AF_UNIX, SOCK_STREAM) or
+//! pipe, and `fds` senders, each writing `loops` messages of `datasize` bytes to every
+//! receiver of its group. Every task reports ready on a pipe and blocks until the parent
+//! writes one byte to a wake pipe; the clock runs from just before that byte until the last
+//! task is reaped (process mode, the default: real forked processes) or joined (threads).
+//! Each receiver counts the messages it received in its own counter slot.
 
-use anyhow::Result;
+use std::ffi::OsString;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::counters::{CounterRegion, CounterSlot};
+use crate::workload::children;
 
 /// Arguments of `schedlab hackbench`.
-#[derive(clap::Args, Debug)]
-pub struct Args {}
-
-pub fn main(_args: Args) -> Result<()> {
-    anyhow::bail!("`schedlab hackbench` is not built yet")
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Number of groups, the seed's positional argument (overrides -g).
+    #[arg(value_name = "GROUPS")]
+    pub groups_arg: Option<u32>,
+    /// Number of groups of senders and receivers.
+    #[arg(short = 'g', long, default_value_t = 10)]
+    pub groups: u32,
+    /// Messages each sender writes to each receiver of its group.
+    #[arg(short = 'l', long, default_value_t = 100)]
+    pub loops: u32,
+    /// Bytes per message (at most one pipe buffer).
+    #[arg(short = 's', long, default_value_t = 100)]
+    pub datasize: u32,
+    /// Senders and receivers per group (file descriptors per side).
+    #[arg(short = 'f', long, default_value_t = 20)]
+    pub fds: u32,
+    /// Use pipes instead of socketpairs (the seed's `-pipe`).
+    #[arg(short = 'p', long)]
+    pub pipe: bool,
+    /// Senders and receivers are threads of this process.
+    #[arg(short = 'T', long, conflicts_with = "process")]
+    pub threads: bool,
+    /// Senders and receivers are forked processes (the default).
+    #[arg(short = 'P', long)]
+    pub process: bool,
+    /// Runs, one `Time:` line each (0 = repeat until stopped).
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+    /// Also print the messages received in each run.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
-/// Rewrites the seed's single-dash spelling (`-pipe`) into the modern one before parsing.
-pub fn rewrite_legacy_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+/// One run's shape, checked.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    groups: usize,
+    fds: usize,
+    loops: usize,
+    datasize: usize,
+    pipe: bool,
+    threads: bool,
+}
+
+impl Shape {
+    fn tasks(&self) -> usize {
+        self.groups * self.fds * 2
+    }
+    fn messages(&self) -> u64 {
+        (self.groups * self.fds * self.fds * self.loops) as u64
+    }
+}
+
+pub fn main(args: Args) -> Result<()> {
+    let shape = check(&args)?;
+    println!(
+        "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)",
+        if shape.threads { "threaded" } else { "process" },
+        shape.groups,
+        shape.fds * 2,
+        shape.tasks()
+    );
+    println!(
+        "Each sender will pass {} messages of {} bytes",
+        shape.loops, shape.datasize
+    );
+    if shape.threads {
+        raise_fd_limit(shape.groups * shape.fds * 2 + 16)?;
+    }
+    let region = CounterRegion::for_workload()?;
+    let mut slots = (0..shape.groups * shape.fds)
+        .map(|_| region.claim())
+        .collect::<Result<Vec<_>>>()?;
+    if args.runs > 0 {
+        region.set_expected_total(shape.messages() * args.runs as u64);
+    }
+    let mut run = 0u32;
+    while args.runs == 0 || run < args.runs {
+        let before = region.total();
+        let elapsed = if shape.threads {
+            run_threads(shape, &mut slots)?
+        } else {
+            run_processes(shape, &slots)?
+        };
+        println!("Time: {}.{:03}", elapsed.as_secs(), elapsed.subsec_millis());
+        if args.verbose {
+            println!(
+                "Messages received: {} (expected {})",
+                region.total() - before,
+                shape.messages()
+            );
+        }
+        run += 1;
+    }
+    region.mark_finished();
+    Ok(())
+}
+
+fn check(args: &Args) -> Result<Shape> {
+    let groups = args.groups_arg.unwrap_or(args.groups);
+    if groups == 0 {
+        bail!("groups must be at least 1");
+    }
+    if args.loops == 0 {
+        bail!("loops must be at least 1");
+    }
+    if args.fds == 0 {
+        bail!("fds must be at least 1");
+    }
+    let pipe_buffer = pipe_buffer_size()?;
+    if args.datasize == 0 || args.datasize as usize > pipe_buffer {
+        bail!(
+            "datasize must be 1..={pipe_buffer} bytes (one pipe buffer), not {}",
+            args.datasize
+        );
+    }
+    Ok(Shape {
+        groups: groups as usize,
+        fds: args.fds as usize,
+        loops: args.loops as usize,
+        datasize: args.datasize as usize,
+        pipe: args.pipe,
+        threads: args.threads,
+    })
+}
+
+fn pipe_buffer_size() -> Result<usize> {
+    let (r, w) = fdpair(true)?;
+    let size = unsafe { libc::fcntl(r, libc::F_GETPIPE_SZ) };
+    close(r);
+    close(w);
+    if size <= 0 {
+        return Ok(65536);
+    }
+    Ok(size as usize)
+}
+
+/// Thread mode keeps every descriptor open at once: make room for them.
+fn raise_fd_limit(needed: usize) -> Result<()> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    if lim.rlim_cur as usize >= needed {
+        return Ok(());
+    }
+    if (lim.rlim_max as usize) < needed {
+        bail!(
+            "thread mode needs {needed} open files, the limit is {} (ulimit -n)",
+            lim.rlim_max
+        );
+    }
+    lim.rlim_cur = needed as libc::rlim_t;
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("raising the open files limit");
+    }
+    Ok(())
+}
+
+/// (read end, write end) of a pipe or a socketpair, like the seed's fdpair().
+fn fdpair(pipe: bool) -> Result<(RawFd, RawFd)> {
+    let mut fds = [0; 2];
+    let rc = if pipe {
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }
+    } else {
+        unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        }
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context(if pipe {
+            "creating a pipe"
+        } else {
+            "creating a socketpair"
+        });
+    }
+    Ok((fds[0], fds[1]))
+}
+
+fn close(fd: RawFd) {
+    unsafe { libc::close(fd) };
+}
+
+/// Descriptors of one run, closed when dropped.
+struct Fds(Vec<RawFd>);
+
+impl Drop for Fds {
+    fn drop(&mut self) {
+        for &fd in self.0.iter().filter(|&&fd| fd >= 0) {
+            close(fd);
+        }
+    }
+}
+
+/// The ready and wake pipes shared by every task of a run.
+struct Gate {
+    ready_r: RawFd,
+    ready_w: RawFd,
+    wake_r: RawFd,
+    wake_w: RawFd,
+}
+
+impl Gate {
+    fn new(pipe: bool) -> Result<Self> {
+        let (ready_r, ready_w) = fdpair(pipe)?;
+        let (wake_r, wake_w) = fdpair(pipe).inspect_err(|_| {
+            close(ready_r);
+            close(ready_w);
+        })?;
+        Ok(Self {
+            ready_r,
+            ready_w,
+            wake_r,
+            wake_w,
+        })
+    }
+
+    /// Waits for `tasks` ready bytes, then releases everyone; returns the start time.
+    fn release(&self, tasks: usize) -> Result<Instant> {
+        let mut byte = 0u8;
+        for _ in 0..tasks {
+            if read_full(self.ready_r, std::slice::from_mut(&mut byte)) != Ok(true) {
+                bail!("a task died before it was ready");
+            }
+        }
+        let start = Instant::now();
+        if unsafe { libc::write(self.wake_w, [0u8].as_ptr().cast(), 1) } != 1 {
+            return Err(std::io::Error::last_os_error()).context("releasing the tasks");
+        }
+        Ok(start)
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        for fd in [self.ready_r, self.ready_w, self.wake_r, self.wake_w] {
+            close(fd);
+        }
+    }
+}
+
+/// Tells the parent this task is ready, then blocks until the wake byte arrives.
+fn ready(ready_w: RawFd, wake_r: RawFd) -> bool {
+    if unsafe { libc::write(ready_w, [0u8].as_ptr().cast(), 1) } != 1 {
+        return false;
+    }
+    let mut pfd = libc::pollfd {
+        fd: wake_r,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        let rc = unsafe { libc::poll(&mut pfd, 1, -1) };
+        if rc == 1 {
+            return true;
+        }
+        if rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        return false;
+    }
+}
+
+/// Reads exactly `buf.len()` bytes: Ok(true), or Ok(false) on end of file.
+#[inline]
+fn read_full(fd: RawFd, buf: &mut [u8]) -> std::result::Result<bool, i32> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
+        if n > 0 {
+            done += n as usize;
+        } else if n == 0 {
+            return Ok(false);
+        } else {
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            if errno != libc::EINTR {
+                return Err(errno);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Writes all of `buf`, as the seed's sender does after a short write.
+#[inline]
+fn write_full(fd: RawFd, buf: &[u8]) -> bool {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = unsafe { libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done) };
+        if n > 0 {
+            done += n as usize;
+        } else if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+/// A sender: `loops` times, one message down every descriptor of its group.
+fn sender(out: &[RawFd], loops: usize, data: &[u8], ready_w: RawFd, wake_r: RawFd) -> i32 {
+    if !ready(ready_w, wake_r) {
+        return children::child_fail(b"hackbench: sender: ready failed\n", 1);
+    }
+    for _ in 0..loops {
+        for &fd in out {
+            if !write_full(fd, data) {
+                return children::child_fail(b"hackbench: sender: write failed\n", 1);
+            }
+        }
+    }
+    0
+}
+
+/// A receiver: reads `packets` messages from its descriptor, counting each one.
+fn receiver(
+    fd: RawFd,
+    packets: usize,
+    buf: &mut [u8],
+    slot: &CounterSlot,
+    ready_w: RawFd,
+    wake_r: RawFd,
+) -> i32 {
+    if !ready(ready_w, wake_r) {
+        return children::child_fail(b"hackbench: receiver: ready failed\n", 1);
+    }
+    for _ in 0..packets {
+        if read_full(fd, buf) != Ok(true) {
+            return children::child_fail(b"hackbench: receiver: read failed\n", 1);
+        }
+        slot.add(1);
+    }
+    0
+}
+
+fn run_processes(shape: Shape, slots: &[CounterSlot]) -> Result<Duration> {
+    let _kill = children::KillOnDrop;
+    let gate = Gate::new(shape.pipe)?;
+    // Buffers exist before any fork: the children only use memory they inherit.
+    let data = vec![0u8; shape.datasize];
+    let mut buf = vec![0u8; shape.datasize];
+    let packets = shape.fds * shape.loops;
+    let mut tasks = 0;
+    for group in 0..shape.groups {
+        let mut out = Fds(Vec::with_capacity(shape.fds));
+        for i in 0..shape.fds {
+            let (r, w) = fdpair(shape.pipe)?;
+            let slot = &slots[group * shape.fds + i];
+            let forked = children::fork(|| {
+                close(w);
+                receiver(r, packets, &mut buf, slot, gate.ready_w, gate.wake_r)
+            });
+            close(r);
+            if let Err(e) = forked {
+                close(w);
+                return Err(e);
+            }
+            out.0.push(w);
+            tasks += 1;
+        }
+        for _ in 0..shape.fds {
+            children::fork(|| sender(&out.0, shape.loops, &data, gate.ready_w, gate.wake_r))?;
+            tasks += 1;
+        }
+    }
+    let start = gate.release(tasks)?;
+    let mut failed = 0;
+    for _ in 0..tasks {
+        let (_, code) = children::wait_any().context("reaping the tasks")?;
+        failed += usize::from(code != 0);
+    }
+    let elapsed = start.elapsed();
+    children::forget_all();
+    if failed > 0 {
+        bail!("{failed} of {tasks} tasks failed");
+    }
+    Ok(elapsed)
+}
+
+fn run_threads(shape: Shape, slots: &mut Vec<CounterSlot>) -> Result<Duration> {
+    let gate = Gate::new(shape.pipe)?;
+    let mut fds = Fds(Vec::with_capacity(shape.groups * shape.fds * 2));
+    let packets = shape.fds * shape.loops;
+    // A slot has one writer: each receiver thread takes its own and hands it back at the end.
+    let mut free = std::mem::take(slots).into_iter();
+    let mut handles = Vec::with_capacity(shape.tasks());
+    let spawn = |name: String, f: Box<dyn FnOnce() -> (i32, Option<CounterSlot>) + Send>| {
+        std::thread::Builder::new()
+            .name(name)
+            .stack_size(128 * 1024)
+            .spawn(f)
+            .context("creating a thread")
+    };
+    let mut setup = || -> Result<()> {
+        for group in 0..shape.groups {
+            let first = fds.0.len();
+            for i in 0..shape.fds {
+                let (r, w) = fdpair(shape.pipe)?;
+                fds.0.extend([r, w]);
+                let slot = free.next().expect("one slot per receiver");
+                let (ready_w, wake_r, datasize) = (gate.ready_w, gate.wake_r, shape.datasize);
+                handles.push(spawn(
+                    format!("hb-recv-{group}-{i}"),
+                    Box::new(move || {
+                        let mut buf = vec![0u8; datasize];
+                        let code = receiver(r, packets, &mut buf, &slot, ready_w, wake_r);
+                        (code, Some(slot))
+                    }),
+                )?);
+            }
+            let out: Vec<RawFd> = fds.0[first..].iter().skip(1).step_by(2).copied().collect();
+            for i in 0..shape.fds {
+                let out = out.clone();
+                let (ready_w, wake_r) = (gate.ready_w, gate.wake_r);
+                let (loops, datasize) = (shape.loops, shape.datasize);
+                handles.push(spawn(
+                    format!("hb-send-{group}-{i}"),
+                    Box::new(move || {
+                        let data = vec![0u8; datasize];
+                        (sender(&out, loops, &data, ready_w, wake_r), None)
+                    }),
+                )?);
+            }
+        }
+        Ok(())
+    };
+    let outcome = setup();
+    if outcome.is_err() {
+        // Make every waiting thread fail fast: receivers see end of file, senders EPIPE.
+        if shape.pipe {
+            for fd in fds.0.iter_mut().skip(1).step_by(2) {
+                close(*fd);
+                *fd = -1;
+            }
+        } else {
+            for &fd in &fds.0 {
+                unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+            }
+        }
+    }
+    let tasks = handles.len();
+    let start = match &outcome {
+        Ok(()) => gate.release(tasks),
+        Err(_) => {
+            unsafe { libc::write(gate.wake_w, [0u8].as_ptr().cast(), 1) };
+            Ok(Instant::now())
+        }
+    };
+    let mut failed = 0;
+    for h in handles {
+        match h.join() {
+            Ok((code, slot)) => {
+                failed += usize::from(code != 0);
+                slots.extend(slot);
+            }
+            Err(_) => failed += 1,
+        }
+    }
+    let elapsed = start?.elapsed();
+    outcome?;
+    if failed > 0 {
+        bail!("{failed} of {tasks} threads failed");
+    }
+    Ok(elapsed)
+}
+
+/// Rewrites the seed's single-dash spelling (`hackbench -pipe 10`) into the modern one.
+pub fn rewrite_legacy_args(mut args: Vec<OsString>) -> Vec<OsString> {
+    if args.get(1).is_some_and(|a| a == "hackbench") {
+        for a in args.iter_mut().skip(2) {
+            if a == "-pipe" {
+                *a = "--pipe".into();
+            }
+        }
+    }
     args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn seed_spelling_becomes_modern() {
+        assert_eq!(
+            rewrite_legacy_args(os(&["schedlab", "hackbench", "-pipe", "10"])),
+            os(&["schedlab", "hackbench", "--pipe", "10"])
+        );
+        // Other commands keep their arguments as given.
+        assert_eq!(
+            rewrite_legacy_args(os(&["schedlab", "fork-load", "-pipe"])),
+            os(&["schedlab", "fork-load", "-pipe"])
+        );
+    }
 }

@@ -4,10 +4,12 @@
 //! process of this binary.
 
 pub mod chat;
+pub mod children;
 pub mod cpuhog;
 pub mod fork_load;
 pub mod hackbench;
 pub mod kind;
 pub mod msgbench;
 pub mod pingpong;
+pub mod placement;
 pub mod refjob;

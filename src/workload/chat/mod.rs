@@ -1,19 +1,183 @@
-//! The chatroom benchmark 1.0.1: client and server, wire-compatible with chat_c and chat_s.
+//! The chatroom benchmark 1.0.1: client and server, wire-compatible with chat_c and chat_s
+//! (REFERENCE.md §1), and chat-bench, the two together for the dashboard.
 
-use anyhow::Result;
+mod bench;
+mod client;
+mod limits;
+mod net;
+pub mod protocol;
+mod run_flags;
+mod server;
+mod slots;
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+
+pub use bench::{bench_main, BenchArgs};
+use protocol::{check_range, parse_count, RunSize, MAX_MESSAGES};
+
+const TIMEOUT_HELP: &str =
+    "Give up when nothing moves for this many seconds (a stalled peer, a lost server)";
 
 /// Arguments of `schedlab chat-server`.
 #[derive(clap::Args, Debug)]
-pub struct ServerArgs {}
+#[command(
+    after_help = "Prints `SRV: client connected, rooms = R messages = M` when a run \
+    starts and `SRV(n) X messages received, Y messages sent` when it ends, then waits for the \
+    next run, like chat_s. Runs are sized by the client. Example: \
+    `schedlab chat-server 127.0.0.1 &` then `schedlab chat-client 127.0.0.1 30 1000 9999`."
+)]
+pub struct ServerArgs {
+    /// IP address to listen on (0.0.0.0 for every interface; loopback by default).
+    #[arg(default_value = "127.0.0.1")]
+    pub ip: String,
+    /// TCP port to listen on (0: any free port, printed on stderr).
+    #[arg(default_value = "9999")]
+    pub port: String,
+    /// Exit after N completed runs (default: serve runs until killed, like chat_s).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u64>,
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, help = TIMEOUT_HELP)]
+    pub timeout: f64,
+    /// Write the bound port to this descriptor and close it (used by chat-bench).
+    #[arg(long, hide = true)]
+    pub port_fd: Option<i32>,
+}
 
 /// Arguments of `schedlab chat-client`.
 #[derive(clap::Args, Debug)]
-pub struct ClientArgs {}
-
-pub fn server_main(_args: ServerArgs) -> Result<()> {
-    anyhow::bail!("`schedlab chat-server` is not built yet")
+#[command(
+    after_help = "Each room has 20 users; each user is one TCP connection with a send \
+    and a receive thread, on both sides. Each user sends MESSAGES messages of 100 bytes; the \
+    server relays each to the 19 other users of the room. Prints the original's report; \
+    `Average throughput` counts messages sent plus received per second. The seed's loop: \
+    `schedlab chat-client 127.0.0.1 30 1000 9999 | grep Average | awk '{print $4}'`."
+)]
+pub struct ClientArgs {
+    /// IP address of the chat server.
+    pub ip: String,
+    /// Number of chat rooms (20 users each).
+    #[arg(default_value = "10", allow_hyphen_values = true)]
+    pub rooms: String,
+    /// Messages each user sends.
+    #[arg(default_value = "100", allow_hyphen_values = true)]
+    pub messages: String,
+    /// Server TCP port.
+    #[arg(default_value = "9999", allow_hyphen_values = true)]
+    pub port: String,
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, help = TIMEOUT_HELP)]
+    pub timeout: f64,
 }
 
-pub fn client_main(_args: ClientArgs) -> Result<()> {
-    anyhow::bail!("`schedlab chat-client` is not built yet")
+pub fn server_main(args: ServerArgs) -> Result<()> {
+    let addr = SocketAddr::new(parse_ip(&args.ip)?, parse_port(&args.port, true)?);
+    let timeout = parse_timeout(args.timeout)?;
+    if args.runs == Some(0) {
+        bail!("--runs must be at least 1 (leave it out to serve forever)");
+    }
+    crate::sysv::sweep_orphans()?;
+    let listener = server::listen(addr)?;
+    let bound = listener.local_addr()?;
+    if let Some(fd) = args.port_fd {
+        report_port(fd, bound.port())?;
+    } else if addr.port() == 0 {
+        eprintln!("SRV: listening on {bound}");
+    }
+    server::serve(
+        listener,
+        &server::ServerConfig {
+            runs: args.runs,
+            timeout,
+        },
+    )
+}
+
+pub fn client_main(args: ClientArgs) -> Result<()> {
+    let addr = SocketAddr::new(parse_ip(&args.ip)?, parse_port(&args.port, false)?);
+    let size = parse_size(&args.rooms, &args.messages)?;
+    let timeout = parse_timeout(args.timeout)?;
+    crate::sysv::sweep_orphans()?;
+    let region = crate::counters::CounterRegion::for_workload()?;
+    let mut pool = slots::SlotPool::new(region.clone());
+    let report = client::run(
+        &client::ClientConfig {
+            addr,
+            size,
+            timeout,
+            verbose: true,
+        },
+        &mut pool,
+    )?;
+    print!("{report}");
+    region.mark_finished();
+    Ok(())
+}
+
+/// Rooms and messages from the command line, in range (the machine's limits are checked
+/// when the run starts, where the limit that stops it can be named).
+fn parse_size(rooms: &str, messages: &str) -> Result<RunSize> {
+    let r = parse_count("rooms", rooms).map_err(|e| anyhow!(e))?;
+    let m = parse_count("messages", messages).map_err(|e| anyhow!(e))?;
+    Ok(RunSize {
+        rooms: check_range("rooms", r, i32::MAX as i64).map_err(|e| anyhow!(e))?,
+        messages: check_range("messages", m, MAX_MESSAGES as i64).map_err(|e| anyhow!(e))?,
+    })
+}
+
+fn parse_ip(text: &str) -> Result<IpAddr> {
+    text.parse()
+        .map_err(|_| anyhow!("invalid address {text:?}: expected an IP address such as 127.0.0.1"))
+}
+
+fn parse_port(text: &str, zero_ok: bool) -> Result<u16> {
+    let min = if zero_ok { 0 } else { 1 };
+    match text.parse::<u16>() {
+        Ok(p) if p >= min => Ok(p),
+        _ => bail!("port must be {min}..=65535, not {text:?}"),
+    }
+}
+
+fn parse_timeout(secs: f64) -> Result<Duration> {
+    if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
+        bail!("--timeout must be more than 0 and at most 86400 seconds, not {secs}");
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Tells chat-bench which port the kernel gave us.
+fn report_port(fd: i32, port: u16) -> Result<()> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        bail!("--port-fd {fd} is not an open descriptor");
+    }
+    let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
+    writeln!(pipe, "{port}").map_err(|e| anyhow!("writing the port to --port-fd {fd}: {e}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_numbers_get_one_clear_line() {
+        let err = |r: &str, m: &str| parse_size(r, m).unwrap_err().to_string();
+        assert_eq!(err("0", "100"), "rooms must be 1..=2147483647, not 0");
+        assert_eq!(err("10", "-3"), "messages must be 1..=1000000, not -3");
+        assert_eq!(
+            err("10", "1e9"),
+            "messages must be 1..=1000000, not 1000000000"
+        );
+        assert!(err("ten", "1").contains("whole number"));
+        assert!(parse_ip("300.1.1.1").is_err());
+        assert!(parse_ip("::1").is_ok());
+        assert!(parse_port("0", false).is_err());
+        assert!(parse_port("0", true).is_ok());
+        assert!(parse_port("70000", true).is_err());
+        assert!(parse_timeout(0.0).is_err());
+        assert!(parse_timeout(f64::NAN).is_err());
+    }
 }

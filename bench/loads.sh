@@ -1,0 +1,67 @@
+#!/bin/sh
+# Benchmark (not a test): schedlab's hackbench and fork-load against their peers, side by
+# side, alternating, N times each; prints medians and the ratio of medians as a Markdown table.
+#   hackbench: `perf bench sched messaging` with the same groups and loops, in process/socket,
+#              pipe and thread modes, and bench/c/hackbench.c, a C program of the same shape
+#              (ratios = schedlab time / peer time: below 1 is faster).
+#   fork-load: bench/c/forkloop.c, a plain C fork+exec+wait loop, each exec'ing its own nil
+#              (schedlab-nil vs a C `int main(){return 0;}`), and both exec'ing the C nil
+#              (ratio = schedlab forks/s / C forks/s: above 1 is faster).
+# Usage: bench/loads.sh   (env: RUNS=10 GROUPS=10 LOOPS=100 FORK_SECS=1 FORKERS=1)
+set -eu
+RUNS=${RUNS:-10}
+GROUPS=${GROUPS:-10}
+LOOPS=${LOOPS:-100}
+FORK_SECS=${FORK_SECS:-1}
+FORKERS=${FORKERS:-1}
+cd "$(dirname "$0")/.."
+cargo build --release --quiet --bins
+SL=target/release/schedlab
+command -v perf >/dev/null || { echo "perf not found: install linux-perf" >&2; exit 1; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT INT TERM
+cc -O2 -o "$TMP/forkloop" bench/c/forkloop.c
+cc -O2 -pthread -o "$TMP/hackbench" bench/c/hackbench.c
+printf 'int main(void){return 0;}\n' > "$TMP/nil.c"
+cc -O2 -o "$TMP/nil" "$TMP/nil.c"
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+echo "Machine: $(nproc) CPUs, kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'); $RUNS runs each, alternating"
+echo
+echo "| hackbench -g $GROUPS -l $LOOPS, time (s) | schedlab | C hackbench | perf messaging | schedlab / C | schedlab / perf |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for mode in process pipe thread; do
+    case $mode in
+        process) sflag=""; pflag="" ;;
+        pipe) sflag="--pipe"; pflag="-p" ;;
+        thread) sflag="--threads"; pflag="-t" ;;
+    esac
+    : > "$TMP/s"; : > "$TMP/c"; : > "$TMP/p"
+    i=0
+    while [ $i -lt "$RUNS" ]; do
+        $SL hackbench -g "$GROUPS" -l "$LOOPS" $sflag | awk '/^Time:/ {print $2}' >> "$TMP/s"
+        "$TMP/hackbench" "$GROUPS" "$LOOPS" $mode | awk '/^Time:/ {print $2}' >> "$TMP/c"
+        perf bench sched messaging -g "$GROUPS" -l "$LOOPS" $pflag | awk '/Total time:/ {print $3}' >> "$TMP/p"
+        i=$((i + 1))
+    done
+    s=$(median < "$TMP/s"); c=$(median < "$TMP/c"); p=$(median < "$TMP/p")
+    echo "| $mode | $s | $c | $p | $(echo "$s $c" | awk '{printf "%.3f", $1/$2}') | $(echo "$s $p" | awk '{printf "%.3f", $1/$2}') |"
+done
+echo
+echo "| fork+exec+wait, $FORKERS forker(s), $FORK_SECS s (forks/s) | schedlab fork-load | C forkloop | schedlab / C |"
+echo "| --- | --- | --- | --- |"
+
+fork_rate() { awk -v secs="$FORK_SECS" '/^Children forked:/ {print $3/secs}'; }
+for nil in own cnil; do
+    : > "$TMP/s"; : > "$TMP/p"
+    if [ $nil = own ]; then exec_arg=""; c_nil="$TMP/nil"; label="each execs its own nil (schedlab-nil, C nil)"; else exec_arg="--exec $TMP/nil"; c_nil="$TMP/nil"; label="both exec the C nil"; fi
+    i=0
+    while [ $i -lt "$RUNS" ]; do
+        $SL fork-load --forkers "$FORKERS" --duration "$FORK_SECS" $exec_arg | awk '/^Rate:/ {print $2}' >> "$TMP/s"
+        "$TMP/forkloop" "$c_nil" "$FORK_SECS" "$FORKERS" | awk '/^Rate:/ {print $2}' >> "$TMP/p"
+        i=$((i + 1))
+    done
+    s=$(median < "$TMP/s"); p=$(median < "$TMP/p")
+    echo "| $label | $s | $p | $(echo "$s $p" | awk '{printf "%.3f", $1/$2}') |"
+done

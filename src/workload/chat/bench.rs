@@ -1,0 +1,192 @@
+//! `schedlab chat-bench ROOMS MESSAGES [--runs N]`: the dashboard's chat workload. A chat
+//! server child on 127.0.0.1 (an ephemeral port, learnt through a pipe, same process group)
+//! and client runs against it in this process, counting the client's messages sent plus
+//! received, one `Average throughput` line per run.
+
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::client::{self, ClientConfig};
+use super::slots::SlotPool;
+use super::{net, parse_size, parse_timeout};
+use crate::counters::{self, CounterRegion};
+use crate::lifeline;
+
+/// Arguments of `schedlab chat-bench`.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Number of chat rooms (20 users each).
+    #[arg(allow_hyphen_values = true)]
+    pub rooms: String,
+    /// Messages each user sends per run.
+    #[arg(allow_hyphen_values = true)]
+    pub messages: String,
+    /// Runs to do (0 or absent: repeat until stopped).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u64>,
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, help = super::TIMEOUT_HELP)]
+    pub timeout: f64,
+}
+
+pub fn bench_main(args: BenchArgs) -> Result<()> {
+    let size = parse_size(&args.rooms, &args.messages)?;
+    let timeout = parse_timeout(args.timeout)?;
+    let runs = args.runs.filter(|&n| n > 0);
+    crate::sysv::sweep_orphans()?;
+    // Map the dashboard's region (closing the inherited descriptor) before forking the server,
+    // which must count into a region of its own, not into ours.
+    let region = CounterRegion::for_workload()?;
+    if let Ok(fd) = std::env::var(lifeline::ENV_LIFELINE_FD) {
+        if let Ok(fd) = fd.parse::<i32>() {
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+    }
+    let server = ServerChild::start(timeout, runs)?;
+    let cfg = ClientConfig {
+        addr: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), server.port),
+        size,
+        timeout,
+        verbose: false,
+    };
+    let mut pool = SlotPool::new(region.clone());
+    let mut done = 0u64;
+    while runs.is_none_or_more(done) {
+        let report = client::run(&cfg, &mut pool)?;
+        println!("{}", report.throughput_line());
+        let _ = std::io::stdout().flush();
+        done += 1;
+    }
+    region.mark_finished();
+    drop(server);
+    Ok(())
+}
+
+trait RunsLeft {
+    fn is_none_or_more(&self, done: u64) -> bool;
+}
+
+impl RunsLeft for Option<u64> {
+    fn is_none_or_more(&self, done: u64) -> bool {
+        self.map_or(true, |n| done < n)
+    }
+}
+
+/// The server child; stopped (SIGTERM, then SIGKILL) when dropped or when we are terminated.
+struct ServerChild {
+    pid: Arc<AtomicI32>,
+    port: u16,
+}
+
+impl ServerChild {
+    fn start(timeout: Duration, runs: Option<u64>) -> Result<Self> {
+        let mut fds = [0; 2];
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+            return Err(std::io::Error::last_os_error()).context("pipe2 for the server's port");
+        }
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let exe = std::env::current_exe().context("finding the schedlab binary")?;
+        let mut cmd = Command::new(exe);
+        cmd.args(["chat-server", "127.0.0.1", "0", "--port-fd"])
+            .arg(write_end.as_raw_fd().to_string())
+            .arg("--timeout")
+            .arg(timeout.as_secs_f64().to_string());
+        if let Some(n) = runs {
+            cmd.arg("--runs").arg(n.to_string());
+        }
+        cmd.env_remove(counters::ENV_FD)
+            .env_remove(lifeline::ENV_LIFELINE_FD)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        let wfd = write_end.as_raw_fd();
+        let parent = std::process::id() as libc::pid_t;
+        // Between fork and exec: async-signal-safe calls only.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::fcntl(wfd, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // If we die by SIGKILL, the server still goes (our main thread spawned it and
+                // lives as long as we do).
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().context("starting the chat server child")?;
+        drop(write_end);
+        let pid = Arc::new(AtomicI32::new(child.id() as i32));
+        let hook_pid = pid.clone();
+        lifeline::on_exit(move || stop(&hook_pid));
+        let mut server = ServerChild { pid, port: 0 };
+        server.port = read_port(&read_end).context("the chat server child did not start")?;
+        Ok(server)
+    }
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        stop(&self.pid);
+    }
+}
+
+/// The port the child wrote, within a few seconds.
+fn read_port(pipe: &OwnedFd) -> Result<u16> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut text = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || !net::wait_readable(pipe.as_raw_fd(), left)? {
+            bail!("no port within 10 s");
+        }
+        let mut buf = [0u8; 16];
+        let n = unsafe { libc::read(pipe.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err).context("reading the port");
+        }
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n as usize]);
+    }
+    let text = String::from_utf8_lossy(&text);
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|&p: &u16| p != 0)
+        .with_context(|| format!("it exited before telling its port (said {text:?})"))
+}
+
+/// Stops the server child once: SIGTERM so it removes its semaphores, SIGKILL if it lingers.
+fn stop(pid: &AtomicI32) {
+    let pid = pid.swap(0, SeqCst);
+    if pid <= 0 {
+        return;
+    }
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } != 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+}

@@ -1,0 +1,240 @@
+//! What the machine lets one process hold: open files, threads, memory maps, memory.
+//!
+//! A chat run needs one descriptor per connection and two threads per connection on each
+//! side. Rather than fail half-way through creating 16,000 threads, each side checks up front,
+//! raises its open-file limit as far as it may, and names the limit that stops it.
+
+use std::io;
+use std::thread::JoinHandle;
+
+use super::protocol::USERS_PER_ROOM;
+
+/// Stack of every chat thread: the originals used 16 KiB; Rust's formatting on an error path
+/// wants a little more. Small stacks are what let thousands of threads fit.
+pub const STACK_SIZE: usize = 64 * 1024;
+/// Descriptors a process needs besides its connections (stdio, listener, control, ledger,
+/// counters, pending control connections on the server).
+const SPARE_FILES: u64 = 128;
+/// Memory one thread may come to cost: its stack, its kernel stack and some slack.
+const BYTES_PER_THREAD: u64 = STACK_SIZE as u64 + 32 * 1024;
+/// Memory maps one thread costs: its stack and its guard page.
+const MAPS_PER_THREAD: u64 = 2;
+
+/// Threads per room on one side: a send and a receive thread per user.
+pub const THREADS_PER_ROOM: u64 = 2 * USERS_PER_ROOM as u64;
+
+/// The most rooms this process can hold as either side, and the limit that decides it.
+pub fn max_rooms() -> (u32, String) {
+    let mut best = (
+        i32::MAX as u64,
+        "the protocol's 32-bit room count".to_string(),
+    );
+    let mut consider = |rooms: u64, why: String| {
+        if rooms < best.0 {
+            best = (rooms, why);
+        }
+    };
+    if let Some((_, hard)) = nofile() {
+        let usable = nofile_ceiling(hard).saturating_sub(open_files() + SPARE_FILES);
+        consider(
+            usable / USERS_PER_ROOM as u64,
+            format!(
+                "the open-file limit ({} files; raise it with ulimit -n / ulimit -Hn)",
+                nofile_ceiling(hard)
+            ),
+        );
+    }
+    if let Some((free, why)) = free_tasks() {
+        consider(free / THREADS_PER_ROOM, why);
+    }
+    if let (Some(max), Some(used)) = (read_u64("/proc/sys/vm/max_map_count"), own_maps()) {
+        let free = max.saturating_sub(used + 256);
+        consider(
+            free / (MAPS_PER_THREAD * THREADS_PER_ROOM),
+            format!("vm.max_map_count ({max} maps, {MAPS_PER_THREAD} per thread)"),
+        );
+    }
+    if let Some(avail) = mem_available() {
+        consider(
+            avail / (BYTES_PER_THREAD * THREADS_PER_ROOM),
+            format!(
+                "available memory ({} MiB, about {} KiB per thread)",
+                avail >> 20,
+                BYTES_PER_THREAD >> 10
+            ),
+        );
+    }
+    (best.0.min(i32::MAX as u64) as u32, best.1)
+}
+
+/// Checks that `rooms` fit and raises the open-file limit to what they need.
+pub fn reserve_for(rooms: u32) -> Result<(), String> {
+    let (max, why) = max_rooms();
+    if rooms > max {
+        return Err(format!(
+            "{rooms} rooms need {} connections and {} threads, but this machine holds at most {max} rooms: {why}",
+            rooms as u64 * USERS_PER_ROOM as u64,
+            rooms as u64 * THREADS_PER_ROOM
+        ));
+    }
+    raise_nofile(rooms as u64 * USERS_PER_ROOM as u64 + open_files() + SPARE_FILES)
+}
+
+/// Raises the soft open-file limit to `needed` (never lowers it); as root also the hard one.
+fn raise_nofile(needed: u64) -> Result<(), String> {
+    let Some((soft, hard)) = nofile() else {
+        return Ok(());
+    };
+    if soft >= needed {
+        return Ok(());
+    }
+    let new_hard = hard.max(needed);
+    let lim = libc::rlimit {
+        rlim_cur: needed,
+        rlim_max: new_hard,
+    };
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "need {needed} open files but the limit is {soft} (hard {hard}) and cannot be raised: {}",
+        io::Error::last_os_error()
+    ))
+}
+
+/// (soft, hard) RLIMIT_NOFILE.
+fn nofile() -> Option<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0)
+        .then_some((lim.rlim_cur, lim.rlim_max))
+}
+
+/// How far the open-file limit can go: the hard limit, or fs.nr_open when we may raise it.
+fn nofile_ceiling(hard: u64) -> u64 {
+    if unsafe { libc::geteuid() } == 0 {
+        read_u64("/proc/sys/fs/nr_open").unwrap_or(hard).max(hard)
+    } else {
+        hard
+    }
+}
+
+fn open_files() -> u64 {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count() as u64)
+        .unwrap_or(16)
+}
+
+fn own_maps() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/maps").ok()?;
+    Some(text.lines().count() as u64)
+}
+
+/// Tasks the system (and our pids cgroup) can still create, and the limit that decides it.
+fn free_tasks() -> Option<(u64, String)> {
+    let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let total: u64 = loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split('/')
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let mut best: Option<(u64, String)> = None;
+    let mut consider = |free: u64, why: String| {
+        if best.as_ref().map_or(true, |(b, _)| free < *b) {
+            best = Some((free, why));
+        }
+    };
+    if let Some(max) = read_u64("/proc/sys/kernel/threads-max") {
+        consider(
+            max.saturating_sub(total),
+            format!("kernel.threads-max ({max}, {total} tasks exist)"),
+        );
+    }
+    if let Some(max) = read_u64("/proc/sys/kernel/pid_max") {
+        consider(
+            max.saturating_sub(total),
+            format!("kernel.pid_max ({max}, {total} tasks exist)"),
+        );
+    }
+    if let Some((max, current, path)) = pids_cgroup() {
+        consider(
+            max.saturating_sub(current),
+            format!("the pids cgroup {path} (pids.max {max}, {current} in use)"),
+        );
+    }
+    best
+}
+
+/// pids.max and pids.current of our cgroup (v1 pids controller or v2), when limited.
+fn pids_cgroup() -> Option<(u64, u64, String)> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let dirs: Vec<String> = if controllers.split(',').any(|c| c == "pids") {
+            vec![format!("/sys/fs/cgroup/pids{path}")]
+        } else if controllers.is_empty() {
+            vec![
+                format!("/sys/fs/cgroup{path}"),
+                format!("/sys/fs/cgroup/unified{path}"),
+            ]
+        } else {
+            continue;
+        };
+        for dir in dirs {
+            if let (Some(max), Some(cur)) = (
+                read_u64(&format!("{dir}/pids.max")),
+                read_u64(&format!("{dir}/pids.current")),
+            ) {
+                return Some((max, cur, dir));
+            }
+        }
+    }
+    None
+}
+
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn read_u64(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Starts a chat thread with a small stack; a refusal names the limits that may be the cause.
+pub fn spawn<T: Send + 'static>(
+    name: &str,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, String> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .stack_size(STACK_SIZE)
+        .spawn(body)
+        .map_err(|err| {
+            format!(
+                "cannot start thread {name}: {err} (limits: ulimit -u, kernel.threads-max, \
+                 kernel.pid_max, a pids cgroup, vm.max_map_count, memory)"
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_machine_holds_a_few_rooms_but_not_two_billion() {
+        let (max, why) = max_rooms();
+        assert!(max >= 2, "only {max} rooms: {why}");
+        assert!(reserve_for(2).is_ok());
+        let err = reserve_for(i32::MAX as u32).unwrap_err();
+        assert!(err.contains("at most"), "{err}");
+    }
+}

@@ -1,0 +1,92 @@
+//! The few socket operations the chat threads do, one syscall each in the normal case.
+
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+/// Receives exactly `len` bytes into `buf`. MSG_WAITALL makes it one recv per message, as the
+/// original's one read; the connection closing part-way is an error (a short read), and only a
+/// signal interrupting the wait makes us ask again for the rest.
+///
+/// # Safety
+/// `buf` must be valid for `len` bytes of writes. Only the kernel touches it here.
+#[inline]
+pub unsafe fn recv_exact(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        let n = libc::recv(fd, buf.add(done).cast(), len - done, libc::MSG_WAITALL);
+        if n > 0 {
+            done += n as usize;
+        } else if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                if done == 0 {
+                    "connection closed by the peer".to_string()
+                } else {
+                    format!("short read: connection closed after {done} of {len} bytes")
+                },
+            ));
+        } else {
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sends all `len` bytes of `buf` (one send per message on a blocking socket); never raises
+/// SIGPIPE.
+///
+/// # Safety
+/// `buf` must be valid for `len` bytes of reads.
+#[inline]
+pub unsafe fn send_all(fd: RawFd, buf: *const u8, len: usize) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        let n = libc::send(fd, buf.add(done).cast(), len - done, libc::MSG_NOSIGNAL);
+        if n >= 0 {
+            done += n as usize;
+        } else {
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Wakes any thread blocked on this socket: its recv returns 0, its send fails.
+pub fn shutdown(stream: &TcpStream) {
+    unsafe { libc::shutdown(stream.as_raw_fd(), libc::SHUT_RDWR) };
+}
+
+/// Connects with a deadline, so that an unreachable server is an answer within seconds.
+pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect_timeout(&addr, timeout)?;
+    // The originals left Nagle on; so do we: the kernel must see the same segments.
+    Ok(stream)
+}
+
+/// Waits up to `timeout` for `fd` to become readable (or closed). Returns whether it did.
+pub fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    loop {
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n >= 0 {
+            return Ok(n > 0);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Where a standalone load generator puts itself: its nice value, and whether it gets a
+//! session (so an autogroup, when `kernel.sched_autogroup_enabled` is 1) of its own.
+//! A supervised workload gets these from the supervisor instead; both end up the same.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+/// The placement options shared by fork-load, ref-job and contest.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PlacementArgs {
+    /// Nice value for this command and everything it starts (-20..19; below 0 needs root).
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: Option<i32>,
+    /// Run in a session of its own (setsid), so in its own autogroup when autogroup is on.
+    #[arg(long)]
+    pub own_session: bool,
+}
+
+/// Applies the nice value to this thread (children and threads started later inherit it).
+pub fn apply_nice(nice: Option<i32>) -> Result<()> {
+    if let Some(n) = nice {
+        if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) } != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("setting nice {n} (below 0 needs root)"));
+        }
+    }
+    Ok(())
+}
+
+/// Moves this process into a session of its own. A process group leader (what a shell makes
+/// of every command) cannot call setsid, so then the command runs again as a child in a new
+/// session and this process waits for it and exits with its status: it never returns then.
+pub fn enter_own_session() -> Result<()> {
+    let me = unsafe { libc::getpid() };
+    if unsafe { libc::getsid(0) } == me || unsafe { libc::setsid() } >= 0 {
+        return Ok(());
+    }
+    let exe = std::env::current_exe().context("finding the schedlab binary")?;
+    let mut cmd = Command::new(exe);
+    cmd.args(std::env::args_os().skip(1));
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().context("starting a copy in a new session")?;
+    let pid = child.id() as libc::pid_t;
+    // Ctrl-C reaches only us (the copy has no terminal): pass it on, let it clean up.
+    crate::lifeline::on_exit(move || unsafe {
+        libc::kill(pid, libc::SIGTERM);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    });
+    let status = child
+        .wait()
+        .context("waiting for the copy in a new session")?;
+    use std::os::unix::process::ExitStatusExt;
+    let code = status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    crate::lifeline::terminate(code)
+}
+
+impl PlacementArgs {
+    /// Applies both knobs to this process.
+    pub fn apply(&self) -> Result<()> {
+        if self.own_session {
+            enter_own_session()?;
+        }
+        apply_nice(self.nice)
+    }
+
+    /// A one-line description for reports.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}, nice {}",
+            if self.own_session {
+                "own session"
+            } else {
+                "caller's session"
+            },
+            self.nice.unwrap_or(0)
+        )
+    }
+}

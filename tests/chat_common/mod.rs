@@ -1,0 +1,314 @@
+//! Helpers shared by the chat tests: the real binary as server and client, a fake chat_c and
+//! chat_s at the byte level, and the checks that nothing is left behind.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
+pub const MSG: usize = 100;
+
+/// A `schedlab chat-server` on 127.0.0.1 and a port the kernel picked; killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub stdout: Arc<Mutex<String>>,
+    pub stderr: Arc<Mutex<String>>,
+}
+
+fn collect(pipe: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            let mut s = into.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+}
+
+impl Server {
+    pub fn start(extra: &[&str]) -> Server {
+        Self::start_with(&[], "127.0.0.1", extra)
+    }
+
+    /// `prefix` runs the binary through another command (`ip netns exec NS`).
+    pub fn start_with(prefix: &[&str], ip: &str, extra: &[&str]) -> Server {
+        let mut cmd = if prefix.is_empty() {
+            Command::new(BIN)
+        } else {
+            let mut c = Command::new(prefix[0]);
+            c.args(&prefix[1..]).arg(BIN);
+            c
+        };
+        let mut child = cmd
+            .args(["chat-server", ip, "0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start chat-server");
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).expect("server stderr");
+        let port = first
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in the server's first line: {first:?}"));
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        collect(child.stdout.take().unwrap(), stdout.clone());
+        collect(err.into_inner(), stderr.clone());
+        Server {
+            child,
+            port,
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn out(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    pub fn err(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until the server's stderr (or stdout) contains `text`.
+    pub fn wait_for(&self, text: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.err().contains(text) && !self.out().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "server never said {text:?}; stdout:\n{}\nstderr:\n{}",
+                self.out(),
+                self.err()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the server to exit by itself (it was given --runs).
+    pub fn wait(mut self, within: Duration) -> ExitStatus {
+        let status = wait_child(&mut self.child, within)
+            .unwrap_or_else(|| panic!("server did not exit; stderr:\n{}", self.err()));
+        // Let the collectors drain the pipes.
+        std::thread::sleep(Duration::from_millis(50));
+        status
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn wait_child(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs `schedlab ARGS` to the end (at most `within`), killing it if it hangs.
+pub fn run(args: &[&str], within: Duration) -> Output {
+    run_with(&[], args, within)
+}
+
+pub fn run_with(prefix: &[&str], args: &[&str], within: Duration) -> Output {
+    let mut cmd = if prefix.is_empty() {
+        Command::new(BIN)
+    } else {
+        let mut c = Command::new(prefix[0]);
+        c.args(&prefix[1..]).arg(BIN);
+        c
+    };
+    let mut child = cmd
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start schedlab");
+    let out = Arc::new(Mutex::new(String::new()));
+    let err = Arc::new(Mutex::new(String::new()));
+    collect(child.stdout.take().unwrap(), out.clone());
+    collect(child.stderr.take().unwrap(), err.clone());
+    let status = wait_child(&mut child, within);
+    std::thread::sleep(Duration::from_millis(50));
+    let stdout = out.lock().unwrap().clone().into_bytes();
+    let stderr = err.lock().unwrap().clone().into_bytes();
+    let status = status.unwrap_or_else(|| {
+        panic!(
+            "schedlab {args:?} hung for {within:?}; stdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        )
+    });
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The value of a report line such as `Messages sent      : 2000`.
+pub fn report_value(report: &str, label: &str) -> u64 {
+    report
+        .lines()
+        .find(|l| l.starts_with(label))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in report:\n{report}"))
+}
+
+/// An honest schedlab client run against `port`, with its exact counts checked.
+pub fn honest_run(port: u16, rooms: u64, messages: u64) {
+    let out = run(
+        &[
+            "chat-client",
+            "127.0.0.1",
+            &rooms.to_string(),
+            &messages.to_string(),
+            &port.to_string(),
+        ],
+        Duration::from_secs(60),
+    );
+    let report = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed: {}\n{report}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        report_value(&report, "Messages sent"),
+        rooms * 20 * messages
+    );
+    assert_eq!(
+        report_value(&report, "Messages received"),
+        rooms * 20 * messages * 19
+    );
+}
+
+/// Threads of a process (entries of /proc/PID/task).
+pub fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Waits until `pid` has exactly `n` threads; returns the last count seen.
+pub fn wait_threads(pid: u32, n: usize, within: Duration) -> usize {
+    let deadline = Instant::now() + within;
+    loop {
+        let now = threads(pid);
+        if now == n || Instant::now() >= deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The SysV ids a schedlab process has recorded in its ledger right now.
+pub fn ledger_ids(pid: u32) -> Vec<i32> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir("/dev/shm").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(&format!("schedlab-sysv-{pid}-")) {
+            continue;
+        }
+        let bytes = std::fs::read(entry.path()).unwrap_or_default();
+        for chunk in bytes.chunks_exact(8) {
+            let word = u64::from_ne_bytes(chunk.try_into().unwrap());
+            let low = word & 0xffff_ffff;
+            if low != 0 {
+                ids.push((low - 1) as u32 as i32);
+            }
+        }
+    }
+    ids
+}
+
+/// Whether a ledger file of `pid` is still in /dev/shm.
+pub fn has_ledger(pid: u32) -> bool {
+    std::fs::read_dir("/dev/shm").unwrap().flatten().any(|e| {
+        e.file_name()
+            .to_string_lossy()
+            .starts_with(&format!("schedlab-sysv-{pid}-"))
+    })
+}
+
+/// Semaphore set ids alive in the kernel (what `ipcs -s` lists).
+pub fn live_sems() -> Vec<i32> {
+    let text = std::fs::read_to_string("/proc/sysvipc/sem").unwrap();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect()
+}
+
+/// Asserts that none of `ids` is alive any more.
+pub fn assert_gone(ids: &[i32]) {
+    let live = live_sems();
+    let left: Vec<_> = ids.iter().filter(|id| live.contains(id)).collect();
+    assert!(left.is_empty(), "semaphore sets left behind: {left:?}");
+}
+
+/// A fake chat_c: opens the control connection and sends a raw start message.
+pub fn control(port: u16, rooms: i32, messages: i32) -> TcpStream {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut start = Vec::new();
+    start.extend_from_slice(&rooms.to_ne_bytes());
+    start.extend_from_slice(&messages.to_ne_bytes());
+    c.write_all(&start).unwrap();
+    c
+}
+
+/// True when the peer closes `s` within `within` (read returns 0 or an error).
+pub fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 64];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// A port nobody listens on (bound, then released).
+pub fn dead_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

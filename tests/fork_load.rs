@@ -1,0 +1,214 @@
+//! fork-load counts exactly the children it reaped, refuses bad input with one line, and
+//! leaves nothing behind.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs schedlab as a child subreaper and asserts that no process is left behind.
+fn run(args: &[&str]) -> Output {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("running schedlab");
+    let me = std::process::id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .filter(|s| s[s.rfind(')').unwrap() + 2..].split(' ').nth(1) == Some(&me))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{args:?} left {left:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    out
+}
+
+fn count(text: &str, prefix: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {prefix:?} in {text}"))
+}
+
+#[test]
+fn count_equals_children_reaped() {
+    // Each child appends one line to a file before it exits: the file counts what ran.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("ran");
+    let script = dir.path().join("child.sh");
+    let mut f = std::fs::File::create(&script).unwrap();
+    writeln!(f, "#!/bin/sh\necho x >> '{}'", log.display()).unwrap();
+    drop(f);
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let out = run(&[
+        "fork-load",
+        "--forkers",
+        "2",
+        "--duration",
+        "2",
+        "--exec",
+        script.to_str().unwrap(),
+        "-v",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let forked = count(&text, "Children forked: ");
+    let ran = std::fs::read_to_string(&log).unwrap().lines().count() as u64;
+    assert!(forked > 0, "{text}");
+    assert_eq!(forked, ran, "reported {forked}, {ran} children ran\n{text}");
+    let per_forker: u64 = text
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("forker ")?
+                .split(' ')
+                .nth(1)?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(per_forker, forked, "{text}");
+    assert!(text.contains("forks/s over "), "{text}");
+}
+
+#[test]
+fn default_program_is_the_nil_binary() {
+    let out = run(&["fork-load", "--forkers", "1", "--duration", "0.5"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(count(&text, "Children forked: ") > 0, "{text}");
+}
+
+#[test]
+fn own_session_and_nice_are_applied() {
+    let out = run(&[
+        "fork-load",
+        "--forkers",
+        "1",
+        "--duration",
+        "0.3",
+        "--own-session",
+        "--nice",
+        "3",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(count(&text, "Children forked: ") > 0, "{text}");
+}
+
+#[test]
+fn sigterm_stops_reports_and_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["fork-load", "--forkers", "2"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{text}");
+    assert!(count(&text, "Children forked: ") > 0, "{text}");
+    drop(_serial);
+    run(&["fork-load", "--forkers", "0"]); // and the leftover check runs
+}
+
+#[test]
+fn bad_input_is_one_line_and_nonzero() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("not-executable");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    let missing = dir.path().join("missing");
+    for (args, says) in [
+        (vec!["--exec", missing.to_str().unwrap()], "No such file"),
+        (vec!["--exec", plain.to_str().unwrap()], "is not executable"),
+        (
+            vec!["--exec", dir.path().to_str().unwrap()],
+            "is not a regular file",
+        ),
+        (vec!["--duration", "0"], "duration must be a positive"),
+        (
+            vec!["--exec", "/bin/false", "--duration", "1"],
+            "exited with a failure status",
+        ),
+    ] {
+        let mut full = vec!["fork-load"];
+        full.extend(&args);
+        let out = run(&full);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("schedlab fork-load: error: "),
+            "{args:?}: {err}"
+        );
+        assert!(last.contains(says), "{args:?}: {err}");
+    }
+    let out = run(&["fork-load", "--forkers", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Under a supervisor the forkers count live into its region, and stopping the group leaves
+/// nothing behind.
+#[test]
+fn counts_reach_a_supervisor_and_stop_is_clean() {
+    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
+    use schedlab::workload::kind::WorkloadKind;
+    let Program::SelfExe(args) = (WorkloadKind::ForkLoad { forkers: Some(2) }).program() else {
+        panic!("fork-load is a schedlab subcommand")
+    };
+    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
+    argv.extend(args);
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let mut run = spawn(&LaunchSpec {
+        name: "fork_load".into(),
+        program: Program::Command(argv),
+        knobs: Knobs::default(),
+        capture_output: false,
+    })
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while run.counters.total() < 20 {
+        assert!(Instant::now() < deadline, "no forks counted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(run.counters.claimed(), 2, "one slot per forker");
+    run.stop(Duration::from_secs(5));
+    drop(_serial);
+    run_checked_clean();
+}
+
+/// The leftover check of `run`, on its own.
+fn run_checked_clean() {
+    let out = run(&["fork-load", "--duration", "0.1", "--forkers", "1"]);
+    assert!(out.status.success());
+}

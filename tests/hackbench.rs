@@ -1,0 +1,181 @@
+//! hackbench delivers exactly groups x fds x fds x loops messages in every mode, refuses bad
+//! input with one line, and leaves no task behind.
+
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The tests of this file check for leftover processes: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs schedlab with `args`, as a child subreaper so that any task it leaves behind is
+/// reparented to this process, and asserts that none is left.
+fn run(args: &[&str]) -> Output {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("running schedlab");
+    assert_no_leftovers(args);
+    out
+}
+
+fn assert_no_leftovers(args: &[&str]) {
+    let me = std::process::id();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .filter(|stat| {
+                let rest = &stat[stat.rfind(')').unwrap() + 2..];
+                rest.split(' ').nth(1) == Some(&me.to_string())
+            })
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "schedlab {args:?} left processes behind: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn delivers_exactly(mode: &[&str], header: &str) {
+    let mut args = vec!["hackbench", "-g", "1", "-l", "10", "--verbose"];
+    args.extend_from_slice(mode);
+    let out = run(&args);
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "{args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(header), "{text}");
+    assert!(
+        text.contains("Each sender will pass 10 messages of 100 bytes"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("Time: ") && l[6..].parse::<f64>().is_ok()),
+        "{text}"
+    );
+    // 20 senders x 20 receivers x 10 loops, each counted by its receiver.
+    assert!(
+        text.contains("Messages received: 4000 (expected 4000)"),
+        "{text}"
+    );
+}
+
+const PROCESS_HEADER: &str =
+    "Running in process mode with 1 groups using 40 file descriptors each (== 40 tasks)";
+const THREAD_HEADER: &str =
+    "Running in threaded mode with 1 groups using 40 file descriptors each (== 40 tasks)";
+
+#[test]
+fn processes_over_sockets() {
+    delivers_exactly(&[], PROCESS_HEADER);
+}
+
+#[test]
+fn processes_over_pipes() {
+    delivers_exactly(&["--pipe"], PROCESS_HEADER);
+}
+
+#[test]
+fn threads_over_sockets() {
+    delivers_exactly(&["-T"], THREAD_HEADER);
+}
+
+#[test]
+fn threads_over_pipes() {
+    delivers_exactly(&["-T", "-p"], THREAD_HEADER);
+}
+
+#[test]
+fn seed_spelling_is_accepted() {
+    let out = run(&["hackbench", "-pipe", "1", "-l", "5", "-v"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(PROCESS_HEADER), "{text}");
+    assert!(
+        text.contains("Messages received: 2000 (expected 2000)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn repeated_runs_each_report() {
+    let out = run(&["hackbench", "-g", "1", "-l", "2", "--runs", "3", "-v"]);
+    let text = stdout(&out);
+    assert_eq!(text.matches("Time: ").count(), 3, "{text}");
+    assert_eq!(
+        text.matches("Messages received: 800 (expected 800)")
+            .count(),
+        3,
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_nonzero() {
+    for (args, says) in [
+        (&["hackbench", "-g", "0"][..], "groups must be at least 1"),
+        (&["hackbench", "0"][..], "groups must be at least 1"),
+        (&["hackbench", "-l", "0"][..], "loops must be at least 1"),
+        (&["hackbench", "-s", "0"][..], "datasize must be 1..="),
+        (&["hackbench", "-s", "1000000", "-p"][..], "one pipe buffer"),
+        (&["hackbench", "-f", "0"][..], "fds must be at least 1"),
+    ] {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("schedlab hackbench: error: "), "{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// Under a supervisor (the dashboard, contest) the receivers count into the supervisor's
+/// region, from their forked processes, and the run says when it is finished.
+#[test]
+fn counts_reach_a_supervisor() {
+    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
+    use schedlab::workload::kind::WorkloadKind;
+    let kind = WorkloadKind::Hackbench {
+        groups: 1,
+        loops: 10,
+        datasize: 100,
+        fds: 20,
+        pipe: false,
+        threads: false,
+        runs: Some(2),
+    };
+    let Program::SelfExe(args) = kind.program() else {
+        panic!("hackbench is a schedlab subcommand")
+    };
+    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
+    argv.extend(args);
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut run = spawn(&LaunchSpec {
+        name: "hackbench".into(),
+        program: Program::Command(argv),
+        knobs: Knobs::default(),
+        capture_output: false,
+    })
+    .unwrap();
+    assert!(run.wait().unwrap().success());
+    assert_eq!(run.counters.total(), 8000);
+    assert_eq!(run.counters.expected_total(), Some(8000));
+    assert!(run.counters.finished());
+}

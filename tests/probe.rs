@@ -1,0 +1,561 @@
+//! The probe and the model on fake /proc trees: golden Frames for the seed's fork_load story,
+//! reaped children counted once, and the faults (vanished tasks, unreadable files, a reused
+//! pid, a dead workload) reported instead of panicking.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schedlab::model::{Accounting, Frame, Model, WorkloadState};
+use schedlab::probe::{Health, Probe, ProbeConfig, Sample, Target};
+
+/// One fake thread: tid, run ns, wait ns, slices, voluntary, involuntary.
+type Thread = (u32, u64, u64, u64, u64, u64);
+
+struct FakeProc {
+    dir: tempfile::TempDir,
+    /// /proc/stat: busy ticks, ctxt, and forks (bumped when a new pid appears, as on Linux).
+    stat: std::cell::Cell<(u64, u64, u64)>,
+}
+
+struct Proc<'a> {
+    pid: u32,
+    ppid: u32,
+    pgid: u32,
+    session: u32,
+    start: u64,
+    cpu_ticks: u64,
+    child_ticks: u64,
+    nice: i32,
+    autogroup: (u64, i32),
+    threads: &'a [Thread],
+}
+
+impl FakeProc {
+    fn new() -> FakeProc {
+        let f = FakeProc {
+            dir: tempfile::tempdir().unwrap(),
+            stat: std::cell::Cell::new((0, 0, 500)),
+        };
+        f.write("sys/kernel/sched_autogroup_enabled", "1\n");
+        f.write(
+            "pressure/cpu",
+            "some avg10=12.50 avg60=4.07 avg300=4.94 total=36218594\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+        );
+        f.machine(0, 0);
+        f
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let path = self.root().join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        // Rewrite in place: the probe keeps files open, as it does on the real /proc.
+        use std::io::{Seek, Write};
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(&path)
+            .unwrap();
+        f.set_len(0).unwrap();
+        f.seek(std::io::SeekFrom::Start(0)).unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// /proc/stat with `busy_ticks` of busy time over 2 CPUs.
+    fn machine(&self, busy_ticks: u64, ctxt: u64) {
+        let forks = self.stat.get().2;
+        self.stat.set((busy_ticks, ctxt, forks));
+        self.write(
+            "stat",
+            &format!(
+                "cpu  {busy_ticks} 0 0 1000 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\nintr 0\nctxt {ctxt}\nbtime 1\nprocesses {forks}\nprocs_running 5\nprocs_blocked 0\n"
+            ),
+        );
+    }
+
+    fn fork(&self) {
+        let (busy, ctxt, forks) = self.stat.get();
+        self.stat.set((busy, ctxt, forks + 1));
+        self.machine(busy, ctxt);
+    }
+
+    fn stat_line(pid: u32, p: &Proc, nthreads: usize, cpu: u64, child: u64) -> String {
+        let zeros = vec!["0"; 18].join(" ");
+        format!(
+            "{pid} (fake {pid}) R {} {} {} 0 -1 0 0 0 0 0 {cpu} 0 {child} 0 20 {} {nthreads} 0 {} 0 0 {zeros} 0\n",
+            p.ppid, p.pgid, p.session, p.nice, p.start
+        )
+    }
+
+    fn process(&self, p: &Proc) {
+        let base = format!("{}", p.pid);
+        if !self.root().join(&base).exists() {
+            self.fork();
+        }
+        self.write(
+            &format!("{base}/stat"),
+            &Self::stat_line(p.pid, p, p.threads.len(), p.cpu_ticks, p.child_ticks),
+        );
+        self.write(
+            &format!("{base}/autogroup"),
+            &format!("/autogroup-{} nice {}\n", p.autogroup.0, p.autogroup.1),
+        );
+        let task_dir = self.root().join(format!("{base}/task"));
+        if task_dir.exists() {
+            for entry in fs::read_dir(&task_dir).unwrap() {
+                let tid: u32 = entry
+                    .unwrap()
+                    .file_name()
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                if !p.threads.iter().any(|t| t.0 == tid) {
+                    fs::remove_dir_all(task_dir.join(tid.to_string())).unwrap();
+                }
+            }
+        }
+        for &(tid, run, wait, slices, vol, invol) in p.threads {
+            let t = format!("{base}/task/{tid}");
+            self.write(
+                &format!("{t}/schedstat"),
+                &format!("{run} {wait} {slices}\n"),
+            );
+            self.write(
+                &format!("{t}/status"),
+                &format!("Name:\tfake\nState:\tR\nvoluntary_ctxt_switches:\t{vol}\nnonvoluntary_ctxt_switches:\t{invol}\n"),
+            );
+            self.write(&format!("{t}/stat"), &Self::stat_line(tid, p, 1, 0, 0));
+        }
+    }
+
+    /// The process exits. The probe holds its files open: on Linux they then fail with
+    /// ESRCH; here they are emptied before removal, which the probe must treat the same.
+    fn remove(&self, pid: u32) {
+        let dir = self.root().join(pid.to_string());
+        for rel in ["stat", "autogroup"] {
+            self.write(&format!("{pid}/{rel}"), "");
+        }
+        for entry in fs::read_dir(dir.join("task")).unwrap() {
+            let tid = entry.unwrap().file_name();
+            for rel in ["schedstat", "status", "stat"] {
+                self.write(&format!("{pid}/task/{}/{rel}", tid.to_str().unwrap()), "");
+            }
+        }
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn probe(&self) -> Probe {
+        Probe::new(ProbeConfig {
+            proc_root: self.root().to_path_buf(),
+            sys_root: self.root().join("sys-none"),
+            status_every: Duration::ZERO,
+        })
+        .unwrap()
+    }
+}
+
+fn target(id: u32, name: &str, pgid: u32) -> Target {
+    Target {
+        id,
+        name: name.into(),
+        pgid,
+        leader: pgid,
+        cgroup: None,
+        counters: None,
+        ops_unit: "unit".into(),
+    }
+}
+
+/// Fixes the clocks so Frames are exactly reproducible: sample k at k seconds, no observer.
+fn pin(mut s: Sample, k: u64) -> Sample {
+    s.t_ns = k * 1_000_000_000;
+    s.status_t_ns = s.t_ns;
+    s.observer_cpu_ns = 0;
+    s.probe_cpu_ns = 0;
+    s
+}
+
+const S: u64 = 1_000_000_000;
+
+fn hogs(f: &FakeProc, k: u64, autogroup: u64) {
+    // Four hogs in one process: each ran 0.4 s and waited 0.6 s of every second.
+    let threads: Vec<Thread> = (0..4)
+        .map(|i| (100 + i, k * 4 * S / 10, k * 6 * S / 10, k * 100, k, k * 50))
+        .collect();
+    f.process(&Proc {
+        pid: 100,
+        ppid: 1,
+        pgid: 100,
+        session: 100,
+        start: 1000,
+        cpu_ticks: k * 160,
+        child_ticks: 0,
+        nice: 0,
+        autogroup: (autogroup, 0),
+        threads: &threads,
+    });
+}
+
+fn forker(f: &FakeProc, k: u64, session: u32, autogroup: u64) {
+    // A fork loop: the parent ran 50 ms and waited 50 ms per second; its reaped children
+    // ran 350 ms per second in all (35 ticks).
+    f.process(&Proc {
+        pid: 200,
+        ppid: 1,
+        pgid: 200,
+        session,
+        start: 2000,
+        cpu_ticks: k * 5,
+        child_ticks: k * 35,
+        nice: 0,
+        autogroup: (autogroup, 0),
+        threads: &[(200, k * S / 20, k * S / 20, k * 1000, k * 1000, k * 10)],
+    });
+}
+
+fn fork_load_frames(own_session: bool) -> Vec<Frame> {
+    let f = FakeProc::new();
+    let (session, group) = if own_session { (200, 8) } else { (100, 7) };
+    let targets = [target(1, "ref-job", 100), target(2, "fork_load", 200)];
+    let mut probe = f.probe();
+    let mut samples = Vec::new();
+    for k in 0..3 {
+        hogs(&f, k, 7);
+        forker(&f, k, session, group);
+        f.machine(k * 200, k * 10_000);
+        samples.push(pin(probe.sample(&targets), k));
+    }
+    let mut model = Model::new();
+    samples
+        .windows(2)
+        .map(|w| model.step(&w[0], &w[1]))
+        .collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn fork_load_in_one_session_is_due_two_fifths_of_a_cpu() {
+    let frames = fork_load_frames(false);
+    let f = &frames[1];
+    let (jobs, loop_) = (&f.workloads[0], &f.workloads[1]);
+    assert!(close(jobs.cpu_received, 1.6), "{jobs:?}");
+    assert!(close(jobs.cpu_fair, 1.6), "{jobs:?}");
+    assert!(close(loop_.cpu_received, 0.4), "{loop_:?}");
+    // The loop and its reaped children are one chain: one task of 5, 2 CPUs: 0.4.
+    assert!(close(loop_.cpu_fair, 0.4), "{loop_:?}");
+    assert!(close(loop_.fairness_ratio, 1.0));
+    assert_eq!(loop_.group, "autogroup-7");
+    assert_eq!(loop_.accounting, Accounting::Proc);
+    assert!(close(f.jain_index, 1.0));
+    insta::assert_snapshot!(
+        "fork_load_one_session",
+        serde_json::to_string_pretty(f).unwrap()
+    );
+}
+
+#[test]
+fn fork_load_in_its_own_session_is_due_its_whole_demand() {
+    let frames = fork_load_frames(true);
+    let f = &frames[1];
+    let (jobs, loop_) = (&f.workloads[0], &f.workloads[1]);
+    // Two autogroups of equal weight share 2 CPUs: the loop's group wants 0.8 CPU
+    // (0.1 itself, its children 0.35 run + an estimated 0.35 wait), the hogs get the rest.
+    assert!(close(loop_.cpu_demand, 0.8), "{loop_:?}");
+    assert!(close(loop_.cpu_fair, 0.8), "{loop_:?}");
+    assert!(close(jobs.cpu_fair, 1.2), "{jobs:?}");
+    assert_eq!(loop_.group, "autogroup-8");
+    assert_eq!(jobs.group, "autogroup-7");
+    insta::assert_snapshot!(
+        "fork_load_own_session",
+        serde_json::to_string_pretty(f).unwrap()
+    );
+}
+
+#[test]
+fn rates_wait_and_machine_counters() {
+    let frames = fork_load_frames(false);
+    let f = &frames[1];
+    let jobs = &f.workloads[0];
+    assert_eq!(jobs.tasks, 4);
+    // 4 threads × 0.6 s waiting per second.
+    assert!(close(jobs.runq_wait_pct, 240.0));
+    // 2.4 s of wait over 400 slices: 6 ms each.
+    assert!(close(jobs.wait_per_slice_us, 6000.0));
+    assert!(close(jobs.voluntary_cs_per_sec, 4.0));
+    assert!(close(jobs.involuntary_cs_per_sec, 200.0));
+    assert!(close(f.machine.ctxt_per_sec, 10_000.0));
+    assert_eq!(f.machine.procs_running, 5);
+    assert_eq!(f.machine.psi_some_avg10, Some(12.5));
+    assert!(f.machine.autogroup);
+    assert!(close(f.machine.rest_cpu_received, 0.0));
+    assert!(close(f.interval, 1.0));
+    assert!(close(f.status_interval, 0.0));
+}
+
+#[test]
+fn a_child_reaped_by_the_workload_is_counted_once() {
+    let f = FakeProc::new();
+    let targets = [target(1, "forks", 200)];
+    let mut probe = f.probe();
+    let parent = |run: u64, child_ticks: u64, nthreads_child: bool| {
+        f.process(&Proc {
+            pid: 200,
+            ppid: 1,
+            pgid: 200,
+            session: 200,
+            start: 2000,
+            cpu_ticks: 0,
+            child_ticks,
+            nice: 0,
+            autogroup: (8, 0),
+            threads: &[(200, run, 0, 1, 0, 0)],
+        });
+        if nthreads_child {
+            f.process(&Proc {
+                pid: 201,
+                ppid: 200,
+                pgid: 200,
+                session: 200,
+                start: 2050,
+                cpu_ticks: 0,
+                child_ticks: 0,
+                nice: 0,
+                autogroup: (8, 0),
+                threads: &[(201, 3_000_000, 0, 1, 0, 0)],
+            });
+        }
+    };
+    parent(0, 0, false);
+    let s0 = pin(probe.sample(&targets), 0);
+    parent(1_000_000, 0, true);
+    let s1 = pin(probe.sample(&targets), 1);
+    // The child (3 ms when last seen) has ended and been reaped: 1 tick (10 ms) in cutime.
+    f.remove(201);
+    parent(2_000_000, 1, false);
+    let s2 = pin(probe.sample(&targets), 2);
+    assert_eq!(s1.workloads[0].processes.len(), 2);
+    assert_eq!(s2.workloads[0].processes.len(), 1);
+    let mut model = Model::new();
+    let a = model.step(&s0, &s1);
+    let b = model.step(&s1, &s2);
+    assert!(
+        close(a.workloads[0].cpu_received, 0.004),
+        "{:?}",
+        a.workloads[0]
+    );
+    // 1 ms of the parent + the 7 ms of the child not yet counted.
+    assert!(
+        close(b.workloads[0].cpu_received, 0.008),
+        "{:?}",
+        b.workloads[0]
+    );
+}
+
+#[test]
+fn a_thread_that_exits_is_dropped_without_fuss() {
+    let f = FakeProc::new();
+    let targets = [target(1, "ref-job", 100)];
+    let mut probe = f.probe();
+    hogs(&f, 1, 7);
+    let s0 = probe.sample(&targets);
+    assert_eq!(s0.workloads[0].processes[0].threads.len(), 4);
+    // One thread exits: its directory goes and the thread count drops.
+    let threads: Vec<Thread> = (0..3).map(|i| (100 + i, 2 * S, 0, 1, 0, 0)).collect();
+    f.process(&Proc {
+        pid: 100,
+        ppid: 1,
+        pgid: 100,
+        session: 100,
+        start: 1000,
+        cpu_ticks: 0,
+        child_ticks: 0,
+        nice: 0,
+        autogroup: (7, 0),
+        threads: &threads,
+    });
+    let s1 = probe.sample(&targets);
+    assert_eq!(s1.workloads[0].processes[0].threads.len(), 3);
+    assert_eq!(s1.workloads[0].health, Health::Ok);
+}
+
+#[test]
+fn an_unreadable_file_makes_the_workload_partial_with_the_reason() {
+    let f = FakeProc::new();
+    let targets = [target(1, "ref-job", 100)];
+    let mut probe = f.probe();
+    hogs(&f, 1, 7);
+    // Tests run as root, which permissions do not stop: a directory where a file should be
+    // gives the same kind of error (not ENOENT/ESRCH) as EACCES under hidepid would.
+    let path = f.root().join("100/task/101/schedstat");
+    fs::remove_file(&path).unwrap();
+    fs::create_dir(&path).unwrap();
+    let s = probe.sample(&targets);
+    let Health::Partial(why) = &s.workloads[0].health else {
+        panic!("expected partial, got {:?}", s.workloads[0].health);
+    };
+    assert!(
+        why.contains("100/task/101/schedstat: Is a directory"),
+        "{why}"
+    );
+    assert_eq!(s.workloads[0].processes[0].threads.len(), 3);
+    let frame = Model::new().step(&pin(s.clone(), 0), &pin(s, 1));
+    assert!(matches!(
+        frame.workloads[0].state,
+        WorkloadState::Partial(_)
+    ));
+}
+
+#[test]
+fn an_unreadable_leader_is_gone_with_the_reason() {
+    let f = FakeProc::new();
+    hogs(&f, 1, 7);
+    let path = f.root().join("100/stat");
+    fs::remove_file(&path).unwrap();
+    fs::create_dir(&path).unwrap();
+    let s = f.probe().sample(&[target(1, "ref-job", 100)]);
+    let Health::Gone(why) = &s.workloads[0].health else {
+        panic!("expected gone, got {:?}", s.workloads[0].health);
+    };
+    assert!(why.contains("100/stat"), "{why}");
+}
+
+#[test]
+fn a_dead_workload_is_gone_and_a_reused_pid_is_not_mistaken_for_it() {
+    let f = FakeProc::new();
+    let targets = [target(1, "ref-job", 100)];
+    let mut probe = f.probe();
+    hogs(&f, 1, 7);
+    assert_eq!(probe.sample(&targets).workloads[0].health, Health::Ok);
+    // The workload dies; pid 100 is reused by an unrelated process in another group.
+    f.remove(100);
+    f.process(&Proc {
+        pid: 100,
+        ppid: 1,
+        pgid: 555,
+        session: 555,
+        start: 9999,
+        cpu_ticks: 0,
+        child_ticks: 0,
+        nice: 0,
+        autogroup: (9, 0),
+        threads: &[(100, 1, 1, 1, 0, 0)],
+    });
+    let s = probe.sample(&targets);
+    let Health::Gone(why) = &s.workloads[0].health else {
+        panic!("expected gone, got {:?}", s.workloads[0].health);
+    };
+    assert!(why.contains("reused"), "{why}");
+    assert!(s.workloads[0].processes.is_empty());
+}
+
+#[test]
+fn a_process_leaving_the_group_is_dropped() {
+    let f = FakeProc::new();
+    let targets = [target(1, "ref-job", 100)];
+    let mut probe = f.probe();
+    hogs(&f, 1, 7);
+    forker(&f, 1, 100, 7);
+    // The forker joins group 100 first, then setsid()s away into its own.
+    let mut text = fs::read_to_string(f.root().join("200/stat")).unwrap();
+    text = text.replacen(" 200 100 0 -1", " 100 100 0 -1", 1);
+    f.write("200/stat", &text);
+    let s = probe.sample(&targets);
+    assert_eq!(s.workloads[0].processes.len(), 2, "{:?}", s.workloads[0]);
+    forker(&f, 2, 200, 8);
+    let s = probe.sample(&targets);
+    assert_eq!(s.workloads[0].processes.len(), 1);
+}
+
+#[test]
+fn cgroup_accounting_v1_split_hierarchies() {
+    let f = FakeProc::new();
+    let sys = f.root().join("sys");
+    let acct = sys.join("fs/cgroup/cpuacct/schedlab/w1");
+    let cpu = sys.join("fs/cgroup/cpu/schedlab/w1");
+    fs::create_dir_all(&acct).unwrap();
+    fs::create_dir_all(&cpu).unwrap();
+    fs::write(cpu.join("cpu.shares"), "2048\n").unwrap();
+    let mut probe = Probe::new(ProbeConfig {
+        proc_root: f.root().to_path_buf(),
+        sys_root: sys.clone(),
+        status_every: Duration::ZERO,
+    })
+    .unwrap();
+    let mut t = target(1, "ref-job", 100);
+    t.cgroup = Some(cpu.clone());
+    let mut samples = Vec::new();
+    for k in 0..2 {
+        hogs(&f, k, 7);
+        f.machine(k * 200, 0);
+        fs::write(
+            acct.join("cpuacct.usage"),
+            format!("{}\n", k * 1_700_000_000),
+        )
+        .unwrap();
+        samples.push(pin(probe.sample(std::slice::from_ref(&t)), k));
+    }
+    let cg = samples[1].workloads[0].cgroup.as_ref().unwrap();
+    assert_eq!((cg.version, cg.weight), (1, Some(2048.0)));
+    let frame = Model::new().step(&samples[0], &samples[1]);
+    let w = &frame.workloads[0];
+    assert_eq!(w.accounting, Accounting::Cgroup);
+    assert!(close(w.cpu_received, 1.7), "{w:?}");
+    assert!(w.group.starts_with("cgroup "), "{}", w.group);
+}
+
+#[test]
+fn cgroup_v2_usage_and_weight() {
+    let f = FakeProc::new();
+    let cg: PathBuf = f.root().join("sys/fs/cgroup/unified/w2");
+    fs::create_dir_all(&cg).unwrap();
+    fs::write(cg.join("cpu.stat"), "usage_usec 2500\nuser_usec 2000\n").unwrap();
+    fs::write(cg.join("cpu.weight"), "200\n").unwrap();
+    hogs(&f, 1, 7);
+    let mut t = target(1, "ref-job", 100);
+    t.cgroup = Some(cg);
+    let s = f.probe().sample(&[t]);
+    let c = s.workloads[0].cgroup.as_ref().unwrap();
+    assert_eq!(
+        (c.version, c.usage_ns, c.weight),
+        (2, 2_500_000, Some(2048.0))
+    );
+}
+
+#[test]
+fn samples_round_trip_through_json() {
+    let f = FakeProc::new();
+    hogs(&f, 1, 7);
+    let s = f.probe().sample(&[target(1, "ref-job", 100)]);
+    let text = serde_json::to_string(&s).unwrap();
+    let back: Sample = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, s);
+}
+
+#[test]
+fn an_unreadable_status_stays_reported_while_it_lasts() {
+    let f = FakeProc::new();
+    let targets = [target(1, "ref-job", 100)];
+    hogs(&f, 1, 7);
+    let path = f.root().join("100/task/102/status");
+    fs::remove_file(&path).unwrap();
+    fs::create_dir(&path).unwrap();
+    let mut probe = f.probe();
+    for _ in 0..3 {
+        let s = probe.sample(&targets);
+        let Health::Partial(why) = &s.workloads[0].health else {
+            panic!("expected partial, got {:?}", s.workloads[0].health);
+        };
+        assert!(why.contains("102/status"), "{why}");
+        // Its CPU is still read; only its switch counts are missing.
+        assert_eq!(s.workloads[0].processes[0].threads.len(), 4);
+    }
+}
