@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::probe::{Probe, ProbeConfig, Target};
 use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running};
 use crate::workload::kind::{IpcKind, Pin, WorkloadKind};
 use crate::workload::placement::PlacementArgs;
@@ -220,10 +221,11 @@ fn measure(name: &str, load: Option<&WorkloadKind>, job: &Program, args: &Args) 
         row.time += time.as_secs_f64();
         row.cpu_percent += 100.0 * cpu.as_secs_f64() / time.as_secs_f64().max(1e-9);
         if let Some(mut l) = running {
+            // Read before stopping: a load killed outright may die before reaping its
+            // children, whose CPU would then reach no one's cutime.
             let count = l.counters.total();
-            let before = children_cpu();
+            let lcpu = group_cpu(&l);
             let wall = stop_load(&mut l);
-            let lcpu = children_cpu().saturating_sub(before);
             row.loads += count;
             row.load_cpu_percent += 100.0 * lcpu.as_secs_f64() / wall.as_secs_f64().max(1e-9);
         }
@@ -271,6 +273,31 @@ fn start_load(name: &str, kind: &WorkloadKind, args: &Args) -> Result<Running> {
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok(load)
+}
+
+/// CPU time used so far by a running load: every process of its group, with the children
+/// each has reaped (a fork loop's children, hackbench's earlier runs), read by the probe.
+fn group_cpu(load: &Running) -> Duration {
+    let Ok(mut probe) = Probe::new(ProbeConfig::default()) else {
+        return Duration::ZERO;
+    };
+    let target = Target {
+        id: 1,
+        name: load.name.clone(),
+        pgid: load.pgid(),
+        leader: load.pid,
+        cgroup: None,
+        counters: None,
+        ops_unit: String::new(),
+    };
+    let sample = probe.sample(&[target]);
+    let ticks: u64 = sample
+        .workloads
+        .iter()
+        .flat_map(|w| &w.processes)
+        .map(|p| p.cpu_ticks + p.child_ticks)
+        .sum();
+    Duration::from_nanos(ticks * crate::probe::parse::NS_PER_TICK)
 }
 
 /// Stops a load (SIGTERM, then SIGKILL after 5 s) and returns how long it ran.

@@ -3,12 +3,15 @@
 //! Data flows one way: workloads (child processes) → kernel → [`probe`] → Sample →
 //! [`model`] → Frame → [`ui`] and the exporters. See DESIGN in the README.
 
+pub mod compare;
 pub mod contest;
 pub mod counters;
 pub mod lab;
 pub mod lifeline;
 pub mod model;
 pub mod probe;
+pub mod record;
+pub mod run;
 pub mod scenario;
 pub mod supervisor;
 pub mod sysv;

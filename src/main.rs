@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use schedlab::{contest, lifeline, sysv, ui, workload};
+use schedlab::{compare, contest, lifeline, record, run, sysv, ui, workload};
 
 #[derive(Parser)]
 #[command(
@@ -48,6 +48,14 @@ enum Cmd {
     IpcPingpong(workload::pingpong::Args),
     /// Remove SysV objects left by schedlab processes that were killed outright.
     Cleanup,
+    /// Run a scenario without the dashboard, N times, and print statistics across repeats.
+    Run(run::Args),
+    /// Compare two result files: each difference, its 95% CI, significant or within noise.
+    Compare(compare::Args),
+    /// Draw a recording as a picture: throughput, CPU share vs fair share, context switches.
+    Plot(record::cli::PlotArgs),
+    /// Play a recording back.
+    Replay(record::cli::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +76,10 @@ fn main() -> ExitCode {
         Some(Cmd::Msgbench(a)) => ("msgbench", workload::msgbench::main(a)),
         Some(Cmd::IpcPingpong(a)) => ("ipc-pingpong", workload::pingpong::main(a)),
         Some(Cmd::Cleanup) => ("cleanup", cleanup()),
+        Some(Cmd::Run(a)) => ("run", run::main(a)),
+        Some(Cmd::Compare(a)) => ("compare", compare::main(a)),
+        Some(Cmd::Plot(a)) => ("plot", record::cli::plot_main(a)),
+        Some(Cmd::Replay(a)) => ("replay", record::cli::replay_main(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -358,3 +358,41 @@ fn chat_bench_killed_mid_run_leaves_nothing() {
         "the server child left its SysV ledger"
     );
 }
+
+/// A client much faster than the server: its start message and all 100 users wait in the
+/// backlog (the server is stopped) before the server reads anything. None of its users may be
+/// taken for, or crowd out, its control connection.
+#[test]
+fn users_queued_behind_the_start_message_are_not_mistaken_for_control_connections() {
+    let server = Server::start(&["--runs", "1"]);
+    let pid = server.pid() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let mut c = control(server.port, 5, 1);
+    let conns: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
+        .collect();
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let mut b = [0u8; 1];
+    c.set_read_timeout(Some(SECS(10))).unwrap();
+    c.read_exact(&mut b).expect("START");
+    assert_eq!(b[0], 0x11);
+    std::thread::scope(|s| {
+        for conn in &conns {
+            s.spawn(move || {
+                let mut io = conn;
+                io.write_all(&[0u8; MSG]).unwrap();
+                let mut m = [0u8; MSG];
+                for _ in 0..19 {
+                    io.read_exact(&mut m).unwrap();
+                }
+            });
+        }
+    });
+    c.write_all(&[0x22]).unwrap();
+    let out = server.stdout.clone();
+    assert!(server.wait(SECS(10)).success());
+    assert!(out
+        .lock()
+        .unwrap()
+        .contains("SRV(1) 100 messages received, 1900 messages sent"));
+}

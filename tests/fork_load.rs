@@ -175,3 +175,40 @@ fn bad_input_is_one_line_and_nonzero() {
     let out = run(&["fork-load", "--forkers", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Under a supervisor the forkers count live into its region, and stopping the group leaves
+/// nothing behind.
+#[test]
+fn counts_reach_a_supervisor_and_stop_is_clean() {
+    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
+    use schedlab::workload::kind::WorkloadKind;
+    let Program::SelfExe(args) = (WorkloadKind::ForkLoad { forkers: Some(2) }).program() else {
+        panic!("fork-load is a schedlab subcommand")
+    };
+    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
+    argv.extend(args);
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let mut run = spawn(&LaunchSpec {
+        name: "fork_load".into(),
+        program: Program::Command(argv),
+        knobs: Knobs::default(),
+        capture_output: false,
+    })
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while run.counters.total() < 20 {
+        assert!(Instant::now() < deadline, "no forks counted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(run.counters.claimed(), 2, "one slot per forker");
+    run.stop(Duration::from_secs(5));
+    drop(_serial);
+    run_checked_clean();
+}
+
+/// The leftover check of `run`, on its own.
+fn run_checked_clean() {
+    let out = run(&["fork-load", "--duration", "0.1", "--forkers", "1"]);
+    assert!(out.status.success());
+}

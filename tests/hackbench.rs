@@ -145,3 +145,37 @@ fn bad_input_is_one_line_and_nonzero() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// Under a supervisor (the dashboard, contest) the receivers count into the supervisor's
+/// region, from their forked processes, and the run says when it is finished.
+#[test]
+fn counts_reach_a_supervisor() {
+    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
+    use schedlab::workload::kind::WorkloadKind;
+    let kind = WorkloadKind::Hackbench {
+        groups: 1,
+        loops: 10,
+        datasize: 100,
+        fds: 20,
+        pipe: false,
+        threads: false,
+        runs: Some(2),
+    };
+    let Program::SelfExe(args) = kind.program() else {
+        panic!("hackbench is a schedlab subcommand")
+    };
+    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
+    argv.extend(args);
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut run = spawn(&LaunchSpec {
+        name: "hackbench".into(),
+        program: Program::Command(argv),
+        knobs: Knobs::default(),
+        capture_output: false,
+    })
+    .unwrap();
+    assert!(run.wait().unwrap().success());
+    assert_eq!(run.counters.total(), 8000);
+    assert_eq!(run.counters.expected_total(), Some(8000));
+    assert!(run.counters.finished());
+}

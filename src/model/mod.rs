@@ -4,6 +4,7 @@
 pub mod derive;
 pub mod fair;
 pub mod frame;
+pub mod stats;
 
 pub use derive::{derive, Model};
 pub use frame::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};

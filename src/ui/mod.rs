@@ -1,11 +1,227 @@
-//! The terminal dashboard.
+//! The terminal dashboard: launches workloads and shows, live and side by side, their
+//! throughput, their CPU share against their fair share, and their context switches.
+//!
+//! Three threads: the engine (owns the workloads and the probe, sends a Frame per interval),
+//! the input reader (sends terminal events), and this one, which waits on both, updates the
+//! [`app::App`] and draws. Drawing never waits for sampling, and the UI never reads /proc.
+//!
+//! One file per concern: `app` (state), `input` (keys), `engine` (the sampling thread),
+//! `terminal` (taking the terminal over and giving it back), and one per panel: `status`,
+//! `table`, `charts`, `help`, `popup` (picker and forms), with `theme` and `fmt` for looks.
 
-use anyhow::Result;
+pub mod app;
+pub mod charts;
+pub mod engine;
+pub mod fmt;
+pub mod form;
+pub mod help;
+pub mod history;
+pub mod input;
+pub mod picker;
+pub mod popup;
+pub mod status;
+pub mod table;
+pub mod terminal;
+pub mod theme;
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::Frame as TermFrame;
+
+use crate::scenario::Scenario;
+
+use app::{App, Mode};
+use engine::{Backend, Command, Event};
+use theme::Theme;
 
 /// Arguments of `schedlab tui`.
 #[derive(clap::Args, Debug, Default)]
-pub struct TuiArgs {}
+pub struct TuiArgs {
+    /// A scenario file (TOML). Without one: contest's fork_load against a -j4 reference job,
+    /// in one session.
+    pub scenario: Option<PathBuf>,
+    /// Sampling interval in milliseconds, 100 to 10000 (default: the scenario's).
+    #[arg(short, long, value_parser = clap::value_parser!(u64).range(100..=10_000))]
+    pub interval: Option<u64>,
+}
 
-pub fn main(_args: TuiArgs) -> Result<()> {
-    anyhow::bail!("`schedlab tui` is not built yet")
+/// The smallest terminal the dashboard draws in.
+pub const MIN_WIDTH: u16 = 72;
+pub const MIN_HEIGHT: u16 = 20;
+/// Lines the charts keep however many workloads the table lists.
+const MIN_CHART_HEIGHT: u16 = 9;
+
+pub fn main(args: TuiArgs) -> Result<()> {
+    let scenario = match &args.scenario {
+        None => Scenario::builtin_default(),
+        Some(path) => bail!(
+            "{}: scenario files are not readable yet (the scenario parser is not in this build); \
+             run `schedlab` with no file for the built-in scenario",
+            path.display()
+        ),
+    };
+    let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
+    run(scenario, interval, |interval| {
+        Ok(Box::new(crate::lab::Lab::new(interval)?) as Box<dyn Backend>)
+    })
+}
+
+/// What the UI thread waits on.
+enum Msg {
+    Engine(Event),
+    EngineFailed(String),
+    Input(crossterm::event::Event),
+    InputGone(String),
+}
+
+/// Runs the dashboard on `scenario` until the person quits. `make_backend` runs on the engine
+/// thread, after the terminal is set up (so nothing is started if that fails).
+pub fn run(
+    scenario: Scenario,
+    interval: Duration,
+    make_backend: impl FnOnce(Duration) -> Result<Box<dyn Backend>> + Send + 'static,
+) -> Result<()> {
+    let mut session = terminal::Session::enter()?;
+    engine::install_exit_hook();
+    crate::supervisor::cgroup::sweep_orphans();
+
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let (cmd_tx, cmd_rx) = mpsc::channel::<Command>();
+    let etx = tx.clone();
+    let engine = std::thread::Builder::new()
+        .name("schedlab-engine".into())
+        .spawn(move || match make_backend(interval) {
+            Ok(backend) => engine::run(backend, interval, cmd_rx, |e| {
+                etx.send(Msg::Engine(e)).is_ok()
+            }),
+            Err(e) => {
+                let _ = etx.send(Msg::EngineFailed(format!("{e:#}")));
+            }
+        })
+        .context("starting the engine thread")?;
+    for decl in &scenario.workloads {
+        let _ = cmd_tx.send(Command::Add(decl.clone()));
+    }
+    let itx = tx.clone();
+    std::thread::Builder::new()
+        .name("schedlab-input".into())
+        .spawn(move || loop {
+            match crossterm::event::read() {
+                Ok(ev) => {
+                    if itx.send(Msg::Input(ev)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = itx.send(Msg::InputGone(e.to_string()));
+                    break;
+                }
+            }
+        })
+        .context("starting the input thread")?;
+    drop(tx);
+
+    let cpus = crate::supervisor::online_cpus();
+    let mut app = App::new(scenario.name.clone(), interval, cpus, Theme::from_env());
+    let result = (|| -> Result<()> {
+        loop {
+            session.term.draw(|f| draw(f, &app)).context("drawing")?;
+            let Ok(first) = rx.recv() else { return Ok(()) };
+            // Take everything that is waiting, then draw once.
+            for msg in std::iter::once(first).chain(rx.try_iter()) {
+                match msg {
+                    Msg::Engine(ev) => {
+                        if let Event::Frame(f) = &ev {
+                            app.cpus = f.machine.cpus.max(1);
+                            // Debug builds only: lets the end-to-end test prove that a panic
+                            // gives the terminal back and stops every workload.
+                            #[cfg(debug_assertions)]
+                            if f.t > 1.0
+                                && std::env::var_os("SCHEDLAB_FAILPOINT_UI_PANIC").is_some()
+                            {
+                                panic!("failpoint SCHEDLAB_FAILPOINT_UI_PANIC");
+                            }
+                        }
+                        app.on_event(ev)
+                    }
+                    Msg::Input(ev) => input::handle(&mut app, &ev),
+                    Msg::EngineFailed(e) => bail!("{e}"),
+                    Msg::InputGone(e) => bail!("reading the terminal: {e}"),
+                }
+            }
+            for cmd in app.outbox.drain(..) {
+                let _ = cmd_tx.send(cmd);
+            }
+            if app.quit {
+                return Ok(());
+            }
+        }
+    })();
+    // The prompt comes back first; then every workload is stopped before we return.
+    session.leave();
+    let _ = cmd_tx.send(Command::Quit);
+    let _ = engine.join();
+    result
+}
+
+/// Draws the whole screen from `app`.
+pub fn draw(f: &mut TermFrame, app: &App) {
+    let area = f.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        too_small(f, area, app);
+        return;
+    }
+    let details_h: u16 = if area.height >= 24 { 3 } else { 2 };
+    let room = area.height - 2 - details_h - MIN_CHART_HEIGHT;
+    let table_h = table::wanted_height(app).clamp(3, room.max(3));
+    let [status_a, table_a, details_a, charts_a, keys_a] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(table_h),
+        Constraint::Length(details_h),
+        Constraint::Min(MIN_CHART_HEIGHT),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    status::draw_status(f, status_a, app);
+    table::draw(f, table_a, app);
+    status::draw_details(f, details_a, app);
+    charts::draw(f, charts_a, app);
+    status::draw_keys(f, keys_a, app);
+    match &app.mode {
+        Mode::Normal => {}
+        Mode::Help => help::draw(f, area, app),
+        Mode::Picker(i) => popup::draw_picker(f, area, app, *i),
+        Mode::NewWorkload(_, form) => popup::draw_form(f, area, app, form, "start"),
+        Mode::EditKnobs(_, form) => popup::draw_form(f, area, app, form, "apply"),
+    }
+}
+
+fn too_small(f: &mut TermFrame, area: Rect, app: &App) {
+    let text = vec![
+        Line::from(Span::styled("Terminal too small", app.theme.warn())),
+        Line::raw(format!(
+            "{}x{} here; the dashboard needs at least {MIN_WIDTH}x{MIN_HEIGHT}.",
+            area.width, area.height
+        )),
+        Line::raw("Enlarge the window, or press q to quit."),
+    ];
+    let h = (text.len() as u16).min(area.height);
+    let y = area.y + (area.height - h) / 2;
+    let rect = Rect {
+        y,
+        height: h,
+        ..area
+    };
+    f.render_widget(
+        Paragraph::new(text)
+            .alignment(ratatui::layout::Alignment::Center)
+            .wrap(Wrap { trim: true }),
+        rect,
+    );
 }

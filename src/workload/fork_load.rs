@@ -140,10 +140,17 @@ pub fn main(args: Args) -> Result<()> {
         }
     }
     let program = match &args.exec {
-        Some(p) => p.clone(),
-        None => default_nil()?,
+        Some(p) => {
+            check_executable(p).context("--exec")?;
+            p.clone()
+        }
+        None => {
+            let nil = default_nil()?;
+            check_executable(&nil)
+                .context("the default program schedlab-nil (built with schedlab by cargo build)")?;
+            nil
+        }
     };
-    check_executable(&program).context("--exec")?;
     args.placement.apply()?;
     let n = match args.forkers {
         Forkers::Cpus => crate::supervisor::online_cpus(),

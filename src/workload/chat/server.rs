@@ -136,75 +136,97 @@ fn next_start(
             return Err(err).context("poll on the listener");
         }
         let now = Instant::now();
-        // Read what the waiting connections sent, newest last (indices match fds[1..]).
-        let mut i = 0;
+        // The waiting connections, oldest first (their indices match fds[1..]).
         let mut chosen = None;
+        let mut i = 0;
         for fd in &fds[1..] {
-            let keep = if fd.revents == 0 {
+            let verdict = if chosen.is_some() {
+                Verdict::Keep
+            } else if fd.revents == 0 {
                 if now >= pending[i].deadline {
                     let p = &pending[i];
                     eprintln!(
-                        "SRV: control connection from {} sent {} of {START_LEN} bytes of the start message, then nothing for {:?}: closed",
-                        peer(&p.stream), p.got, timeout
+                        "SRV: control connection from {} sent {} of {START_LEN} bytes of the start message, then nothing for {timeout:?}: closed",
+                        peer(&p.stream), p.got
                     );
-                    false
+                    Verdict::Drop
                 } else {
-                    true
+                    Verdict::Keep
                 }
             } else {
-                match read_start(&mut pending[i], now + timeout) {
-                    Progress::More => true,
-                    Progress::Closed => false,
-                    Progress::Done(msg) => {
-                        let from = peer(&pending[i].stream);
-                        match accept_start(msg) {
-                            Ok(size) if chosen.is_none() => {
-                                chosen = Some((i, size));
-                                true
-                            }
-                            Ok(_) => false,
-                            Err(why) => {
-                                eprintln!(
-                                    "SRV: refused start message from {from} (rooms = {} messages = {}): {why}",
-                                    msg.rooms, msg.messages
-                                );
-                                false
-                            }
-                        }
-                    }
-                }
+                consider(&mut pending[i], now + timeout)
             };
-            if keep {
-                i += 1;
-            } else {
-                if let Some((c, _)) = chosen.as_mut() {
-                    if *c > i {
-                        *c -= 1;
-                    }
+            match verdict {
+                Verdict::Keep => i += 1,
+                Verdict::Drop => {
+                    pending.remove(i);
                 }
-                pending.remove(i);
+                Verdict::Chosen(size) => {
+                    chosen = Some((i, size));
+                    i += 1;
+                }
             }
         }
+        if chosen.is_none() && fds[0].revents != 0 {
+            chosen = accept_pending(listener, pending, now + timeout);
+        }
         if let Some((i, size)) = chosen {
-            let p = pending.remove(i);
-            p.stream
-                .set_nonblocking(false)
-                .context("control connection")?;
-            // The client connects its users right after the start message, so the first of
-            // them may already be here: connections accepted after its control connection,
-            // from its address, that have sent nothing. The rest are not part of this run.
-            let ip = p.stream.peer_addr().ok().map(|a| a.ip());
-            let early = pending
-                .drain(i..)
-                .filter(|q| q.got == 0 && q.stream.peer_addr().ok().map(|a| a.ip()) == ip)
-                .map(|q| q.stream)
-                .collect();
-            pending.clear();
-            return Ok((p.stream, size, early));
+            return take_run(pending, i, size);
         }
-        if fds[0].revents != 0 {
-            accept_pending(listener, pending, now + timeout);
-        }
+    }
+}
+
+/// The chosen control connection, and the client's first users if they are already here:
+/// connections accepted after it, from its address, that have sent nothing. The others
+/// waiting are closed: one run at a time.
+fn take_run(
+    pending: &mut Vec<Pending>,
+    i: usize,
+    size: RunSize,
+) -> Result<(TcpStream, RunSize, Vec<TcpStream>)> {
+    let p = pending.remove(i);
+    p.stream
+        .set_nonblocking(false)
+        .context("control connection")?;
+    let ip = p.stream.peer_addr().ok().map(|a| a.ip());
+    let early = pending
+        .drain(i..)
+        .filter(|q| q.got == 0 && q.stream.peer_addr().ok().map(|a| a.ip()) == ip)
+        .map(|q| q.stream)
+        .collect();
+    if !pending.is_empty() {
+        eprintln!(
+            "SRV: closing {} other waiting connection(s): one run at a time",
+            pending.len()
+        );
+        pending.clear();
+    }
+    Ok((p.stream, size, early))
+}
+
+enum Verdict {
+    Keep,
+    Drop,
+    Chosen(RunSize),
+}
+
+/// Reads what a waiting connection sent and decides its fate.
+fn consider(p: &mut Pending, deadline: Instant) -> Verdict {
+    match read_start(p, deadline) {
+        Progress::More => Verdict::Keep,
+        Progress::Closed => Verdict::Drop,
+        Progress::Done(msg) => match accept_start(msg) {
+            Ok(size) => Verdict::Chosen(size),
+            Err(why) => {
+                eprintln!(
+                    "SRV: refused start message from {} (rooms = {} messages = {}): {why}",
+                    peer(&p.stream),
+                    msg.rooms,
+                    msg.messages
+                );
+                Verdict::Drop
+            }
+        },
     }
 }
 
@@ -222,8 +244,16 @@ fn peer(stream: &TcpStream) -> String {
         .map_or_else(|_| "?".into(), |a| a.to_string())
 }
 
-/// Accepts every connection waiting in the backlog as a would-be control connection.
-fn accept_pending(listener: &TcpListener, pending: &mut Vec<Pending>, deadline: Instant) {
+/// Accepts the connections waiting in the backlog as would-be control connections, reading
+/// each one's start message at once: an honest client sends it right after connecting and its
+/// users right after that, so it is chosen before its users can crowd it out. Stops at the
+/// first acceptable start message (the rest of the backlog is that client's users). When too
+/// many wait, the oldest one that has sent nothing is closed.
+fn accept_pending(
+    listener: &TcpListener,
+    pending: &mut Vec<Pending>,
+    deadline: Instant,
+) -> Option<(usize, RunSize)> {
     loop {
         match listener.accept() {
             Ok((stream, _)) => {
@@ -231,7 +261,8 @@ fn accept_pending(listener: &TcpListener, pending: &mut Vec<Pending>, deadline: 
                     continue;
                 }
                 if pending.len() >= MAX_PENDING {
-                    pending.remove(0);
+                    let victim = pending.iter().position(|p| p.got == 0).unwrap_or(0);
+                    pending.remove(victim);
                 }
                 pending.push(Pending {
                     stream,
@@ -239,14 +270,22 @@ fn accept_pending(listener: &TcpListener, pending: &mut Vec<Pending>, deadline: 
                     got: 0,
                     deadline,
                 });
+                let last = pending.len() - 1;
+                match consider(&mut pending[last], deadline) {
+                    Verdict::Keep => {}
+                    Verdict::Drop => {
+                        pending.pop();
+                    }
+                    Verdict::Chosen(size) => return Some((last, size)),
+                }
             }
-            Err(err) if err.kind() == ErrorKind::WouldBlock => return,
+            Err(err) if err.kind() == ErrorKind::WouldBlock => return None,
             Err(err) if err.kind() == ErrorKind::Interrupted => {}
             Err(err) => {
                 // EMFILE and friends: say so, and breathe instead of spinning on poll.
                 eprintln!("SRV: accept: {err}");
                 std::thread::sleep(Duration::from_millis(100));
-                return;
+                return None;
             }
         }
     }

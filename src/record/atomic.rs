@@ -1,0 +1,110 @@
+//! Output files that are either whole or absent: written to a temporary file beside the
+//! target and renamed over it only once complete, so an error or a crash never leaves a
+//! partial file under the name the user asked for.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// A file being written; becomes `target` on [`AtomicFile::commit`], vanishes if dropped.
+pub struct AtomicFile {
+    target: PathBuf,
+    tmp: PathBuf,
+    file: Option<File>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file now, so an unwritable path fails before any work is done.
+    pub fn create(target: &Path) -> Result<Self> {
+        let tmp = temp_path_for(target);
+        let file =
+            File::create(&tmp).with_context(|| format!("cannot write {}", target.display()))?;
+        Ok(AtomicFile {
+            target: target.to_owned(),
+            tmp,
+            file: Some(file),
+        })
+    }
+
+    /// The temporary path (same directory and extension as the target), for writers that
+    /// want a path rather than a File (the PNG encoder picks its format by extension).
+    pub fn tmp_path(&self) -> &Path {
+        &self.tmp
+    }
+
+    pub fn file(&mut self) -> &mut File {
+        self.file.as_mut().expect("open until commit")
+    }
+
+    /// Flushes to disk and renames over the target.
+    pub fn commit(mut self) -> Result<()> {
+        let file = self.file.take().expect("open until commit");
+        file.sync_all()
+            .and_then(|()| std::fs::rename(&self.tmp, &self.target))
+            .with_context(|| format!("cannot write {}", self.target.display()))
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes `bytes` to `target` whole or not at all.
+pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<()> {
+    let mut f = AtomicFile::create(target)?;
+    f.file()
+        .write_all(bytes)
+        .with_context(|| format!("cannot write {}", target.display()))?;
+    f.commit()
+}
+
+/// `dir/.name.tmp-PID.ext`: hidden, beside the target, keeping its extension.
+fn temp_path_for(target: &Path) -> PathBuf {
+    let stem = target
+        .file_stem()
+        .map_or_else(|| "out".into(), |s| s.to_string_lossy().into_owned());
+    let ext = target
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let name = format!(".{stem}.tmp-{}{ext}", std::process::id());
+    target.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_file_keeps_directory_and_extension() {
+        let t = temp_path_for(Path::new("/a/b/plot.png"));
+        assert_eq!(t.parent(), Some(Path::new("/a/b")));
+        assert_eq!(t.extension().unwrap(), "png");
+        assert!(t
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with(".plot.tmp-"));
+    }
+
+    #[test]
+    fn dropped_without_commit_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("r.json");
+        {
+            let mut f = AtomicFile::create(&target).unwrap();
+            f.file().write_all(b"half").unwrap();
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        write_atomic(&target, b"whole").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"whole");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

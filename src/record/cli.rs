@@ -1,0 +1,148 @@
+//! `schedlab plot` and `schedlab replay`: recordings turned into a picture or played back.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::record::plot::plot;
+use crate::record::recording::{Recording, Replay};
+use crate::record::results::num;
+
+/// Arguments of `schedlab plot`.
+#[derive(clap::Args, Debug)]
+pub struct PlotArgs {
+    /// A recording made with `schedlab run --record FILE`.
+    pub recording: PathBuf,
+    /// The picture to write: .svg or .png.
+    #[arg(short, long, value_name = "OUT.svg|OUT.png")]
+    pub output: PathBuf,
+}
+
+pub fn plot_main(args: PlotArgs) -> Result<()> {
+    let rec = Recording::read(&args.recording)?;
+    let h = &rec.header;
+    let title = format!(
+        "{}: kernel {}, {} CPUs, autogroup {}{}",
+        h.scenario.name,
+        h.kernel,
+        h.cpus,
+        if h.autogroup { "on" } else { "off" },
+        if rec.complete { "" } else { " (cut short)" }
+    );
+    plot(&rec.frames(), &title, &args.output)
+}
+
+/// Arguments of `schedlab replay`.
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    /// A recording made with `schedlab run --record FILE`.
+    pub recording: PathBuf,
+    /// How to print the frames: a table, CSV (one row per workload per interval), or JSON
+    /// lines (one Frame per line).
+    #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
+    pub format: ReplayFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayFormat {
+    Text,
+    Csv,
+    Json,
+}
+
+/// Until the dashboard can show a recording, replay prints its Frames as a table, derived by
+/// the same model code a live run uses.
+pub fn replay_main(args: ReplayArgs) -> Result<()> {
+    let replay = Replay::open(&args.recording)?;
+    eprintln!("schedlab replay: the dashboard cannot show recordings yet; printing the frames");
+    match args.format {
+        ReplayFormat::Text => print!("{}", replay_text(&replay)),
+        ReplayFormat::Csv => print!("{}", frames_csv(replay.frames())),
+        ReplayFormat::Json => {
+            for f in replay.frames() {
+                println!("{}", serde_json::to_string(f)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The time series as CSV, one row per workload per interval, for a spreadsheet.
+pub fn frames_csv(frames: &[crate::model::Frame]) -> String {
+    let mut out = String::from(
+        "t,interval,workload,ops_per_sec,ops_unit,cpu_received,cpu_demand,cpu_fair,fairness_ratio,\
+         voluntary_cs_per_sec,involuntary_cs_per_sec,runq_wait_pct,tasks\n",
+    );
+    for f in frames {
+        for w in &f.workloads {
+            let name = if w.name.contains([',', '"', '\n']) {
+                format!("\"{}\"", w.name.replace('"', "\"\""))
+            } else {
+                w.name.clone()
+            };
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                f.t,
+                f.interval,
+                name,
+                w.ops_per_sec,
+                w.ops_unit,
+                w.cpu_received,
+                w.cpu_demand,
+                w.cpu_fair,
+                w.fairness_ratio,
+                w.voluntary_cs_per_sec,
+                w.involuntary_cs_per_sec,
+                w.runq_wait_pct,
+                w.tasks
+            );
+        }
+    }
+    out
+}
+
+/// A header line, then one line per workload per Frame.
+pub fn replay_text(replay: &Replay) -> String {
+    let h = replay.header();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "recording of {} by schedlab {}: kernel {}, {} CPUs, autogroup {}, {} intervals, {:.1} s{}",
+        h.scenario.name,
+        h.schedlab_version,
+        h.kernel,
+        h.cpus,
+        if h.autogroup { "on" } else { "off" },
+        replay.len(),
+        replay.duration(),
+        if replay.complete() {
+            ""
+        } else {
+            " (cut short: no end line)"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:>8}  {:<16} {:>12} {:>8} {:>8} {:>7} {:>11} {:>8}",
+        "t (s)", "workload", "ops/s", "CPU", "fair", "ratio", "switches/s", "wait %"
+    );
+    for f in replay.frames() {
+        for w in &f.workloads {
+            let _ = writeln!(
+                out,
+                "{:>8.2}  {:<16} {:>12} {:>8} {:>8} {:>7} {:>11} {:>8}",
+                f.t,
+                w.name,
+                format!("{} {}", num(w.ops_per_sec), w.ops_unit),
+                num(w.cpu_received),
+                num(w.cpu_fair),
+                num(w.fairness_ratio),
+                num(w.voluntary_cs_per_sec + w.involuntary_cs_per_sec),
+                num(w.runq_wait_pct)
+            );
+        }
+    }
+    out
+}

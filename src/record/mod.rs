@@ -1,0 +1,9 @@
+//! What leaves the terminal: recordings of raw Samples, result files of headless runs (JSON,
+//! CSV, text), the OpenMetrics endpoint, and plots.
+
+pub mod atomic;
+pub mod cli;
+pub mod metrics;
+pub mod plot;
+pub mod recording;
+pub mod results;

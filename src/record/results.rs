@@ -1,0 +1,470 @@
+//! The results of a headless run: per workload and per metric, the value of every repeat and
+//! their statistics. The JSON form is a stable, versioned schema (docs/results-schema.md);
+//! text and CSV are views of the same data.
+
+use std::fmt::Write as _;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::model::stats::{self, Noise, Summary, CONFIDENCE, NOISY_CV};
+use crate::model::{Frame, WorkloadState};
+
+/// Bumped on any change that could break a reader; additions bump it too, because readers
+/// are strict (unknown fields are refused).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The metrics reported per workload, in output order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Operations per second from the workload's own counters.
+    Throughput,
+    /// CPUs received (1.0 = one whole CPU).
+    CpuReceived,
+    /// CPUs the fairness model says it was due.
+    CpuFair,
+    /// cpu_received / cpu_fair.
+    FairnessRatio,
+    /// Voluntary plus involuntary context switches per second over all its threads.
+    CsPerSec,
+    /// Time its tasks spent runnable but waiting, in % of one task-interval summed over tasks.
+    RunqWaitPct,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 6] = [
+        Metric::Throughput,
+        Metric::CpuReceived,
+        Metric::CpuFair,
+        Metric::FairnessRatio,
+        Metric::CsPerSec,
+        Metric::RunqWaitPct,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput",
+            Metric::CpuReceived => "cpu_received",
+            Metric::CpuFair => "cpu_fair",
+            Metric::FairnessRatio => "fairness_ratio",
+            Metric::CsPerSec => "cs_per_sec",
+            Metric::RunqWaitPct => "runq_wait_pct",
+        }
+    }
+
+    /// The unit, given what one operation of the workload is.
+    pub fn unit(self, ops_unit: &str) -> String {
+        match self {
+            Metric::Throughput if ops_unit.is_empty() => "ops/s".into(),
+            Metric::Throughput => format!("{ops_unit}/s"),
+            Metric::CpuReceived | Metric::CpuFair => "CPUs".into(),
+            Metric::FairnessRatio => "ratio".into(),
+            Metric::CsPerSec => "switches/s".into(),
+            Metric::RunqWaitPct => "%".into(),
+        }
+    }
+
+    fn of(self, w: &crate::model::WorkloadFrame) -> f64 {
+        match self {
+            Metric::Throughput => w.ops_per_sec,
+            Metric::CpuReceived => w.cpu_received,
+            Metric::CpuFair => w.cpu_fair,
+            Metric::FairnessRatio => w.fairness_ratio,
+            Metric::CsPerSec => w.voluntary_cs_per_sec + w.involuntary_cs_per_sec,
+            Metric::RunqWaitPct => w.runq_wait_pct,
+        }
+    }
+}
+
+/// The machine the results come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    /// `uname -r`.
+    pub kernel: String,
+    /// CPUs the workloads could use.
+    pub cpus: usize,
+    /// Whether the kernel's autogroup was enabled.
+    pub autogroup: bool,
+}
+
+/// Which scenario ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioInfo {
+    pub name: String,
+    /// The file it came from; None for the built-in default.
+    pub file: Option<String>,
+    /// Sampling interval in milliseconds.
+    pub interval_ms: u64,
+    /// Seconds each repeat lasted at most; None = until its finite workloads ended.
+    pub duration_s: Option<f64>,
+}
+
+/// One metric of one workload across repeats.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricResult {
+    pub metric: Metric,
+    pub unit: String,
+    /// The value of each repeat, in order (time-weighted mean over the repeat).
+    pub runs: Vec<f64>,
+    pub n: usize,
+    pub mean: f64,
+    pub std_dev: Option<f64>,
+    pub min: f64,
+    pub max: f64,
+    pub ci95_low: Option<f64>,
+    pub ci95_high: Option<f64>,
+    pub cv: Option<f64>,
+    /// Present when the figure should not be trusted, saying why.
+    pub warning: Option<String>,
+}
+
+impl MetricResult {
+    pub fn new(metric: Metric, ops_unit: &str, runs: Vec<f64>) -> Option<Self> {
+        let s = stats::summarize(&runs)?;
+        Some(MetricResult {
+            metric,
+            unit: metric.unit(ops_unit),
+            warning: s.noise().map(|n| n.to_string()),
+            runs,
+            n: s.n,
+            mean: s.mean,
+            std_dev: s.std_dev,
+            min: s.min,
+            max: s.max,
+            ci95_low: s.ci95_low,
+            ci95_high: s.ci95_high,
+            cv: s.cv,
+        })
+    }
+
+    pub fn summary(&self) -> Summary {
+        Summary {
+            n: self.n,
+            mean: self.mean,
+            std_dev: self.std_dev,
+            min: self.min,
+            max: self.max,
+            ci95_low: self.ci95_low,
+            ci95_high: self.ci95_high,
+            cv: self.cv,
+        }
+    }
+}
+
+/// One workload across repeats.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadResult {
+    pub name: String,
+    /// The kind's label ("chat", "fork_load", "msg-pingpong", ...).
+    pub kind: String,
+    /// What one operation is ("msg", "fork", "rt", ...).
+    pub ops_unit: String,
+    pub metrics: Vec<MetricResult>,
+}
+
+/// The whole result file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunResults {
+    pub schema_version: u32,
+    pub schedlab_version: String,
+    pub host: Host,
+    pub scenario: ScenarioInfo,
+    pub repeats: usize,
+    /// Confidence level of every interval (0.95).
+    pub confidence: f64,
+    /// Coefficient of variation above which a figure carries a warning (0.05).
+    pub noise_threshold_cv: f64,
+    pub workloads: Vec<WorkloadResult>,
+}
+
+impl RunResults {
+    pub fn new(host: Host, scenario: ScenarioInfo, repeats: usize) -> Self {
+        RunResults {
+            schema_version: SCHEMA_VERSION,
+            schedlab_version: env!("CARGO_PKG_VERSION").into(),
+            host,
+            scenario,
+            repeats,
+            confidence: CONFIDENCE,
+            noise_threshold_cv: NOISY_CV,
+            workloads: Vec::new(),
+        }
+    }
+
+    /// Builds the per-metric statistics from each repeat's Frames. `workloads` gives names,
+    /// kind labels and ops units in scenario order.
+    pub fn from_repeats(
+        host: Host,
+        scenario: ScenarioInfo,
+        workloads: &[(String, String, String)],
+        repeats: &[Vec<Frame>],
+    ) -> Self {
+        let mut r = RunResults::new(host, scenario, repeats.len());
+        for (name, kind, unit) in workloads {
+            let per_run: Vec<[f64; 6]> = repeats
+                .iter()
+                .filter_map(|frames| repeat_values(frames, name))
+                .collect();
+            let metrics = Metric::ALL
+                .iter()
+                .enumerate()
+                // A workload without counters (a plain command) has no throughput to report.
+                .filter(|(_, m)| !(**m == Metric::Throughput && unit.is_empty()))
+                .filter_map(|(i, m)| {
+                    MetricResult::new(*m, unit, per_run.iter().map(|v| v[i]).collect())
+                })
+                .collect();
+            r.workloads.push(WorkloadResult {
+                name: name.clone(),
+                kind: kind.clone(),
+                ops_unit: unit.clone(),
+                metrics,
+            });
+        }
+        r
+    }
+
+    /// Reads a result file written by `schedlab run --format json`, strictly.
+    pub fn from_json(text: &str, origin: &str) -> Result<Self> {
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<u32>,
+        }
+        let v: Version = serde_json::from_str(text)
+            .with_context(|| format!("{origin} is not a schedlab JSON result file"))?;
+        match v.schema_version {
+            Some(SCHEMA_VERSION) => {}
+            Some(other) => bail!(
+                "{origin} has results schema version {other}; this schedlab reads version {SCHEMA_VERSION}"
+            ),
+            None => bail!("{origin} is not a schedlab result file (no schema_version)"),
+        }
+        serde_json::from_str(text)
+            .with_context(|| format!("{origin} does not follow the results schema"))
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("results serialise");
+        s.push('\n');
+        s
+    }
+
+    /// One row per workload and metric.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from(
+            "workload,kind,metric,unit,n,mean,std_dev,min,max,ci95_low,ci95_high,cv,warning\n",
+        );
+        let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+        for w in &self.workloads {
+            for m in &w.metrics {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    csv_field(&w.name),
+                    csv_field(&w.kind),
+                    m.metric.name(),
+                    csv_field(&m.unit),
+                    m.n,
+                    m.mean,
+                    opt(m.std_dev),
+                    m.min,
+                    m.max,
+                    opt(m.ci95_low),
+                    opt(m.ci95_high),
+                    opt(m.cv),
+                    csv_field(m.warning.as_deref().unwrap_or("")),
+                );
+            }
+        }
+        out
+    }
+
+    /// A table per workload, for people.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let h = &self.host;
+        let _ = writeln!(
+            out,
+            "scenario {}: {} repeat{}, kernel {}, {} CPUs, autogroup {}",
+            self.scenario.name,
+            self.repeats,
+            if self.repeats == 1 { "" } else { "s" },
+            h.kernel,
+            h.cpus,
+            if h.autogroup { "on" } else { "off" }
+        );
+        for w in &self.workloads {
+            let _ = writeln!(out, "\n{} ({})", w.name, w.kind);
+            let _ = writeln!(
+                out,
+                "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
+                "metric", "mean", "std dev", "min", "max", "95% CI", "CV"
+            );
+            let mut noisy = Vec::new();
+            let mut single = false;
+            for m in &w.metrics {
+                let ci = match (m.ci95_low, m.ci95_high) {
+                    (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
+                    _ => "-".into(),
+                };
+                let label = format!("{} ({})", m.metric.name(), m.unit);
+                let _ = writeln!(
+                    out,
+                    "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
+                    label,
+                    num(m.mean),
+                    m.std_dev.map_or("-".into(), num),
+                    num(m.min),
+                    num(m.max),
+                    ci,
+                    m.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+                );
+                match m.summary().noise() {
+                    Some(Noise::SingleRun) => single = true,
+                    Some(Noise::HighCv(cv)) => {
+                        noisy.push(format!("{} {:.1}%", m.metric.name(), cv * 100.0))
+                    }
+                    None => {}
+                }
+            }
+            if single {
+                let _ = writeln!(
+                    out,
+                    "  warning: one run only: the spread is unknown; use --repeat 5 or more"
+                );
+            }
+            if !noisy.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  warning: too noisy to trust (runs vary by more than {:.0}%): {}",
+                    self.noise_threshold_cv * 100.0,
+                    noisy.join(", ")
+                );
+            }
+        }
+        out
+    }
+}
+
+/// The value of each metric over one repeat: the time-weighted mean over the intervals in
+/// which the workload was alive. Throughput is operations done / time from the first interval
+/// with a counted operation to the last one, so a chat run's connection set-up does not dilute
+/// it (chat_c's own clock also starts after set-up).
+pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; 6]> {
+    let alive: Vec<(f64, &crate::model::WorkloadFrame)> = frames
+        .iter()
+        .filter(|f| f.interval.is_finite() && f.interval > 0.0)
+        .filter_map(|f| {
+            let w = f.workloads.iter().find(|w| w.name == workload)?;
+            // An interval counts while the workload runs, and the one in which it ended.
+            let alive = matches!(w.state, WorkloadState::Running | WorkloadState::Partial(_))
+                || w.ops_per_sec > 0.0
+                || w.cpu_received > 0.0;
+            alive.then_some((f.interval, w))
+        })
+        .collect();
+    let mean = |span: &[(f64, &crate::model::WorkloadFrame)], m: Metric| {
+        let time: f64 = span.iter().map(|(dt, _)| dt).sum();
+        let sum: f64 = span
+            .iter()
+            .map(|(dt, w)| Some(m.of(w)).filter(|v| v.is_finite()).unwrap_or(0.0) * dt)
+            .sum();
+        if time > 0.0 {
+            sum / time
+        } else {
+            0.0
+        }
+    };
+    if alive.is_empty() {
+        return None;
+    }
+    let first = alive.iter().position(|(_, w)| w.ops_per_sec > 0.0);
+    let last = alive.iter().rposition(|(_, w)| w.ops_per_sec > 0.0);
+    let working = match (first, last) {
+        (Some(a), Some(b)) => &alive[a..=b],
+        _ => &alive[..],
+    };
+    Some(Metric::ALL.map(|m| match m {
+        Metric::Throughput => mean(working, m),
+        _ => mean(&alive, m),
+    }))
+}
+
+/// A number printed with the precision a person reads: whole above 1000, else 4 significant.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::WorkloadFrame;
+
+    fn frame(interval: f64, ops: f64, state: WorkloadState) -> Frame {
+        Frame {
+            interval,
+            workloads: vec![WorkloadFrame {
+                name: "w".into(),
+                state,
+                ops_per_sec: ops,
+                cpu_received: if ops > 0.0 { 0.5 } else { 0.0 },
+                cpu_fair: 1.0,
+                fairness_ratio: 0.5,
+                voluntary_cs_per_sec: 10.0,
+                involuntary_cs_per_sec: 5.0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn repeat_value_is_time_weighted() {
+        let frames = vec![
+            frame(1.0, 0.0, WorkloadState::Starting),
+            frame(0.5, 0.0, WorkloadState::Running),
+            frame(0.5, 100.0, WorkloadState::Running),
+            frame(1.5, 300.0, WorkloadState::Running),
+            frame(1.0, 0.0, WorkloadState::Done(0)),
+        ];
+        let v = repeat_values(&frames, "w").unwrap();
+        // (0.5*100 + 1.5*300) / 2.0 = 250: operations done / time working (set-up excluded).
+        assert_eq!(v[0], 250.0);
+        // CPU over the whole time alive, set-up included: (0 + 0.5*0.5 + 1.5*0.5) / 2.5.
+        assert_eq!(v[1], 0.4);
+        assert_eq!(v[4], 15.0);
+        assert!(repeat_values(&frames, "other").is_none());
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_it() {
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("plain"), "plain");
+    }
+}

@@ -1,0 +1,391 @@
+//! `schedlab run SCENARIO`: runs a scenario without the dashboard, N times, and prints per
+//! workload and metric the mean, spread, 95% confidence interval and coefficient of variation,
+//! warning when a figure is too noisy to trust. Optionally records raw Samples and serves live
+//! metrics while it runs.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::lab::Lab;
+use crate::model::{Frame, WorkloadState};
+use crate::record::atomic::AtomicFile;
+use crate::record::metrics::MetricsServer;
+use crate::record::recording::{kernel_release, Header, RecordingWriter};
+use crate::record::results::{Host, RunResults, ScenarioInfo};
+use crate::scenario::{Scenario, PRESETS};
+use crate::workload::kind::WorkloadKind;
+
+/// Arguments of `schedlab run`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Example, the seed's ten chat_c runs with their standard deviation:\n  \
+    schedlab run assets/scenarios/chat-30x1000.toml --repeat 10 --format json"
+)]
+pub struct Args {
+    /// A scenario file (TOML), or the name of a preset in assets/scenarios (e.g. chat-30x1000).
+    pub scenario: String,
+    /// How long each repeat lasts (e.g. 30, 30s, 500ms, 2m); overrides the scenario's duration.
+    #[arg(long, value_parser = parse_duration, allow_negative_numbers = true)]
+    pub duration: Option<f64>,
+    /// How many times to run the scenario; statistics are across repeats.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub repeat: u32,
+    /// Output format: a table, the JSON results schema (docs/results-schema.md), or CSV.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write the results to FILE (whole or not at all) instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Record the raw samples to FILE (JSON lines), for `schedlab replay` and `schedlab plot`.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Serve live per-workload metrics (OpenMetrics) over HTTP at ADDR (HOST:PORT, or a port
+    /// on loopback).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Csv,
+}
+
+/// Seconds from `30`, `30s`, `1.5s`, `500ms`, `2m`.
+pub fn parse_duration(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (s, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x * scale),
+        Ok(_) => Err(format!("`{s}` must be a positive duration")),
+        Err(_) => Err(format!("`{s}` is not a duration (e.g. 30, 30s, 500ms, 2m)")),
+    }
+}
+
+/// A scenario file, or a preset by name.
+pub fn load_scenario(arg: &str) -> Result<(Scenario, Option<String>)> {
+    let path = Path::new(arg);
+    if path.exists() {
+        return Ok((Scenario::load(path)?, Some(arg.to_owned())));
+    }
+    let stem = arg.strip_suffix(".toml").unwrap_or(arg);
+    if let Some((name, src)) = PRESETS.iter().find(|(n, _)| *n == stem) {
+        let origin = format!("assets/scenarios/{name}.toml");
+        return Ok((Scenario::from_toml(src, &origin)?, Some(origin)));
+    }
+    let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+    bail!(
+        "no scenario file `{arg}`, and no preset of that name (presets: {})",
+        names.join(", ")
+    )
+}
+
+/// Whether a workload ends by itself.
+pub fn ends_by_itself(kind: &WorkloadKind) -> bool {
+    match kind {
+        WorkloadKind::Chat { runs, .. } => matches!(runs, Some(n) if *n > 0),
+        WorkloadKind::Hackbench { runs, .. } | WorkloadKind::RefJob { runs, .. } => {
+            runs != &Some(0)
+        }
+        WorkloadKind::Msgbench { .. } | WorkloadKind::Command { .. } => true,
+        WorkloadKind::ForkLoad { .. }
+        | WorkloadKind::CpuHog { .. }
+        | WorkloadKind::Pingpong { .. } => false,
+    }
+}
+
+/// How long each repeat may last: the flag, the scenario's, or until its workloads end.
+fn repeat_limit(sc: &Scenario, flag: Option<f64>) -> Result<Option<f64>> {
+    let limit = flag.or(sc.duration);
+    if limit.is_none() {
+        if let Some(w) = sc
+            .workloads
+            .iter()
+            .find(|w| w.duration.is_none() && !ends_by_itself(&w.kind))
+        {
+            bail!(
+                "scenario {} has no duration and workload {} runs until stopped: give --duration",
+                sc.name,
+                w.name
+            );
+        }
+    }
+    Ok(limit)
+}
+
+pub fn main(args: Args) -> Result<()> {
+    let (scenario, file) = load_scenario(&args.scenario)?;
+    let limit = repeat_limit(&scenario, args.duration)?;
+
+    // Everything that can fail on the user's input fails before any workload starts.
+    let mut output = args.output.as_deref().map(AtomicFile::create).transpose()?;
+    if let Some(out) = &output {
+        // Ctrl-C exits through the lifeline: take the half-written temp file with it.
+        let tmp = out.tmp_path().to_owned();
+        crate::lifeline::on_exit(move || {
+            let _ = std::fs::remove_file(&tmp);
+        });
+    }
+    let metrics = args
+        .metrics_addr
+        .as_deref()
+        .map(|a| MetricsServer::start(a, &scenario.name))
+        .transpose()?;
+    if let Some(m) = &metrics {
+        eprintln!("schedlab run: metrics at http://{}/metrics", m.local_addr());
+    }
+    let mut recording = args
+        .record
+        .as_deref()
+        .map(RecordingWriter::create)
+        .transpose()?;
+
+    let progress = progress_bar(limit);
+    let mut repeats = Vec::new();
+    let mut host = None;
+    let mut ran = || -> Result<()> {
+        for k in 1..=args.repeat {
+            progress.set_message(format!("{} repeat {k}/{}", scenario.name, args.repeat));
+            progress.set_position(0);
+            let frames = run_once(
+                &scenario,
+                limit,
+                k,
+                &mut recording,
+                metrics.as_ref(),
+                &progress,
+                &mut host,
+            )
+            .with_context(|| format!("repeat {k}"))?;
+            repeats.push(frames);
+        }
+        Ok(())
+    };
+    let outcome = ran();
+    progress.finish_and_clear();
+    if let Err(e) = outcome {
+        if let Some(r) = recording {
+            if r.samples() == 0 {
+                r.abandon();
+            }
+            // Otherwise it stays, without its end line: the reader says it was cut short.
+        }
+        return Err(e);
+    }
+    if let Some(r) = recording {
+        r.finish()?;
+    }
+
+    let workloads: Vec<(String, String, String)> = scenario
+        .workloads
+        .iter()
+        .map(|w| {
+            (
+                w.name.clone(),
+                w.kind.label().to_owned(),
+                w.kind.ops_unit().to_owned(),
+            )
+        })
+        .collect();
+    let info = ScenarioInfo {
+        name: scenario.name.clone(),
+        file,
+        interval_ms: scenario.interval_ms,
+        duration_s: limit,
+    };
+    let results = RunResults::from_repeats(
+        host.unwrap_or_else(|| Host {
+            kernel: kernel_release(),
+            cpus: crate::supervisor::online_cpus(),
+            autogroup: false,
+        }),
+        info,
+        &workloads,
+        &repeats,
+    );
+    let text = match args.format {
+        Format::Text => results.to_text(),
+        Format::Json => results.to_json(),
+        Format::Csv => results.to_csv(),
+    };
+    match output.take() {
+        Some(mut out) => {
+            use std::io::Write;
+            out.file()
+                .write_all(text.as_bytes())
+                .context("cannot write the results")?;
+            out.commit()?;
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn progress_bar(limit: Option<f64>) -> ProgressBar {
+    // A bar only for a person watching: none when stderr is piped or redirected.
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    match limit {
+        Some(secs) => {
+            let pb = ProgressBar::new((secs * 10.0).round() as u64);
+            pb.set_style(
+                ProgressStyle::with_template("{msg} [{bar:30}] {done} of {len}")
+                    .map(|s| {
+                        // Positions are tenths of a second of the current repeat.
+                        let secs = |v: u64, w: &mut dyn std::fmt::Write| {
+                            let _ = write!(w, "{:.0}s", v as f64 / 10.0);
+                        };
+                        s.with_key(
+                            "done",
+                            move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                                secs(st.pos(), w)
+                            },
+                        )
+                        .with_key(
+                            "len",
+                            move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                                secs(st.len().unwrap_or(0), w)
+                            },
+                        )
+                    })
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            pb
+        }
+        None => {
+            let pb = ProgressBar::new_spinner();
+            pb.enable_steady_tick(Duration::from_millis(200));
+            pb
+        }
+    }
+}
+
+/// One repeat: starts the workloads, ticks until the limit or until they all ended.
+fn run_once(
+    sc: &Scenario,
+    limit: Option<f64>,
+    repeat: u32,
+    recording: &mut Option<RecordingWriter>,
+    metrics: Option<&MetricsServer>,
+    progress: &ProgressBar,
+    host: &mut Option<Host>,
+) -> Result<Vec<Frame>> {
+    let interval = Duration::from_millis(sc.interval_ms);
+    let mut lab = Lab::new(interval)?;
+    for d in &sc.workloads {
+        lab.add(d.clone())
+            .with_context(|| format!("cannot start workload {}", d.name))?;
+    }
+    let start = Instant::now();
+    let first = lab.tick();
+    let h = host.get_or_insert_with(|| Host {
+        kernel: kernel_release(),
+        cpus: first.machine.cpus,
+        autogroup: first.machine.autogroup,
+    });
+    if let Some(rec) = recording.as_mut() {
+        if repeat == 1 {
+            rec.header(&Header::new(sc, h.cpus, h.autogroup))?;
+        }
+        rec.start_repeat(repeat)?;
+        if let Some(s) = lab.last_sample() {
+            rec.sample(s)?;
+        }
+    }
+    let mut frames = Vec::new();
+    let mut next = start;
+    loop {
+        next += interval;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            // Fell behind (a slow sweep): tick now and keep the cadence from here.
+            next = now;
+        }
+        let frame = lab.tick();
+        if let Some(rec) = recording.as_mut() {
+            if let Some(s) = lab.last_sample() {
+                rec.sample(s)?;
+            }
+        }
+        if let Some(m) = metrics {
+            m.publish(&frame);
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        progress.set_position((elapsed * 10.0) as u64);
+        frames.push(frame);
+
+        let infos = lab.workloads();
+        for w in &infos {
+            match &w.state {
+                WorkloadState::Gone(why) => bail!("workload {}: {why}", w.name),
+                WorkloadState::Done(code) if *code != 0 => {
+                    bail!("workload {} failed (exit code {code})", w.name)
+                }
+                _ => {}
+            }
+        }
+        let all_ended = infos
+            .iter()
+            .all(|w| matches!(w.state, WorkloadState::Done(_) | WorkloadState::Stopped));
+        if all_ended || limit.is_some_and(|l| elapsed >= l) {
+            break;
+        }
+    }
+    Ok(frames)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("30"), Ok(30.0));
+        assert_eq!(parse_duration("1.5s"), Ok(1.5));
+        assert_eq!(parse_duration("500ms"), Ok(0.5));
+        assert_eq!(parse_duration("2m"), Ok(120.0));
+        assert!(parse_duration("-3").unwrap_err().contains("positive"));
+        assert!(parse_duration("soon")
+            .unwrap_err()
+            .contains("not a duration"));
+    }
+
+    #[test]
+    fn an_endless_scenario_needs_a_duration() {
+        let mut sc = Scenario::builtin_default();
+        sc.duration = None;
+        let e = repeat_limit(&sc, None).unwrap_err().to_string();
+        assert!(
+            e.contains("workload ref-job runs until stopped: give --duration"),
+            "{e}"
+        );
+        assert_eq!(repeat_limit(&sc, Some(2.0)).unwrap(), Some(2.0));
+    }
+
+    #[test]
+    fn presets_load_by_name() {
+        let (sc, file) = load_scenario("chat-30x1000").unwrap();
+        assert_eq!(sc.name, "chat-30x1000");
+        assert_eq!(file.as_deref(), Some("assets/scenarios/chat-30x1000.toml"));
+        assert!(load_scenario("nope")
+            .unwrap_err()
+            .to_string()
+            .contains("presets: contest-fork-load"));
+    }
+}

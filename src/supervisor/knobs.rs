@@ -1,0 +1,324 @@
+//! Changing a running workload's knobs: nice, scheduling policy and CPU affinity, for every
+//! thread of every process in its group.
+//!
+//! The kernel applies these per thread, and a new thread inherits them from the thread that
+//! created it. So each change sweeps the group's threads until a sweep finds none it has not
+//! already changed: a fork loop's next child is born from a parent already changed.
+//! Placement (session, cgroup) cannot change under a live process group: the caller restarts
+//! the workload for that.
+
+use std::collections::HashSet;
+use std::fs;
+
+use anyhow::{bail, Result};
+
+use super::{cgroup::WorkloadCgroup, online_cpus, Knobs, Policy};
+
+/// Which threads belong to a workload.
+pub enum Scope<'a> {
+    /// Every thread of every process whose process group is this.
+    ProcessGroup(u32),
+    /// Every thread in this cgroup (exact, even for a process that left its group).
+    Cgroup(&'a WorkloadCgroup),
+}
+
+impl Scope<'_> {
+    /// The thread ids in scope now. A task may vanish right after: callers treat ESRCH as gone.
+    pub fn threads(&self) -> Vec<u32> {
+        match self {
+            Scope::Cgroup(g) => g.threads(),
+            Scope::ProcessGroup(pgid) => group_threads(*pgid),
+        }
+    }
+}
+
+/// Threads of the processes in process group `pgid`, from /proc.
+fn group_threads(pgid: u32) -> Vec<u32> {
+    let mut tids = Vec::new();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return tids;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if stat_pgrp(&stat) != Some(pgid) {
+            continue;
+        }
+        match fs::read_dir(format!("/proc/{pid}/task")) {
+            Ok(tasks) => tids.extend(
+                tasks
+                    .flatten()
+                    .filter_map(|t| t.file_name().to_str().and_then(|s| s.parse::<u32>().ok())),
+            ),
+            Err(_) => tids.push(pid),
+        }
+    }
+    tids
+}
+
+/// Field 5 of /proc/PID/stat (after the parenthesised comm, which may hold spaces).
+fn stat_pgrp(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// What changed between two sets of knobs, in the order it is applied.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Change {
+    pub nice: Option<i32>,
+    pub policy: Option<(Policy, u8)>,
+    /// Some(None) = back to every CPU.
+    pub affinity: Option<Option<Vec<usize>>>,
+}
+
+impl Change {
+    pub fn between(old: &Knobs, new: &Knobs) -> Self {
+        Change {
+            nice: (old.nice != new.nice).then_some(new.nice),
+            policy: (old.policy != new.policy
+                || (new.policy.is_realtime() && old.rt_priority != new.rt_priority))
+                .then_some((new.policy, new.rt_priority)),
+            affinity: (old.affinity != new.affinity).then(|| new.affinity.clone()),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Change::default()
+    }
+}
+
+/// Applies `change` to every thread in `scope`. Returns how many threads were changed.
+/// A refused change (EPERM) is a clear error naming what needs privilege.
+pub fn apply(scope: &Scope, change: &Change) -> Result<usize> {
+    if change.is_empty() {
+        return Ok(0);
+    }
+    if let Some(nice) = change.nice {
+        if !(-20..=19).contains(&nice) {
+            bail!("nice must be -20..19, not {nice}");
+        }
+    }
+    if let Some((policy, prio)) = change.policy {
+        if policy.is_realtime() && !(1..=99).contains(&prio) {
+            bail!("real-time priority must be 1..99, not {prio}");
+        }
+    }
+    let cpuset = match &change.affinity {
+        Some(Some(cpus)) => Some(super::cpu_set(cpus)?),
+        Some(None) => Some(super::cpu_set(&(0..online_cpus()).collect::<Vec<_>>())?),
+        None => None,
+    };
+    let mut done: HashSet<u32> = HashSet::new();
+    // New threads inherit from their (already changed) creator, so this settles quickly; the
+    // bound only guards against a group that spawns threads faster than we sweep.
+    for _ in 0..8 {
+        let fresh: Vec<u32> = scope
+            .threads()
+            .into_iter()
+            .filter(|t| !done.contains(t))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        for tid in fresh {
+            if apply_one(tid, change, cpuset.as_ref())? {
+                done.insert(tid);
+            }
+        }
+    }
+    Ok(done.len())
+}
+
+/// Returns Ok(false) when the thread is already gone.
+fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Result<bool> {
+    let id = tid as libc::id_t;
+    if let Some(nice) = change.nice {
+        if unsafe { libc::setpriority(libc::PRIO_PROCESS, id, nice) } < 0 {
+            return refused(std::io::Error::last_os_error(), || {
+                format!("setting nice {nice} (lowering nice needs root or CAP_SYS_NICE)")
+            });
+        }
+    }
+    if let Some((policy, prio)) = change.policy {
+        let param = libc::sched_param {
+            sched_priority: if policy.is_realtime() { prio as i32 } else { 0 },
+        };
+        if unsafe { libc::sched_setscheduler(tid as libc::pid_t, policy.as_libc(), &param) } < 0 {
+            return refused(std::io::Error::last_os_error(), || {
+                if policy.is_realtime() {
+                    format!(
+                        "setting the {} policy (real-time needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO above 0)",
+                        policy_name(policy)
+                    )
+                } else {
+                    format!("setting the {} policy", policy_name(policy))
+                }
+            });
+        }
+    }
+    if let Some(set) = cpuset {
+        if unsafe {
+            libc::sched_setaffinity(
+                tid as libc::pid_t,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                set,
+            )
+        } < 0
+        {
+            return refused(std::io::Error::last_os_error(), || {
+                "setting the CPU affinity".to_string()
+            });
+        }
+    }
+    Ok(true)
+}
+
+fn refused(err: std::io::Error, what: impl FnOnce() -> String) -> Result<bool> {
+    match err.raw_os_error() {
+        Some(libc::ESRCH) => Ok(false),
+        Some(libc::EPERM) | Some(libc::EACCES) => bail!("{}: not permitted", what()),
+        _ => Err(anyhow::Error::new(err).context(what())),
+    }
+}
+
+/// The word a person types for a policy.
+pub fn policy_name(p: Policy) -> &'static str {
+    match p {
+        Policy::Other => "other",
+        Policy::Batch => "batch",
+        Policy::Idle => "idle",
+        Policy::Fifo => "fifo",
+        Policy::Rr => "rr",
+    }
+}
+
+/// Parses a CPU list as taskset and cpusets write it: "0", "0,2", "0-3,6".
+pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) else {
+            bail!("`{part}` is not a CPU number or range (write e.g. 0,2 or 0-3)");
+        };
+        if a > b || b >= libc::CPU_SETSIZE as usize {
+            bail!("`{part}` is not a valid CPU range");
+        }
+        cpus.extend(a..=b);
+    }
+    if cpus.is_empty() {
+        bail!("an empty CPU list");
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// The inverse of [`parse_cpu_list`], compact: "0-3,6".
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::supervisor::{spawn, LaunchSpec, Program};
+
+    #[test]
+    fn cpu_lists_round_trip() {
+        assert_eq!(parse_cpu_list("0-3, 6").unwrap(), vec![0, 1, 2, 3, 6]);
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
+        assert_eq!(format_cpu_list(&[1]), "1");
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+        assert!(parse_cpu_list("").is_err());
+    }
+
+    #[test]
+    fn stat_pgrp_survives_odd_comm() {
+        assert_eq!(stat_pgrp("12 (a) b) S 1 77 77 0"), Some(77));
+    }
+
+    #[test]
+    fn change_lists_only_differences() {
+        let old = Knobs::default();
+        let new = Knobs {
+            nice: 5,
+            ..Knobs::default()
+        };
+        assert_eq!(
+            Change::between(&old, &new),
+            Change {
+                nice: Some(5),
+                ..Change::default()
+            }
+        );
+        assert!(Change::between(&old, &old).is_empty());
+    }
+
+    fn nice_of(tid: u32) -> i32 {
+        let stat = fs::read_to_string(format!("/proc/{tid}/stat")).unwrap();
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        // Fields from state (3): nice is field 19.
+        rest.split_whitespace().nth(16).unwrap().parse().unwrap()
+    }
+
+    /// Renices a live shell and its background child (one process group) at once.
+    #[test]
+    fn renice_reaches_every_process_of_the_group() {
+        let spec = LaunchSpec {
+            name: "knobs-test".into(),
+            program: Program::Command(vec![
+                "sh".into(),
+                "-c".into(),
+                "sleep 30 & echo $!; wait".into(),
+            ]),
+            knobs: Knobs::default(),
+            capture_output: true,
+        };
+        let mut run = spawn(&spec).unwrap();
+        let mut line = String::new();
+        use std::io::BufRead;
+        std::io::BufReader::new(run.child_mut().stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let sleeper: u32 = line.trim().parse().unwrap();
+        let change = Change {
+            nice: Some(7),
+            policy: Some((Policy::Batch, 0)),
+            ..Change::default()
+        };
+        let n = apply(&Scope::ProcessGroup(run.pgid()), &change).unwrap();
+        assert!(n >= 2, "changed {n} threads");
+        assert_eq!(nice_of(run.pid), 7);
+        assert_eq!(nice_of(sleeper), 7);
+        assert_eq!(
+            unsafe { libc::sched_getscheduler(sleeper as libc::pid_t) },
+            libc::SCHED_BATCH
+        );
+        run.stop(std::time::Duration::from_millis(500));
+    }
+}

@@ -1,0 +1,537 @@
+//! The dashboard's state: what arrived from the engine (Frames, kept as short histories), what
+//! the person is doing (selection, overlays, frozen view, zoom), and the commands waiting to
+//! go to the engine. No I/O: tests drive it with plain Frames and keys.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use ratatui::layout::Rect;
+
+use crate::model::{Frame, WorkloadFrame, WorkloadState};
+use crate::scenario::WorkloadDecl;
+use crate::supervisor::{Knobs, Placement, Policy};
+
+use super::engine::{Command, Event};
+use super::form::Form;
+use super::history::{MachineSeries, Point, Series};
+use super::picker::Template;
+use super::theme::Theme;
+
+/// Sampling intervals offered by + and -.
+pub const INTERVALS_MS: [u64; 9] = [100, 200, 250, 500, 1000, 2000, 3000, 5000, 10_000];
+/// Time windows offered by z and Z, in seconds.
+pub const WINDOWS: [f64; 7] = [15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 600.0];
+
+/// A finished run of a finite workload and its figure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunResult {
+    pub seconds: f64,
+    /// Mean operations per second over the run.
+    pub ops_per_sec: f64,
+    pub exit_code: i32,
+}
+
+/// One workload as the dashboard knows it.
+#[derive(Clone, Debug)]
+pub struct WorkloadView {
+    pub id: u32,
+    pub decl: WorkloadDecl,
+    /// Its colour, for good: the order it arrived in.
+    pub slot: usize,
+    pub series: Series,
+    /// Restart it each time it finishes.
+    pub looping: bool,
+    pub runs: Vec<RunResult>,
+    run_started: Option<f64>,
+    run_ops: f64,
+    last_state: Option<WorkloadState>,
+}
+
+impl WorkloadView {
+    pub fn finite(&self) -> bool {
+        use crate::workload::kind::WorkloadKind as K;
+        match &self.decl.kind {
+            K::Chat { .. } | K::Msgbench { .. } | K::Command { .. } => true,
+            K::Hackbench { runs, .. } | K::RefJob { runs, .. } => *runs != Some(0),
+            _ => false,
+        }
+    }
+}
+
+/// What covers the main screen.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum Mode {
+    #[default]
+    Normal,
+    Help,
+    /// The list of kinds; the index of the highlighted one.
+    Picker(usize),
+    /// The parameters of a new workload.
+    NewWorkload(Template, Form),
+    /// The knobs of a running workload.
+    EditKnobs(u32, Form),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    pub text: String,
+    pub error: bool,
+    /// Frame time after which it fades.
+    pub until: f64,
+}
+
+/// Where the table's rows were drawn, for mouse clicks: set while drawing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TableGeometry {
+    pub rows: Rect,
+    pub offset: usize,
+}
+
+pub struct App {
+    pub title: String,
+    pub theme: Theme,
+    pub interval: Duration,
+    pub window: f64,
+    pub cpus: usize,
+    pub workloads: Vec<WorkloadView>,
+    pub selected: usize,
+    pub machine: MachineSeries,
+    /// The newest Frame.
+    pub latest: Option<Frame>,
+    /// The Frame on screen while frozen.
+    pub frozen: Option<Frame>,
+    pub mode: Mode,
+    pub message: Option<Message>,
+    pub quit: bool,
+    /// Commands for the engine, drained by the main loop.
+    pub outbox: Vec<Command>,
+    /// A remove waiting for its confirming second key.
+    pub pending_remove: Option<u32>,
+    pub table_geometry: Cell<TableGeometry>,
+    next_slot: usize,
+    /// Loop settings of workloads asked for and not yet added, by name.
+    pending_loops: Vec<(String, bool)>,
+}
+
+impl App {
+    pub fn new(title: impl Into<String>, interval: Duration, cpus: usize, theme: Theme) -> Self {
+        App {
+            title: title.into(),
+            theme,
+            interval,
+            window: 60.0,
+            cpus,
+            workloads: Vec::new(),
+            selected: 0,
+            machine: MachineSeries::default(),
+            latest: None,
+            frozen: None,
+            mode: Mode::Normal,
+            message: None,
+            quit: false,
+            outbox: Vec::new(),
+            pending_remove: None,
+            table_geometry: Cell::new(TableGeometry::default()),
+            next_slot: 0,
+            pending_loops: Vec::new(),
+        }
+    }
+
+    /// The Frame the screen shows: the frozen one, else the newest.
+    pub fn shown(&self) -> Option<&Frame> {
+        self.frozen.as_ref().or(self.latest.as_ref())
+    }
+
+    /// The right edge of the charts, in session seconds.
+    pub fn view_end(&self) -> f64 {
+        self.shown().map_or(0.0, |f| f.t)
+    }
+
+    pub fn frame_of(&self, id: u32) -> Option<&WorkloadFrame> {
+        self.shown()?.workloads.iter().find(|w| w.id == id)
+    }
+
+    pub fn selected_view(&self) -> Option<&WorkloadView> {
+        self.workloads.get(self.selected)
+    }
+
+    fn now(&self) -> f64 {
+        self.latest.as_ref().map_or(0.0, |f| f.t)
+    }
+
+    pub fn notice(&mut self, text: impl Into<String>) {
+        self.say(text.into(), false);
+    }
+
+    pub fn error(&mut self, text: impl Into<String>) {
+        self.say(text.into(), true);
+    }
+
+    fn say(&mut self, text: String, error: bool) {
+        let until = self.now() + if error { 15.0 } else { 6.0 };
+        self.message = Some(Message { text, error, until });
+    }
+
+    /// Takes in what the engine sent.
+    pub fn on_event(&mut self, ev: Event) {
+        match ev {
+            Event::Frame(f) => self.on_frame(f),
+            Event::Added(id, decl) => self.on_added(id, decl),
+            Event::Removed(id) => {
+                if let Some(i) = self.workloads.iter().position(|w| w.id == id) {
+                    let name = self.workloads.remove(i).decl.name;
+                    self.notice(format!("removed {name}"));
+                    if self.selected >= self.workloads.len() {
+                        self.selected = self.workloads.len().saturating_sub(1);
+                    }
+                }
+            }
+            Event::Knobs(id, knobs) => {
+                if let Some(w) = self.workloads.iter_mut().find(|w| w.id == id) {
+                    w.decl.knobs = knobs;
+                }
+            }
+            Event::Notice(text) if !text.is_empty() => self.notice(text),
+            Event::Notice(_) => {}
+            Event::Error(text) => self.error(text),
+        }
+    }
+
+    pub fn on_added(&mut self, id: u32, decl: WorkloadDecl) {
+        if self.workloads.iter().any(|w| w.id == id) {
+            return;
+        }
+        let looping = self
+            .pending_loops
+            .iter()
+            .position(|(n, _)| *n == decl.name)
+            .map(|i| self.pending_loops.remove(i).1);
+        self.workloads.push(WorkloadView {
+            id,
+            decl,
+            slot: self.next_slot,
+            series: Series::default(),
+            looping: looping.unwrap_or(false),
+            runs: Vec::new(),
+            run_started: None,
+            run_ops: 0.0,
+            last_state: None,
+        });
+        self.next_slot += 1;
+    }
+
+    pub fn on_frame(&mut self, frame: Frame) {
+        self.machine.push(&frame);
+        let mut restarts = Vec::new();
+        for wf in &frame.workloads {
+            let Some(view) = self.workloads.iter_mut().find(|w| w.id == wf.id) else {
+                continue;
+            };
+            view.series.push(Point::of(frame.t, wf));
+            let was = view.last_state.replace(wf.state.clone());
+            match (&was, &wf.state) {
+                (_, WorkloadState::Running) => {
+                    if !matches!(was, Some(WorkloadState::Running)) {
+                        view.run_started = Some(frame.t - frame.interval);
+                        view.run_ops = 0.0;
+                    }
+                    view.run_ops += wf.ops_per_sec * frame.interval;
+                }
+                (Some(WorkloadState::Running), WorkloadState::Done(code)) => {
+                    view.run_ops += wf.ops_per_sec * frame.interval;
+                    let seconds = frame.t - view.run_started.unwrap_or(frame.t - frame.interval);
+                    view.runs.push(RunResult {
+                        seconds,
+                        ops_per_sec: if seconds > 0.0 {
+                            view.run_ops / seconds
+                        } else {
+                            0.0
+                        },
+                        exit_code: *code,
+                    });
+                    if view.looping {
+                        restarts.push(view.id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for id in restarts {
+            self.outbox.push(Command::Restart(id));
+        }
+        if self.message.as_ref().is_some_and(|m| frame.t > m.until) {
+            self.message = None;
+        }
+        self.latest = Some(frame);
+    }
+
+    // ---- what keys do (input.rs maps keys to these) ----
+
+    pub fn select(&mut self, index: usize) {
+        if !self.workloads.is_empty() {
+            self.selected = index.min(self.workloads.len() - 1);
+        }
+    }
+
+    pub fn select_next(&mut self) {
+        if !self.workloads.is_empty() {
+            self.selected = (self.selected + 1) % self.workloads.len();
+        }
+    }
+
+    pub fn select_prev(&mut self) {
+        if !self.workloads.is_empty() {
+            self.selected = (self.selected + self.workloads.len() - 1) % self.workloads.len();
+        }
+    }
+
+    pub fn toggle_freeze(&mut self) {
+        self.frozen = match self.frozen {
+            Some(_) => None,
+            None => self.latest.clone(),
+        };
+    }
+
+    /// A longer (`up`) or shorter sampling interval.
+    pub fn step_interval(&mut self, up: bool) {
+        let ms = self.interval.as_millis() as u64;
+        let i = INTERVALS_MS
+            .iter()
+            .position(|&x| x >= ms)
+            .unwrap_or(INTERVALS_MS.len() - 1);
+        let j = if up {
+            (i + usize::from(INTERVALS_MS[i] <= ms)).min(INTERVALS_MS.len() - 1)
+        } else {
+            i.saturating_sub(1)
+        };
+        let new = Duration::from_millis(INTERVALS_MS[j]);
+        if new != self.interval {
+            self.interval = new;
+            self.outbox.push(Command::SetInterval(new));
+        }
+    }
+
+    /// A shorter (`zoom in`) or longer time window.
+    pub fn zoom(&mut self, zoom_in: bool) {
+        let i = WINDOWS
+            .iter()
+            .position(|&w| w >= self.window)
+            .unwrap_or(WINDOWS.len() - 1);
+        let j = if zoom_in {
+            i.saturating_sub(1)
+        } else {
+            (i + 1).min(WINDOWS.len() - 1)
+        };
+        self.window = WINDOWS[j];
+    }
+
+    /// Start a stopped or finished workload; stop a running one.
+    pub fn toggle_run(&mut self) {
+        let Some(w) = self.selected_view() else {
+            return;
+        };
+        let (id, name) = (w.id, w.decl.name.clone());
+        match self.frame_of(id).map(|f| &f.state) {
+            Some(WorkloadState::Running | WorkloadState::Starting | WorkloadState::Partial(_)) => {
+                self.outbox.push(Command::Stop(id));
+                self.notice(format!("stopping {name}"));
+            }
+            None => {}
+            Some(_) => {
+                self.outbox.push(Command::Restart(id));
+                self.notice(format!("starting {name}"));
+            }
+        }
+    }
+
+    pub fn restart(&mut self) {
+        if let Some(w) = self.selected_view() {
+            let (id, name) = (w.id, w.decl.name.clone());
+            self.outbox.push(Command::Restart(id));
+            self.notice(format!("restarting {name}"));
+        }
+    }
+
+    /// The first press asks, the second removes.
+    pub fn remove(&mut self) {
+        let Some(w) = self.selected_view() else {
+            return;
+        };
+        let (id, name) = (w.id, w.decl.name.clone());
+        if self.pending_remove == Some(id) {
+            self.pending_remove = None;
+            self.outbox.push(Command::Remove(id));
+        } else {
+            self.pending_remove = Some(id);
+            self.notice(format!("press d again to stop and remove {name}"));
+        }
+    }
+
+    pub fn toggle_loop(&mut self) {
+        let Some(w) = self.workloads.get_mut(self.selected) else {
+            return;
+        };
+        if !w.finite() {
+            let name = w.decl.name.clone();
+            self.notice(format!("{name} runs until stopped: nothing to loop"));
+            return;
+        }
+        w.looping = !w.looping;
+        let text = format!(
+            "{}: loop {}",
+            w.decl.name,
+            if w.looping { "on" } else { "off" }
+        );
+        self.notice(text);
+    }
+
+    /// Sends new knobs for the selected workload.
+    pub fn set_knobs(&mut self, change: impl FnOnce(&mut Knobs) -> Result<String, String>) {
+        let Some(w) = self.workloads.get_mut(self.selected) else {
+            return;
+        };
+        let (id, name) = (w.id, w.decl.name.clone());
+        let mut knobs = w.decl.knobs.clone();
+        match change(&mut knobs) {
+            Ok(what) => {
+                // Shown at once, so the next key builds on it; the engine sends back the knobs
+                // it really applied (Event::Knobs), also when it refuses them.
+                w.decl.knobs = knobs.clone();
+                self.outbox.push(Command::SetKnobs(id, knobs));
+                self.notice(format!("{name}: {what}"));
+            }
+            Err(why) => self.error(format!("{name}: {why}")),
+        }
+    }
+
+    pub fn nice_step(&mut self, delta: i32) {
+        self.set_knobs(|k| {
+            let new = (k.nice + delta).clamp(-20, 19);
+            if new == k.nice {
+                return Err(format!("nice is already {new}"));
+            }
+            k.nice = new;
+            Ok(format!("nice {new}"))
+        });
+    }
+
+    pub fn cycle_policy(&mut self) {
+        self.set_knobs(|k| {
+            k.policy = match k.policy {
+                Policy::Other => Policy::Batch,
+                Policy::Batch => Policy::Idle,
+                _ => Policy::Other,
+            };
+            k.rt_priority = 0;
+            Ok(format!(
+                "policy {} (fifo and rr: e)",
+                crate::supervisor::knobs::policy_name(k.policy)
+            ))
+        });
+    }
+
+    pub fn cycle_placement(&mut self) {
+        self.set_knobs(|k| {
+            k.placement = match k.placement {
+                Placement::Shared => Placement::OwnSession,
+                Placement::OwnSession => Placement::Cgroup { weight: 100 },
+                Placement::Cgroup { .. } => Placement::Shared,
+            };
+            Ok(format!("restarting in {}", placement_words(&k.placement)))
+        });
+    }
+
+    /// Doubles or halves a cgroup weight.
+    pub fn weight_step(&mut self, up: bool) {
+        self.set_knobs(|k| match k.placement {
+            Placement::Cgroup { weight } => {
+                let new = if up {
+                    (weight * 2).min(10_000)
+                } else {
+                    (weight / 2).max(1)
+                };
+                k.placement = Placement::Cgroup { weight: new };
+                Ok(format!("cgroup weight {new}"))
+            }
+            _ => Err("not in a cgroup of its own (g cycles the placement)".into()),
+        });
+    }
+
+    pub fn open_picker(&mut self) {
+        self.mode = Mode::Picker(0);
+    }
+
+    pub fn open_knob_editor(&mut self) {
+        let Some(w) = self.selected_view() else {
+            return;
+        };
+        let mut fields = super::picker::knob_fields(&w.decl.knobs);
+        if w.finite() {
+            fields.push(super::form::Field::toggle(
+                "loop",
+                "loop",
+                w.looping,
+                "start it again each time it finishes",
+            ));
+        }
+        let form = Form::new(format!("knobs of {}", w.decl.name), fields);
+        self.mode = Mode::EditKnobs(w.id, form);
+    }
+
+    /// Submits the new-workload form; keeps it open with the reason when it is refused.
+    pub fn submit_new(&mut self, template: Template, mut form: Form) {
+        let taken: Vec<String> = self.workloads.iter().map(|w| w.decl.name.clone()).collect();
+        match template.decl(&form, &taken) {
+            Ok(decl) => {
+                self.notice(format!("starting {}", decl.name));
+                self.pending_loops
+                    .push((decl.name.clone(), form.toggle("loop")));
+                self.outbox.push(Command::Add(decl));
+                self.mode = Mode::Normal;
+            }
+            Err(why) => {
+                form.error = Some(why);
+                self.mode = Mode::NewWorkload(template, form);
+            }
+        }
+    }
+
+    pub fn submit_knobs(&mut self, id: u32, mut form: Form) {
+        let Some(w) = self.workloads.iter_mut().find(|w| w.id == id) else {
+            self.mode = Mode::Normal;
+            return;
+        };
+        match super::picker::knobs_from(&form) {
+            Ok(knobs) => {
+                if w.finite() {
+                    w.looping = form.toggle("loop");
+                }
+                let name = w.decl.name.clone();
+                if knobs != w.decl.knobs {
+                    let restart = knobs.placement != w.decl.knobs.placement;
+                    w.decl.knobs = knobs.clone();
+                    self.outbox.push(Command::SetKnobs(id, knobs));
+                    self.notice(if restart {
+                        format!("{name}: new placement, restarting")
+                    } else {
+                        format!("{name}: new knobs")
+                    });
+                }
+                self.mode = Mode::Normal;
+            }
+            Err(why) => {
+                form.error = Some(why);
+                self.mode = Mode::EditKnobs(id, form);
+            }
+        }
+    }
+}
+
+/// Placement as a person says it.
+pub fn placement_words(p: &Placement) -> String {
+    match p {
+        Placement::Shared => "shared session".into(),
+        Placement::OwnSession => "own session".into(),
+        Placement::Cgroup { weight } => format!("own cgroup (weight {weight})"),
+    }
+}

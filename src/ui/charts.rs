@@ -1,0 +1,182 @@
+//! The three charts, side by side over the same time window: throughput, CPU share against
+//! fair share, and context switches. Each workload keeps its colour. Throughput and switch
+//! rates span decades (a chat run does 60,000 msg/s, a fork loop 900 forks/s), so those two
+//! use a log scale; CPU share is linear, in % of one CPU, up to the whole machine.
+//! The second series of a chart (fair share; involuntary switches) is drawn in dots.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType};
+use ratatui::Frame as TermFrame;
+
+use super::app::App;
+use super::fmt::span;
+use super::history::Point;
+
+struct Line2 {
+    slot: usize,
+    name: String,
+    main: Vec<(f64, f64)>,
+    second: Vec<(f64, f64)>,
+}
+
+pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
+    let [a, b, c] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(area);
+    let end = app.view_end();
+    let from = end - app.window;
+
+    let lines =
+        |main: &dyn Fn(&Point) -> f64, second: Option<&dyn Fn(&Point) -> f64>| -> Vec<Line2> {
+            app.workloads
+                .iter()
+                .map(|w| {
+                    let pts: Vec<&Point> = w.series.window(from, end).collect();
+                    Line2 {
+                        slot: w.slot,
+                        name: w.decl.name.clone(),
+                        main: pts.iter().map(|p| (p.t - end, main(p))).collect(),
+                        second: second.map_or_else(Vec::new, |s| {
+                            pts.iter().map(|p| (p.t - end, s(p))).collect()
+                        }),
+                    }
+                })
+                .collect()
+        };
+
+    let log = |v: f64| v.max(1.0).log10();
+    let ops = lines(&|p| log(p.ops_per_sec), None);
+    draw_log_chart(f, a, app, "Throughput ops/s", "", &ops);
+
+    let cpu = lines(&|p| p.cpu_received * 100.0, Some(&|p| p.cpu_fair * 100.0));
+    draw_cpu_chart(f, b, app, &cpu);
+
+    let cs = lines(&|p| log(p.voluntary), Some(&|p| log(p.involuntary)));
+    draw_log_chart(f, c, app, "Switches/s", "vol ⣿ invol •", &cs);
+}
+
+/// The chart's frame. Its title names the lines in their colours when there is room (a
+/// legend box inside would hide data); otherwise the table's colours name them.
+fn block<'a>(app: &App, title: &'a str, key: &'a str, lines: &[Line2], width: u16) -> Block<'a> {
+    let mut title_spans = vec![Span::styled(title, app.theme.title())];
+    if !key.is_empty() {
+        title_spans.push(Span::styled(format!(" {key}"), app.theme.dim()));
+    }
+    // All the names or none: a partial legend would mislead.
+    let used: usize = title_spans.iter().map(|s| s.width()).sum();
+    let names: Vec<Span> = lines
+        .iter()
+        .map(|l| Span::styled(format!(" ■{}", l.name), app.theme.workload(l.slot)))
+        .collect();
+    if used + names.iter().map(|s| s.width()).sum::<usize>() + 2 <= width as usize {
+        title_spans.extend(names);
+    }
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(app.theme.border())
+        .title(Line::from(title_spans))
+}
+
+fn x_axis<'a>(app: &App) -> Axis<'a> {
+    Axis::default()
+        .bounds([-app.window, 0.0])
+        .labels(vec![
+            Span::raw(format!("-{}", span(app.window))),
+            Span::raw(format!("-{}", span(app.window / 2.0))),
+            Span::raw("now"),
+        ])
+        .style(app.theme.dim())
+}
+
+fn datasets<'a>(app: &App, lines: &'a [Line2]) -> Vec<Dataset<'a>> {
+    let mut sets = Vec::new();
+    // Second series first, so the main one is drawn over it where they meet.
+    for l in lines.iter().filter(|l| !l.second.is_empty()) {
+        sets.push(
+            Dataset::default()
+                .marker(Marker::Dot)
+                .graph_type(GraphType::Line)
+                .style(app.theme.workload(l.slot).add_modifier(Modifier::DIM))
+                .data(&l.second),
+        );
+    }
+    for l in lines {
+        sets.push(
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(app.theme.workload(l.slot))
+                .data(&l.main),
+        );
+    }
+    sets
+}
+
+fn chart<'a>(app: &App, sets: Vec<Dataset<'a>>, block: Block<'a>, y: Axis<'a>) -> Chart<'a> {
+    Chart::new(sets)
+        .block(block)
+        .x_axis(x_axis(app))
+        .y_axis(y)
+        .legend_position(None)
+}
+
+/// A chart whose y values are log10 of the rate.
+fn draw_log_chart(
+    f: &mut TermFrame,
+    area: Rect,
+    app: &App,
+    title: &str,
+    key: &str,
+    lines: &[Line2],
+) {
+    let all = lines
+        .iter()
+        .flat_map(|l| l.main.iter().chain(l.second.iter()))
+        .map(|p| p.1);
+    let hi = all.fold(0.0_f64, f64::max).ceil().max(1.0);
+    let lo = 0.0;
+    // Labels only on whole decades: a middle one when there is a decade between the ends.
+    let mut labels = vec![Span::raw(decade(lo))];
+    if hi - lo >= 2.0 {
+        labels.push(Span::raw(decade(((lo + hi) / 2.0).round())));
+    }
+    labels.push(Span::raw(decade(hi)));
+    let y = Axis::default()
+        .bounds([lo, hi])
+        .labels(labels)
+        .style(app.theme.dim());
+    let sets = datasets(app, lines);
+    f.render_widget(
+        chart(app, sets, block(app, title, key, lines, area.width), y),
+        area,
+    );
+}
+
+/// 10^e as people write it: 1, 10, 100, 1k, 10k, 100k, 1M...
+fn decade(e: f64) -> String {
+    let e = e.round().max(0.0) as u32;
+    let (base, suffix) = match e {
+        0..=2 => (e, ""),
+        3..=5 => (e - 3, "k"),
+        6..=8 => (e - 6, "M"),
+        _ => (e - 9, "G"),
+    };
+    format!("{}{suffix}", 10u64.pow(base))
+}
+
+/// CPU share in % of one CPU, 0 to the whole machine; fair share dotted.
+fn draw_cpu_chart(f: &mut TermFrame, area: Rect, app: &App, lines: &[Line2]) {
+    let top = (app.cpus.max(1) * 100) as f64;
+    let y = Axis::default()
+        .bounds([0.0, top])
+        .labels(vec![
+            Span::raw("0"),
+            Span::raw(format!("{:.0}", top / 2.0)),
+            Span::raw(format!("{top:.0}")),
+        ])
+        .style(app.theme.dim());
+    let sets = datasets(app, lines);
+    let block = block(app, "CPU %", "got ⣿ fair •", lines, area.width);
+    f.render_widget(chart(app, sets, block, y).style(Style::new()), area);
+}

@@ -1,0 +1,78 @@
+//! The help overlay: every key (from input::KEYS), and how to read the screen.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::Frame as TermFrame;
+
+use super::app::App;
+use super::input::KEYS;
+
+const READING: &[&str] = &[
+    "CPU% and FAIR% are % of one CPU (200 = two whole CPUs).",
+    "FAIR%: weighted max-min share of what the tasks wanted, by nice",
+    "weight, per autogroup (session) or cgroup first. RATIO = got/fair:",
+    "STARVED < 0.6 ≤ short < 0.9 ≤ fair ≤ 1.15 < ahead.",
+];
+
+pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let key_width = KEYS
+        .iter()
+        .map(|(_, k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut lines: Vec<Line> = Vec::new();
+    let mut group = "";
+    for (g, keys, what) in KEYS {
+        if *g != group {
+            if !group.is_empty() && area.height >= 30 {
+                lines.push(Line::raw(""));
+            }
+            group = g;
+            lines.push(Line::from(Span::styled(*g, t.title())));
+        }
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {keys:<key_width$}  "), t.key()),
+            Span::raw(*what),
+        ]));
+    }
+    // How to read the screen, when there is room (README has it all).
+    if lines.len() + READING.len() + 3 <= area.height as usize {
+        lines.push(Line::raw(""));
+        lines.extend(
+            READING
+                .iter()
+                .map(|l| Line::from(Span::styled(*l, t.dim()))),
+        );
+    }
+
+    let content_w = lines.iter().map(Line::width).max().unwrap_or(40) as u16 + 4;
+    let w = content_w.min(area.width);
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let popup = centered(area, w, h);
+    f.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border())
+        .title(Span::styled(" Help: any key closes ", t.title()))
+        .style(t.popup());
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        popup,
+    );
+}
+
+/// A `w`×`h` rectangle in the middle of `area`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}

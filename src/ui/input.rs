@@ -1,0 +1,161 @@
+//! Keys and mouse to actions. The help screen is drawn from [`KEYS`], so it lists every key
+//! this file handles and cannot drift from it.
+
+use crossterm::event::{
+    Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent,
+    MouseEventKind,
+};
+
+use super::app::{App, Mode};
+use super::form::Outcome;
+use super::picker::TEMPLATES;
+
+/// Every key of the main screen and what it does, grouped as the help screen shows them.
+pub const KEYS: &[(&str, &str, &str)] = &[
+    (
+        "View",
+        "↑ ↓  k j  ← → h l",
+        "select a workload (or click a row)",
+    ),
+    ("View", "space  f", "freeze / unfreeze the screen"),
+    ("View", "+  -", "longer / shorter sampling interval"),
+    ("View", "z  Z   <  >", "zoom the time window in / out"),
+    ("View", "?", "this help"),
+    ("Workloads", "a", "add a workload from the picker"),
+    ("Workloads", "s", "stop it, or start it again"),
+    ("Workloads", "r", "restart it"),
+    ("Workloads", "d d", "stop and remove it (press twice)"),
+    (
+        "Workloads",
+        "o",
+        "loop a finite run: restart when it finishes",
+    ),
+    (
+        "Knobs",
+        "e  Enter",
+        "edit nice, policy, CPUs, placement, weight",
+    ),
+    ("Knobs", "[  ]", "nice -1 / +1 (also F7 / F8)"),
+    ("Knobs", "p", "policy: other → batch → idle"),
+    (
+        "Knobs",
+        "g",
+        "placement: shared → own session → own cgroup (restarts)",
+    ),
+    ("Knobs", "w  W", "halve / double its cgroup weight"),
+    ("Quit", "q  Ctrl-C", "quit: stops every workload"),
+];
+
+/// Handles one terminal event.
+pub fn handle(app: &mut App, ev: &TermEvent) {
+    match ev {
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => on_key(app, *key),
+        TermEvent::Mouse(m) => on_mouse(app, *m),
+        _ => {}
+    }
+}
+
+fn is_ctrl_c(key: &KeyEvent) -> bool {
+    key.modifiers.contains(KeyModifiers::CONTROL) && matches!(key.code, KeyCode::Char('c' | 'C'))
+}
+
+pub fn on_key(app: &mut App, key: KeyEvent) {
+    if is_ctrl_c(&key) {
+        app.quit = true;
+        return;
+    }
+    let pending_remove = app.pending_remove.take();
+    match std::mem::take(&mut app.mode) {
+        Mode::Normal => normal_key(app, key, pending_remove),
+        // Any key closes the help.
+        Mode::Help => {}
+        Mode::Picker(i) => {
+            let n = TEMPLATES.len();
+            app.mode = match key.code {
+                KeyCode::Esc | KeyCode::Char('q') => Mode::Normal,
+                KeyCode::Up | KeyCode::Char('k') => Mode::Picker((i + n - 1) % n),
+                KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab => Mode::Picker((i + 1) % n),
+                KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => {
+                    Mode::NewWorkload(TEMPLATES[i], TEMPLATES[i].form(app.cpus))
+                }
+                KeyCode::Char(c @ '1'..='9') => {
+                    let j = (c as usize - '1' as usize).min(n - 1);
+                    Mode::NewWorkload(TEMPLATES[j], TEMPLATES[j].form(app.cpus))
+                }
+                KeyCode::Char('0') => {
+                    Mode::NewWorkload(TEMPLATES[n - 1], TEMPLATES[n - 1].form(app.cpus))
+                }
+                _ => Mode::Picker(i),
+            };
+        }
+        Mode::NewWorkload(t, mut form) => match form.handle_key(key) {
+            Outcome::Editing => app.mode = Mode::NewWorkload(t, form),
+            Outcome::Cancel => {
+                app.mode = Mode::Picker(TEMPLATES.iter().position(|x| *x == t).unwrap_or(0))
+            }
+            Outcome::Submit => app.submit_new(t, form),
+        },
+        Mode::EditKnobs(id, mut form) => match form.handle_key(key) {
+            Outcome::Editing => app.mode = Mode::EditKnobs(id, form),
+            Outcome::Cancel => app.mode = Mode::Normal,
+            Outcome::Submit => app.submit_knobs(id, form),
+        },
+    }
+}
+
+fn normal_key(app: &mut App, key: KeyEvent, pending_remove: Option<u32>) {
+    match key.code {
+        KeyCode::Char('q') => app.quit = true,
+        KeyCode::Esc => app.message = None,
+        KeyCode::Char('?') | KeyCode::F(1) => app.mode = Mode::Help,
+        KeyCode::Up | KeyCode::Char('k') | KeyCode::Left | KeyCode::Char('h') => app.select_prev(),
+        KeyCode::Down | KeyCode::Char('j') | KeyCode::Right | KeyCode::Char('l') => {
+            app.select_next()
+        }
+        KeyCode::Home => app.select(0),
+        KeyCode::End => app.select(usize::MAX),
+        KeyCode::Char(' ') | KeyCode::Char('f') => app.toggle_freeze(),
+        KeyCode::Char('+') | KeyCode::Char('=') => app.step_interval(true),
+        KeyCode::Char('-') | KeyCode::Char('_') => app.step_interval(false),
+        KeyCode::Char('z') | KeyCode::Char('<') => app.zoom(true),
+        KeyCode::Char('Z') | KeyCode::Char('>') => app.zoom(false),
+        KeyCode::Char('a') | KeyCode::Insert => app.open_picker(),
+        KeyCode::Char('s') => app.toggle_run(),
+        KeyCode::Char('r') => app.restart(),
+        KeyCode::Char('d') | KeyCode::Delete => {
+            app.pending_remove = pending_remove;
+            app.remove();
+        }
+        KeyCode::Char('o') => app.toggle_loop(),
+        KeyCode::Char('e') | KeyCode::Enter => app.open_knob_editor(),
+        KeyCode::Char('[') | KeyCode::F(7) => app.nice_step(-1),
+        KeyCode::Char(']') | KeyCode::F(8) => app.nice_step(1),
+        KeyCode::Char('p') => app.cycle_policy(),
+        KeyCode::Char('g') => app.cycle_placement(),
+        KeyCode::Char('w') => app.weight_step(false),
+        KeyCode::Char('W') => app.weight_step(true),
+        _ => {}
+    }
+}
+
+fn on_mouse(app: &mut App, m: MouseEvent) {
+    if app.mode != Mode::Normal {
+        return;
+    }
+    match m.kind {
+        MouseEventKind::Down(MouseButton::Left) => {
+            let g = app.table_geometry.get();
+            let r = g.rows;
+            if m.column >= r.x && m.column < r.x + r.width && m.row >= r.y && m.row < r.y + r.height
+            {
+                let index = g.offset + usize::from(m.row - r.y);
+                if index < app.workloads.len() {
+                    app.select(index);
+                }
+            }
+        }
+        MouseEventKind::ScrollDown => app.select_next(),
+        MouseEventKind::ScrollUp => app.select_prev(),
+        _ => {}
+    }
+}

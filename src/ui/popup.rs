@@ -1,0 +1,106 @@
+//! The picker's list of workload kinds and the forms (new workload, knobs), drawn over the
+//! dashboard, which keeps updating underneath.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::Frame as TermFrame;
+
+use super::app::App;
+use super::fmt::clip;
+use super::form::Form;
+use super::help::centered;
+use super::picker::TEMPLATES;
+
+pub fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
+    let t = &app.theme;
+    let label_w = TEMPLATES
+        .iter()
+        .map(|x| x.label().len())
+        .max()
+        .unwrap_or(10);
+    let w = 78.min(area.width);
+    let mut lines = Vec::new();
+    for (i, tpl) in TEMPLATES.iter().enumerate() {
+        let key = if i == TEMPLATES.len() - 1 { 0 } else { i + 1 };
+        let text = format!(" {key} {:<label_w$}  {}", tpl.label(), tpl.about());
+        let text = clip(&text, w.saturating_sub(2) as usize);
+        lines.push(if i == selected {
+            Line::from(Span::styled(
+                format!("{text:<width$}", width = w.saturating_sub(2) as usize),
+                t.field_focus(),
+            ))
+        } else {
+            Line::raw(text)
+        });
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::from(Span::styled(
+        " ↑↓ choose · Enter or 0-9 parameters · Esc close",
+        t.dim(),
+    )));
+    let popup = centered(area, w, lines.len() as u16 + 2);
+    f.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border())
+        .title(Span::styled(" Add a workload ", t.title()))
+        .style(t.popup());
+    f.render_widget(Paragraph::new(lines).block(block), popup);
+}
+
+pub fn draw_form(f: &mut TermFrame, area: Rect, app: &App, form: &Form, verb: &str) {
+    let t = &app.theme;
+    let w = 64.min(area.width);
+    let inner_w = w.saturating_sub(2) as usize;
+    let label_w = form.fields.iter().map(|x| x.label.len()).max().unwrap_or(8);
+    let value_w = inner_w.saturating_sub(label_w + 4);
+    // Fields that fit: keep the focused one in view.
+    let room = area.height.saturating_sub(5) as usize;
+    let first = form.focus.saturating_sub(room.saturating_sub(1));
+    let mut lines = Vec::new();
+    for (i, field) in form.fields.iter().enumerate().skip(first).take(room) {
+        let value = clip(&field.display(), value_w);
+        let focused = i == form.focus;
+        let cursor = if focused && matches!(field.value, super::form::Value::Text(_)) {
+            "▏"
+        } else {
+            ""
+        };
+        lines.push(Line::from(vec![
+            Span::raw(format!(" {:>label_w$}  ", field.label)),
+            Span::styled(
+                format!(
+                    "{value}{cursor}{:pad$}",
+                    "",
+                    pad = value_w.saturating_sub(value.chars().count() + cursor.len().min(1))
+                ),
+                if focused {
+                    t.field_focus()
+                } else {
+                    ratatui::style::Style::new()
+                },
+            ),
+        ]));
+    }
+    let foot = match &form.error {
+        Some(e) => Span::styled(clip(e, inner_w), t.error()),
+        None => Span::styled(clip(form.focused_hint(), inner_w), t.dim()),
+    };
+    lines.push(Line::from(foot));
+    lines.push(Line::from(Span::styled(
+        clip(
+            &format!("Tab/↑↓ field · ←→ choose · Enter {verb} · Esc back"),
+            inner_w,
+        ),
+        t.dim(),
+    )));
+    let popup = centered(area, w, lines.len() as u16 + 2);
+    f.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border())
+        .title(Span::styled(format!(" {} ", form.title), t.title()))
+        .style(t.popup());
+    f.render_widget(Paragraph::new(lines).block(block), popup);
+}

@@ -1,0 +1,321 @@
+//! The lines around the table and charts: the status line (sampling, machine, the observer's
+//! own cost), the selected workload's details (why its fair share is what it is), and the key
+//! hints or the last message.
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame as TermFrame;
+
+use crate::model::{Accounting, Frame, WorkloadFrame, WorkloadState};
+use crate::supervisor::Program;
+
+use super::app::{placement_words, App, WorkloadView};
+use super::fmt::{self, clip, pct, si};
+use super::table::knobs_words;
+use super::theme::Verdict;
+
+/// Total width of spans.
+fn width(spans: &[Span]) -> usize {
+    spans.iter().map(|s| s.width()).sum()
+}
+
+pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let m = app.shown().map(|fr| fr.machine.clone()).unwrap_or_default();
+    let frame = app.shown();
+    // Each item: (long form, short form). All fit in 80 columns in their short forms.
+    let items: Vec<(String, String)> = vec![
+        (
+            format!("every {}", fmt::interval(app.interval)),
+            format!("tick {}", fmt::interval(app.interval)),
+        ),
+        (
+            format!("window {}", fmt::span(app.window)),
+            format!("win {}", fmt::span(app.window)),
+        ),
+        (format!("{} CPUs", app.cpus), format!("{} CPU", app.cpus)),
+        (
+            format!("autogroup {}", if m.autogroup { "on" } else { "off" }),
+            format!("autogrp {}", if m.autogroup { "on" } else { "off" }),
+        ),
+        (
+            format!("ctxt {}/s", si(m.ctxt_per_sec)),
+            format!("{} cs/s", si(m.ctxt_per_sec)),
+        ),
+        match m.psi_some_avg10 {
+            Some(p) => (format!("PSI cpu {p:.1}%"), format!("PSI {p:.1}")),
+            None => ("PSI n/a".into(), "PSI -".into()),
+        },
+        match frame {
+            Some(fr) => (
+                format!("self {:.1}% CPU", fr.observer_cpu_pct),
+                format!("self {:.1}%", fr.observer_cpu_pct),
+            ),
+            None => ("self -".into(), "self -".into()),
+        },
+        match frame {
+            Some(fr) if fr.workloads.len() > 1 && fr.jain_index > 0.0 => {
+                (format!("Jain {:.2}", fr.jain_index), String::new())
+            }
+            _ => (String::new(), String::new()),
+        },
+    ];
+    let sep = Span::styled(" │ ", t.dim());
+    let build = |long: bool, title: u8| -> Vec<Span> {
+        let mut spans = Vec::new();
+        if app.frozen.is_some() {
+            spans.push(Span::styled(" FROZEN ", t.frozen()));
+            spans.push(Span::raw(" "));
+        }
+        let mut first = true;
+        match title {
+            2 => spans.push(Span::styled(format!("schedlab: {}", app.title), t.title())),
+            1 => spans.push(Span::styled("schedlab", t.title())),
+            _ => {}
+        }
+        if title > 0 {
+            first = false;
+        }
+        for (l, s) in &items {
+            let text = if long { l } else { s };
+            if !text.is_empty() {
+                if !first {
+                    spans.push(sep.clone());
+                }
+                first = false;
+                spans.push(Span::raw(text.clone()));
+            }
+        }
+        spans
+    };
+    let w = area.width as usize;
+    let spans = [
+        build(true, 2),
+        build(true, 1),
+        build(false, 1),
+        build(false, 0),
+    ]
+    .into_iter()
+    .find(|s| width(s) <= w)
+    .unwrap_or_else(|| build(false, 0));
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The command line a workload runs, as a person would type it.
+fn command_line(w: &WorkloadView) -> String {
+    let words = match w.decl.kind.program() {
+        Program::SelfExe(args) => std::iter::once("schedlab".to_string())
+            .chain(args)
+            .collect(),
+        Program::Command(argv) => argv,
+    };
+    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// A word as a shell would need it typed.
+fn quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// Why `w` is due what it is due, from the numbers on screen.
+pub fn explain_fair(wf: &WorkloadFrame, frame: &Frame) -> String {
+    if wf.cpu_fair < 0.005 && wf.cpu_demand < 0.005 {
+        return "it wants no CPU now, so it is due none".into();
+    }
+    let group: Vec<&WorkloadFrame> = frame
+        .workloads
+        .iter()
+        .filter(|o| o.group == wf.group)
+        .collect();
+    let group_cpus: f64 = group.iter().map(|o| o.cpu_fair).sum();
+    if wf.cpu_fair >= wf.cpu_demand * 0.98 {
+        return format!(
+            "due = all it wants ({}%): less than its weight's share",
+            pct(wf.cpu_demand)
+        );
+    }
+    // Water-filling: members wanting less than their share keep their demand; the rest of
+    // the group's CPUs go to the others in proportion to weight.
+    let capped: f64 = group
+        .iter()
+        .filter(|o| o.cpu_fair >= o.cpu_demand * 0.98)
+        .map(|o| o.cpu_fair)
+        .sum();
+    let weights: f64 = group
+        .iter()
+        .filter(|o| o.cpu_fair < o.cpu_demand * 0.98)
+        .map(|o| o.weight)
+        .sum();
+    format!(
+        "due = weight {}/{} × the {}% its group gets (wants {}%)",
+        fmt::weight(wf.weight),
+        fmt::weight(weights),
+        pct(group_cpus - capped),
+        pct(wf.cpu_demand),
+    )
+}
+
+pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let Some(w) = app.selected_view() else {
+        let text = "No workloads: press a to add one.";
+        f.render_widget(Paragraph::new(Span::styled(text, t.dim())), area);
+        return;
+    };
+    let colour = t.workload(w.slot);
+    let width = area.width as usize;
+    let wf = app.frame_of(w.id);
+
+    // Line 1: what it is and how it was placed.
+    let group = wf.map_or_else(String::new, |f| format!(" │ group {}", f.group));
+    let first = vec![
+        Span::styled(
+            format!("■ {}", w.decl.name),
+            colour.add_modifier(ratatui::style::Modifier::BOLD),
+        ),
+        Span::raw(format!(
+            " │ {} │ {} │ {}{}",
+            command_line(w),
+            knobs_words(w),
+            placement_words(&w.decl.knobs.placement),
+            group
+        )),
+    ];
+
+    // Then pieces that flow onto the lines left: the verdict, why it is due what it is due,
+    // and the run's story.
+    let mut pieces: Vec<Vec<Span<'static>>> = Vec::new();
+    match (wf, app.shown()) {
+        (Some(wf), Some(frame)) if !matches!(wf.state, WorkloadState::Starting) => {
+            let v = Verdict::of(wf);
+            let mut got = vec![Span::raw(format!(
+                "got {}% of a CPU, due {}%",
+                pct(wf.cpu_received),
+                pct(wf.cpu_fair)
+            ))];
+            if v != Verdict::Idle {
+                got.push(Span::raw(format!(" → {:.2} ", wf.fairness_ratio)));
+                got.push(Span::styled(v.word(), t.verdict(v)));
+            }
+            pieces.push(got);
+            pieces.push(vec![Span::raw(explain_fair(wf, frame))]);
+            if let WorkloadState::Gone(why) | WorkloadState::Partial(why) = &wf.state {
+                pieces.push(vec![Span::styled(why.clone(), t.warn())]);
+            }
+            if let Some(p) = wf.progress.filter(|_| wf.state == WorkloadState::Running) {
+                pieces.push(vec![Span::raw(format!("run {:.0}% done", p * 100.0))]);
+            }
+        }
+        _ => pieces.push(vec![Span::styled("starting…", t.dim())]),
+    }
+    if let Some(r) = w.runs.last() {
+        pieces.push(vec![Span::raw(format!(
+            "last run: {}/s {} over {}{}",
+            si(r.ops_per_sec),
+            w.decl.kind.ops_unit(),
+            fmt::span(r.seconds),
+            if w.runs.len() > 1 {
+                format!(" ({} runs)", w.runs.len())
+            } else {
+                String::new()
+            }
+        ))]);
+    }
+    if w.looping {
+        pieces.push(vec![Span::raw("↻ loops")]);
+    }
+    if let Some(wf) = wf {
+        pieces.push(vec![Span::styled(
+            match wf.accounting {
+                Accounting::Cgroup => "CPU from its cgroup (exact)",
+                Accounting::Proc => "CPU from /proc",
+            },
+            t.dim(),
+        )]);
+    }
+
+    let mut lines = vec![clip_line(first, width)];
+    let mut current: Vec<Span<'static>> = Vec::new();
+    for piece in pieces {
+        let sep = if current.is_empty() { "  " } else { " │ " };
+        if !current.is_empty() && self::width(&current) + sep.len() + self::width(&piece) > width {
+            lines.push(clip_line(std::mem::take(&mut current), width));
+        }
+        let sep = if current.is_empty() { "  " } else { " │ " };
+        current.push(Span::styled(sep, t.dim()));
+        current.extend(piece);
+    }
+    if !current.is_empty() {
+        lines.push(clip_line(current, width));
+    }
+    lines.truncate(area.height as usize);
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+/// Cuts a line of spans to `width` columns.
+fn clip_line(spans: Vec<Span<'static>>, width: usize) -> Line<'static> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for s in spans {
+        let w = s.width();
+        if used + w <= width {
+            used += w;
+            out.push(s);
+        } else {
+            let room = width.saturating_sub(used);
+            if room > 0 {
+                out.push(Span::styled(clip(&s.content, room), s.style));
+            }
+            break;
+        }
+    }
+    Line::from(out)
+}
+
+/// Key hints, or the last message in their place.
+pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let room = area.width as usize;
+    if let Some(m) = &app.message {
+        let style = if m.error { t.error() } else { t.warn() };
+        f.render_widget(
+            Paragraph::new(clip_line(vec![Span::styled(m.text.clone(), style)], room)),
+            area,
+        );
+        return;
+    }
+    let hints: &[(&str, &str)] = &[
+        ("?", "help"),
+        ("a", "add"),
+        ("s", "stop/start"),
+        ("e", "knobs"),
+        ("[ ]", "nice"),
+        ("g", "placement"),
+        ("space", "freeze"),
+        ("z Z", "zoom"),
+        ("+ -", "interval"),
+        ("q", "quit"),
+    ];
+    let mut spans = Vec::new();
+    for (k, what) in hints {
+        let add = vec![
+            Span::styled(*k, t.key()),
+            Span::styled(format!(" {what}  "), Style::new()),
+        ];
+        if width(&spans) + width(&add) > room {
+            break;
+        }
+        spans.extend(add);
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,305 @@
+//! The workload table: one row per workload in its colour, then the rest of the machine.
+//! Columns are chosen by priority to fit the width: the ones the issue asks for always fit
+//! in 80 columns; wider terminals get units, demand, weights, knobs and the last run's figure.
+
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Row, Table};
+use ratatui::Frame as TermFrame;
+
+use crate::model::{WorkloadFrame, WorkloadState};
+use crate::supervisor::knobs::policy_name;
+
+use super::app::{placement_words, App, TableGeometry, WorkloadView};
+use super::fmt::{clip, pct, si};
+use super::theme::Verdict;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Name,
+    State,
+    Tasks,
+    Ops,
+    Unit,
+    Cpu,
+    Fair,
+    Ratio,
+    Vol,
+    Invol,
+    Wait,
+    WaitSlice,
+    Demand,
+    Weight,
+    Knobs,
+    Group,
+    LastRun,
+}
+
+/// (column, header, width, priority: lower fits first)
+const COLUMNS: [(Col, &str, u16, u8); 17] = [
+    (Col::Name, "NAME", 12, 0),
+    (Col::State, "STATE", 7, 0),
+    (Col::Tasks, "TASKS", 5, 0),
+    (Col::Ops, "OPS/s", 6, 0),
+    (Col::Unit, "UNIT", 4, 3),
+    (Col::Cpu, "CPU%", 5, 0),
+    (Col::Fair, "FAIR%", 5, 0),
+    (Col::Ratio, "RATIO", 12, 0),
+    (Col::Vol, "VOL/s", 5, 0),
+    (Col::Invol, "INV/s", 5, 0),
+    (Col::Wait, "WAIT%", 5, 1),
+    (Col::WaitSlice, "WAIT/SL", 7, 3),
+    (Col::Demand, "WANT%", 5, 2),
+    (Col::Weight, "WEIGHT", 6, 2),
+    (Col::Knobs, "KNOBS", 15, 4),
+    (Col::Group, "GROUP", 16, 4),
+    (Col::LastRun, "LAST RUN", 14, 3),
+];
+
+/// The columns that fit in `width`, in their display order.
+fn columns_for(width: u16) -> Vec<(Col, &'static str, u16)> {
+    let mut chosen = vec![false; COLUMNS.len()];
+    let mut used: u16 = 0;
+    for prio in 0..=4 {
+        for (i, (_, _, w, p)) in COLUMNS.iter().enumerate() {
+            if *p == prio && used + w < width {
+                chosen[i] = true;
+                used += w + 1;
+            }
+        }
+    }
+    COLUMNS
+        .iter()
+        .zip(chosen)
+        .filter(|(_, c)| *c)
+        .map(|((c, h, w, _), _)| (*c, *h, *w))
+        .collect()
+}
+
+/// Rows the table wants: header, workloads, the rest of the machine.
+pub fn wanted_height(app: &App) -> u16 {
+    app.workloads.len() as u16 + 2
+}
+
+pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
+    let theme = &app.theme;
+    let cols = columns_for(area.width);
+    let frame = app.shown();
+    // Leave the last line for the rest of the machine; scroll to keep the selection visible.
+    let visible = area.height.saturating_sub(2).max(1) as usize;
+    let offset = app.selected.saturating_sub(visible - 1);
+    app.table_geometry.set(TableGeometry {
+        rows: Rect {
+            y: area.y + 1,
+            height: area.height.saturating_sub(2),
+            ..area
+        },
+        offset,
+    });
+
+    let header = Row::new(cols.iter().map(|(c, h, _)| {
+        let cell = Cell::from(*h);
+        if matches!(
+            c,
+            Col::Name | Col::State | Col::Knobs | Col::Group | Col::Ratio | Col::LastRun
+        ) {
+            cell
+        } else {
+            Cell::from(Line::from(*h).right_aligned())
+        }
+    }))
+    .style(theme.header());
+
+    let mut rows: Vec<Row> = app
+        .workloads
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(visible)
+        .map(|(i, w)| {
+            let wf = app.frame_of(w.id);
+            let row = Row::new(
+                cols.iter()
+                    .map(|(c, _, width)| workload_cell(app, w, wf, *c, *width)),
+            );
+            if i == app.selected {
+                row.style(theme.selected())
+            } else {
+                row
+            }
+        })
+        .collect();
+
+    if let Some(fr) = frame {
+        let m = &fr.machine;
+        let verdict = Verdict::from_shares(m.rest_cpu_received, m.rest_cpu_fair);
+        rows.push(
+            Row::new(cols.iter().map(|(c, _, width)| match c {
+                Col::Name => Cell::from(if *width >= 16 {
+                    "rest of machine"
+                } else {
+                    "other tasks"
+                }),
+                Col::Cpu => num(pct(m.rest_cpu_received)),
+                Col::Fair => num(pct(m.rest_cpu_fair)),
+                Col::Ratio => ratio_cell(app, m.rest_cpu_received, m.rest_cpu_fair, verdict),
+                _ => Cell::from(""),
+            }))
+            .style(theme.dim()),
+        );
+    }
+
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|(_, _, w)| Constraint::Length(*w))
+        .collect();
+    let table = Table::new(rows, widths).header(header).column_spacing(1);
+    f.render_widget(table, area);
+}
+
+fn num(s: String) -> Cell<'static> {
+    Cell::from(Line::from(s).right_aligned())
+}
+
+fn ratio_cell(app: &App, received: f64, fair: f64, v: Verdict) -> Cell<'static> {
+    if v == Verdict::Idle {
+        return Cell::from("  -");
+    }
+    let r = received / fair;
+    Cell::from(Line::from(vec![
+        Span::raw(format!("{r:>4.2} ")),
+        Span::styled(v.word(), app.theme.verdict(v)),
+    ]))
+}
+
+fn state_text(w: &WorkloadView, wf: Option<&WorkloadFrame>) -> String {
+    match wf.map(|f| (&f.state, f.progress)) {
+        None | Some((WorkloadState::Starting, _)) => "start…".into(),
+        Some((WorkloadState::Running, Some(p))) if w.finite() => format!("run{:>3.0}%", p * 100.0),
+        Some((WorkloadState::Running, _)) => "running".into(),
+        Some((WorkloadState::Done(0), _)) => "done".into(),
+        Some((WorkloadState::Done(c), _)) => format!("exit {c}"),
+        Some((WorkloadState::Stopped, _)) => "stopped".into(),
+        Some((WorkloadState::Gone(_), _)) => "gone".into(),
+        Some((WorkloadState::Partial(_), _)) => "partial".into(),
+    }
+}
+
+fn workload_cell<'a>(
+    app: &App,
+    w: &WorkloadView,
+    wf: Option<&WorkloadFrame>,
+    col: Col,
+    width: u16,
+) -> Cell<'a> {
+    let colour = app.theme.workload(w.slot);
+    let dash = || Cell::from(Line::from("-").right_aligned());
+    let live = wf.filter(|f| !matches!(f.state, WorkloadState::Starting));
+    match col {
+        Col::Name => {
+            let mark = if w.looping { " ↻" } else { "" };
+            let name = clip(
+                &w.decl.name,
+                (width as usize).saturating_sub(2 + mark.chars().count()),
+            );
+            Cell::from(Line::from(vec![
+                Span::styled("■ ", colour),
+                Span::styled(name, colour),
+                Span::raw(mark),
+            ]))
+        }
+        Col::State => {
+            let style = match wf.map(|f| &f.state) {
+                Some(WorkloadState::Gone(_) | WorkloadState::Partial(_)) => app.theme.warn(),
+                Some(WorkloadState::Running) => Style::new(),
+                _ => app.theme.dim(),
+            };
+            Cell::from(Span::styled(state_text(w, wf), style))
+        }
+        Col::Tasks => live.map_or_else(dash, |f| num(f.tasks.to_string())),
+        Col::Ops => live.map_or_else(dash, |f| num(si(f.ops_per_sec))),
+        Col::Unit => Cell::from(w.decl.kind.ops_unit()),
+        Col::Cpu => live.map_or_else(dash, |f| num(pct(f.cpu_received))),
+        Col::Fair => live.map_or_else(dash, |f| num(pct(f.cpu_fair))),
+        Col::Ratio => match live {
+            Some(f) => ratio_cell(app, f.cpu_received, f.cpu_fair, Verdict::of(f)),
+            None => Cell::from("  -"),
+        },
+        Col::Vol => live.map_or_else(dash, |f| num(si(f.voluntary_cs_per_sec))),
+        Col::Invol => live.map_or_else(dash, |f| num(si(f.involuntary_cs_per_sec))),
+        Col::Wait => live.map_or_else(dash, |f| num(format!("{:.0}", f.runq_wait_pct))),
+        Col::WaitSlice => live.map_or_else(dash, |f| num(micros(f.wait_per_slice_us))),
+        Col::Demand => live.map_or_else(dash, |f| num(pct(f.cpu_demand))),
+        Col::Weight => live.map_or_else(dash, |f| num(super::fmt::weight(f.weight))),
+        Col::Knobs => Cell::from(clip(&knobs_words(w), width as usize)),
+        Col::Group => Cell::from(clip(
+            &live.map_or_else(
+                || placement_words(&w.decl.knobs.placement),
+                |f| f.group.clone(),
+            ),
+            width as usize,
+        )),
+        Col::LastRun => Cell::from(match w.runs.last() {
+            Some(r) => clip(
+                &format!("{}/s {}", si(r.ops_per_sec), super::fmt::span(r.seconds)),
+                width as usize,
+            ),
+            None => String::new(),
+        }),
+    }
+}
+
+/// Microseconds, as µs up to 10 ms, then ms.
+fn micros(us: f64) -> String {
+    if !us.is_finite() {
+        "-".into()
+    } else if us < 10_000.0 {
+        format!("{us:.0}µs")
+    } else {
+        format!("{:.0}ms", us / 1000.0)
+    }
+}
+
+/// "nice 5 batch 0-1": the knobs that differ from the defaults.
+pub fn knobs_words(w: &WorkloadView) -> String {
+    let k = &w.decl.knobs;
+    let mut parts = vec![format!("nice {}", k.nice)];
+    parts.push(if k.policy.is_realtime() {
+        format!("{} {}", policy_name(k.policy), k.rt_priority)
+    } else {
+        policy_name(k.policy).to_string()
+    });
+    if let Some(cpus) = &k.affinity {
+        parts.push(format!(
+            "cpu {}",
+            crate::supervisor::knobs::format_cpu_list(cpus)
+        ));
+    }
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_columns_fit_in_80() {
+        let cols: Vec<Col> = columns_for(80).into_iter().map(|c| c.0).collect();
+        for c in [
+            Col::Name,
+            Col::State,
+            Col::Tasks,
+            Col::Ops,
+            Col::Cpu,
+            Col::Fair,
+            Col::Ratio,
+            Col::Vol,
+            Col::Invol,
+            Col::Wait,
+        ] {
+            assert!(cols.contains(&c));
+        }
+        assert_eq!(columns_for(200).len(), COLUMNS.len());
+    }
+}

@@ -1,0 +1,345 @@
+//! `schedlab run` end to end: real workloads (plain commands, so this does not depend on the
+//! load generators), JSON that follows the schema, recordings, live metrics, and bad input.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use schedlab::record::results::{Metric, RunResults};
+
+fn schedlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_schedlab"))
+}
+
+/// A scenario of two commands that end by themselves: one spins for a while, one sleeps.
+const FINITE: &str = r#"
+name = "two-commands"
+interval_ms = 100
+
+[[workload]]
+name = "spin"
+kind = "command"
+argv = ["sh", "-c", "i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done"]
+
+[[workload]]
+name = "nap"
+kind = "command"
+argv = ["sleep", "0.5"]
+"#;
+
+fn scenario(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn one_line_error(out: &Output, cmd: &str) -> String {
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with(&format!("schedlab {cmd}: error: ")),
+        "{err}"
+    );
+    err
+}
+
+#[test]
+fn json_output_follows_the_schema_and_gives_the_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario(dir.path(), "s.toml", FINITE);
+    let out = schedlab()
+        .arg("run")
+        .arg(&sc)
+        .args(["--repeat", "3", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stderr.is_empty(), "no progress bar when piped");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let r = RunResults::from_json(&text, "stdout").expect("strict schema");
+    assert_eq!(r.repeats, 3);
+    assert_eq!(r.scenario.name, "two-commands");
+    assert_eq!(r.scenario.duration_s, None);
+    assert!(r.host.cpus >= 1);
+    let spin = &r.workloads[0];
+    assert_eq!(
+        (spin.name.as_str(), spin.kind.as_str()),
+        ("spin", "command")
+    );
+    assert!(
+        spin.metrics.iter().all(|m| m.metric != Metric::Throughput),
+        "a command has no counters, so no throughput"
+    );
+    let cpu = spin
+        .metrics
+        .iter()
+        .find(|m| m.metric == Metric::CpuReceived)
+        .unwrap();
+    assert_eq!(cpu.runs.len(), 3);
+    assert!(cpu.mean > 0.0, "a shell loop spins: {cpu:?}");
+    assert!(cpu.std_dev.is_some() && cpu.ci95_low.is_some() && cpu.cv.is_some());
+
+    // CSV and text views of the same run.
+    let out = schedlab()
+        .arg("run")
+        .arg(&sc)
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert!(csv.starts_with("workload,kind,metric,unit,n,mean"));
+    assert!(csv.contains("\nspin,command,cpu_received,CPUs,1,"));
+}
+
+#[test]
+fn output_file_record_replay_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario(dir.path(), "s.toml", FINITE);
+    let res = dir.path().join("res.json");
+    let rec = dir.path().join("run.jsonl");
+    let out = schedlab()
+        .arg("run")
+        .arg(&sc)
+        .args(["--format", "json", "-o"])
+        .arg(&res)
+        .arg("--record")
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    RunResults::from_json(&std::fs::read_to_string(&res).unwrap(), "res").unwrap();
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 3, "no temp file left: {names:?}");
+
+    let recording = schedlab::record::recording::Recording::read(&rec).unwrap();
+    assert!(recording.complete);
+    assert!(recording.sample_count() >= 3);
+    assert_eq!(recording.header.scenario.name, "two-commands");
+    assert!(recording.frames().iter().any(|f| f
+        .workloads
+        .iter()
+        .any(|w| w.name == "spin" && w.cpu_received > 0.1)));
+
+    let svg = dir.path().join("run.svg");
+    let st = schedlab()
+        .arg("plot")
+        .arg(&rec)
+        .arg("-o")
+        .arg(&svg)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("</svg>"));
+    let out = schedlab().arg("replay").arg(&rec).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("spin"));
+}
+
+#[test]
+fn live_metrics_are_served_while_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario(
+        dir.path(),
+        "s.toml",
+        "interval_ms = 100\n[[workload]]\nname = \"nap\"\nkind = \"command\"\nargv = [\"sleep\", \"5\"]\n",
+    );
+    let mut child = schedlab()
+        .arg("run")
+        .arg(&sc)
+        .args(["--metrics-addr", "127.0.0.1:0", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("schedlab run: metrics at http://")
+        .unwrap();
+    let addr = url.strip_suffix("/metrics").unwrap();
+    // Wait until a frame has been published (the scrape before the first tick is empty).
+    let mut body = String::new();
+    for _ in 0..100 {
+        let mut s = TcpStream::connect(addr).unwrap();
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).unwrap();
+        body = resp.split_once("\r\n\r\n").unwrap().1.to_owned();
+        if body.contains("workload=\"nap\"") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        body.contains("schedlab_workload_cpu_received{scenario=\"s\",workload=\"nap\"}"),
+        "{body}"
+    );
+}
+
+#[test]
+fn bad_scenarios_are_one_line_pointing_at_the_mistake() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "unknown-key.toml",
+            "[[workload]]\nkind = \"fork-load\"\nforkerz = 1\n",
+            "unknown-key.toml:3:1: unknown key `forkerz` (did you mean `forkers`?)",
+        ),
+        (
+            "wrong-type.toml",
+            "interval_ms = \"fast\"\n[[workload]]\nkind = \"fork-load\"\n",
+            "wrong-type.toml:1:15: invalid type: string \"fast\", expected an integer",
+        ),
+        (
+            "negative.toml",
+            "duration = -3\n[[workload]]\nkind = \"fork-load\"\n",
+            "negative.toml:1:12: duration must be a positive number of seconds, found -3",
+        ),
+        (
+            "kind.toml",
+            "[[workload]]\nkind = \"fork-bomb\"\n",
+            "kind.toml:2:8: unknown workload kind `fork-bomb`, expected one of",
+        ),
+        (
+            "range.toml",
+            "interval_ms = 20000\n[[workload]]\nkind = \"fork-load\"\n",
+            "range.toml:1:15: interval_ms must be 100..=10000, found 20000",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let sc = scenario(dir.path(), name, text);
+        let out = schedlab().arg("run").arg(&sc).output().unwrap();
+        let err = one_line_error(&out, "run");
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    let out = schedlab().args(["run", "no-such-preset"]).output().unwrap();
+    assert!(one_line_error(&out, "run").contains("no scenario file `no-such-preset`"));
+    let out = schedlab()
+        .args(["run", "mix", "--duration", "-2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be a positive duration"));
+}
+
+#[test]
+fn unwritable_outputs_and_busy_metrics_fail_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario(dir.path(), "s.toml", FINITE);
+    let out = schedlab()
+        .arg("run")
+        .arg(&sc)
+        .args(["-o", "/nonexistent/dir/r.json"])
+        .output()
+        .unwrap();
+    assert!(one_line_error(&out, "run").contains("cannot write /nonexistent/dir/r.json"));
+    let out = schedlab()
+        .arg("run")
+        .arg(&sc)
+        .args(["--record", "/nonexistent/dir/r.jsonl"])
+        .output()
+        .unwrap();
+    assert!(one_line_error(&out, "run").contains("cannot write /nonexistent/dir/r.jsonl"));
+
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let res = dir.path().join("r.json");
+    let out = schedlab()
+        .arg("run")
+        .arg(&sc)
+        .args(["--metrics-addr", &addr, "-o"])
+        .arg(&res)
+        .output()
+        .unwrap();
+    let err = one_line_error(&out, "run");
+    assert!(
+        err.contains(&format!("cannot serve metrics on {addr}")),
+        "{err}"
+    );
+    assert!(err.to_lowercase().contains("in use"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the scenario: no partial result file, no temp file"
+    );
+}
+
+#[test]
+fn a_failing_workload_fails_the_run_and_leaves_no_recording_claiming_to_be_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario(
+        dir.path(),
+        "s.toml",
+        "interval_ms = 100\n[[workload]]\nname = \"bad\"\nkind = \"command\"\nargv = [\"sh\", \"-c\", \"sleep 0.3; exit 3\"]\n",
+    );
+    let rec = dir.path().join("r.jsonl");
+    let out = schedlab()
+        .arg("run")
+        .arg(&sc)
+        .arg("--record")
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let err = one_line_error(&out, "run");
+    assert!(err.contains("workload bad failed (exit code 3)"), "{err}");
+    let r = schedlab::record::recording::Recording::read(&rec).unwrap();
+    assert!(!r.complete, "no end line: the reader says it was cut short");
+}
+
+/// Every preset runs for two seconds headless. Presets whose load generators are not built
+/// yet fail here loudly, naming the preset and the reason.
+#[test]
+fn every_preset_runs_two_seconds_headless() {
+    let mut failures = Vec::new();
+    for (name, _) in schedlab::scenario::PRESETS {
+        let out = schedlab()
+            .args(["run", name, "--duration", "2", "--format", "json"])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            failures.push(format!(
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+            continue;
+        }
+        let r = RunResults::from_json(&String::from_utf8_lossy(&out.stdout), name).unwrap();
+        let (sc, _) = schedlab::run::load_scenario(name).unwrap();
+        for w in &r.workloads {
+            let decl = sc.workloads.iter().find(|d| d.name == w.name).unwrap();
+            if decl.start_delay >= 2.0 {
+                assert!(w.metrics.is_empty(), "{name}: {} was not due yet", w.name);
+                continue;
+            }
+            let cpu = w.metrics.iter().find(|m| m.metric == Metric::CpuReceived);
+            assert!(
+                cpu.is_some_and(|m| m.mean > 0.0),
+                "{name}: workload {} received no CPU",
+                w.name
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "presets that did not run:\n{}",
+        failures.join("\n")
+    );
+}

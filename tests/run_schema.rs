@@ -1,0 +1,131 @@
+//! The results JSON follows its documented schema (docs/results-schema.md): every field written
+//! is documented, output round-trips through the strict reader, and strays are refused.
+
+mod common;
+
+use schedlab::record::results::{Host, RunResults, ScenarioInfo, SCHEMA_VERSION};
+
+fn example() -> RunResults {
+    let frames = common::frames();
+    let mut second = common::frames();
+    for f in &mut second {
+        f.workloads[0].ops_per_sec *= 1.1;
+    }
+    RunResults::from_repeats(
+        Host {
+            kernel: "6.18.0-test".into(),
+            cpus: 2,
+            autogroup: true,
+        },
+        ScenarioInfo {
+            name: "contest-fork-load".into(),
+            file: None,
+            interval_ms: 500,
+            duration_s: Some(5.0),
+        },
+        &[
+            ("ref-job".into(), "ref-job".into(), "unit".into()),
+            ("fork \"loop\"".into(), "fork_load".into(), "fork".into()),
+        ],
+        &[frames, second],
+    )
+}
+
+fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                out.push(k.clone());
+                keys(v, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| keys(v, out)),
+        _ => {}
+    }
+}
+
+fn documented_fields() -> Vec<String> {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results-schema.md"),
+    )
+    .unwrap();
+    // The results part: table rows "| `field` | type | meaning |" before the compare section.
+    let results = doc.split("## `schedlab compare").next().unwrap();
+    results
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_field_written_is_documented_and_every_documented_field_written() {
+    let json = serde_json::to_value(example()).unwrap();
+    let mut written = Vec::new();
+    keys(&json, &mut written);
+    written.sort();
+    written.dedup();
+    let mut documented = documented_fields();
+    documented.sort();
+    documented.dedup();
+    assert_eq!(written, documented);
+    assert_eq!(json["schema_version"], SCHEMA_VERSION);
+}
+
+#[test]
+fn output_round_trips_through_the_strict_reader() {
+    let r = example();
+    let text = r.to_json();
+    let back = RunResults::from_json(&text, "x.json").unwrap();
+    assert_eq!(back, r);
+    let m = &back.workloads[0].metrics[0];
+    assert_eq!(m.runs.len(), 2);
+    assert_eq!(m.unit, "unit/s");
+    assert!(m.std_dev.unwrap() > 0.0);
+    assert!(m.ci95_low.unwrap() < m.mean && m.mean < m.ci95_high.unwrap());
+    // Two runs 10% apart: far above the 5% threshold.
+    assert!(m.warning.as_deref().unwrap().contains("too noisy"));
+}
+
+#[test]
+fn strays_and_other_versions_are_refused() {
+    let mut v = serde_json::to_value(example()).unwrap();
+    v["workloads"][0]["metrics"][0]["median"] = 1.into();
+    let e = RunResults::from_json(&v.to_string(), "x.json").unwrap_err();
+    assert!(format!("{e:#}").contains("unknown field `median`"), "{e:#}");
+    let mut v = serde_json::to_value(example()).unwrap();
+    v["schema_version"] = 99.into();
+    let e = RunResults::from_json(&v.to_string(), "x.json").unwrap_err();
+    assert!(format!("{e:#}").contains("schema version 99"), "{e:#}");
+    assert!(RunResults::from_json("not json", "x.json").is_err());
+}
+
+#[test]
+fn csv_has_a_row_per_workload_and_metric() {
+    let csv = example().to_csv();
+    let lines: Vec<_> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 2 * 6);
+    assert!(lines[0].starts_with("workload,kind,metric,unit,n,mean,std_dev"));
+    assert!(lines[1].starts_with("ref-job,ref-job,throughput,unit/s,2,"));
+    assert!(
+        lines[7].starts_with("\"fork \"\"loop\"\"\",fork_load,throughput,fork/s,2,885,0,"),
+        "{}",
+        lines[7]
+    );
+}
+
+#[test]
+fn text_warns_plainly() {
+    let text = example().to_text();
+    assert!(
+        text.contains(
+            "scenario contest-fork-load: 2 repeats, kernel 6.18.0-test, 2 CPUs, autogroup on"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: too noisy to trust (runs vary by more than 5%): throughput 6.7%"),
+        "{text}"
+    );
+}

@@ -1,0 +1,368 @@
+//! Whole screens of the dashboard, drawn with ratatui's TestBackend from a deterministic
+//! model of the seed's situation: contest's fork_load against a -j4 reference job in one
+//! session on a 2-CPU machine. Five runnable tasks of equal weight: each is due 40% of a CPU;
+//! the fork loop receives 16% (the O(1) kernels' 8%-of-20% story, scaled to two CPUs).
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+use ratatui::Terminal;
+
+use schedlab::model::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};
+use schedlab::scenario::Scenario;
+use schedlab::ui::app::{App, Mode};
+use schedlab::ui::engine::{Command, Event};
+use schedlab::ui::theme::Theme;
+use schedlab::ui::{draw, input};
+
+fn ref_job(t: f64, wobble: f64) -> WorkloadFrame {
+    WorkloadFrame {
+        id: 1,
+        name: "ref-job".into(),
+        state: WorkloadState::Running,
+        tasks: 5,
+        ops_per_sec: 3.7 + wobble * 0.2,
+        ops_unit: "unit".into(),
+        progress: Some((t / 20.0).fract()),
+        cpu_received: 1.84 - wobble * 0.04,
+        cpu_demand: 4.0,
+        cpu_fair: 1.6,
+        fairness_ratio: (1.84 - wobble * 0.04) / 1.6,
+        weight: 4096.0,
+        voluntary_cs_per_sec: 12.0 + wobble,
+        involuntary_cs_per_sec: 410.0 + wobble * 30.0,
+        runq_wait_pct: 118.0,
+        wait_per_slice_us: 2900.0,
+        accounting: Accounting::Proc,
+        group: "session 812".into(),
+    }
+}
+
+fn fork_load(wobble: f64) -> WorkloadFrame {
+    let got = 0.16 + wobble * 0.03;
+    WorkloadFrame {
+        id: 2,
+        name: "fork_load".into(),
+        state: WorkloadState::Running,
+        tasks: 1,
+        ops_per_sec: 310.0 + wobble * 40.0,
+        ops_unit: "fork".into(),
+        progress: None,
+        cpu_received: got,
+        cpu_demand: 1.0,
+        cpu_fair: 0.4,
+        fairness_ratio: got / 0.4,
+        weight: 1024.0,
+        voluntary_cs_per_sec: 620.0 + wobble * 50.0,
+        involuntary_cs_per_sec: 95.0 + wobble * 10.0,
+        runq_wait_pct: 84.0,
+        wait_per_slice_us: 5100.0,
+        accounting: Accounting::Proc,
+        group: "session 812".into(),
+    }
+}
+
+fn frame(t: f64) -> Frame {
+    // A deterministic wobble so lines are not flat.
+    let wobble = ((t * 1.3).sin() + (t * 0.37).cos()) / 2.0;
+    Frame {
+        t,
+        interval: 0.5,
+        workloads: vec![ref_job(t, wobble), fork_load(wobble)],
+        machine: MachineFrame {
+            cpus: 2,
+            autogroup: true,
+            ctxt_per_sec: 2310.0 + wobble * 100.0,
+            procs_running: 5,
+            psi_some_avg10: Some(61.2),
+            rest_cpu_received: 0.02,
+            rest_cpu_fair: 0.0,
+        },
+        jain_index: 0.74,
+        observer_cpu_pct: 0.8,
+        status_interval: 1.0,
+    }
+}
+
+/// The default scenario, 60 s of it at 500 ms.
+fn seed_app() -> App {
+    let mut app = App::new(
+        "contest-fork-load",
+        Duration::from_millis(500),
+        2,
+        Theme { colour: true },
+    );
+    for (i, decl) in Scenario::builtin_default()
+        .workloads
+        .into_iter()
+        .enumerate()
+    {
+        app.on_event(Event::Added(i as u32 + 1, decl));
+    }
+    for i in 1..=120 {
+        app.on_event(Event::Frame(frame(i as f64 * 0.5)));
+    }
+    app
+}
+
+fn screen(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| draw(f, app)).unwrap();
+    term
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    input::on_key(app, KeyEvent::new(code, KeyModifiers::NONE));
+}
+
+fn text_of(term: &Terminal<TestBackend>) -> String {
+    let buf = term.backend().buffer();
+    let mut s = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            s.push_str(buf[(x, y)].symbol());
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[test]
+fn default_layout_80x24() {
+    let app = seed_app();
+    let term = screen(&app, 80, 24);
+    let text = text_of(&term);
+    for must in [
+        "Throughput",
+        "CPU %",
+        "Switches/s",
+        "ref-job",
+        "fork_load",
+        "STARVED",
+        "autogrp on",
+        "PSI 61.2",
+        "self 0.8%",
+    ] {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn default_layout_160x48() {
+    let app = seed_app();
+    let term = screen(&app, 160, 48);
+    let text = text_of(&term);
+    for must in ["LAST RUN", "WEIGHT", "GROUP", "autogroup on", "Jain 0.74"] {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn help_overlay() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::Char('?'));
+    assert_eq!(app.mode, Mode::Help);
+    let term = screen(&app, 80, 24);
+    insta::assert_snapshot!(term.backend());
+    // Every key of the help is on screen at 80x24.
+    let text = text_of(&term);
+    for (_, keys, _) in schedlab::ui::input::KEYS {
+        assert!(text.contains(keys), "{keys} missing from the help");
+    }
+    key(&mut app, KeyCode::Char('x'));
+    assert_eq!(app.mode, Mode::Normal);
+}
+
+#[test]
+fn picker_and_its_form() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::Char('a'));
+    insta::assert_snapshot!("picker", screen(&app, 80, 24).backend());
+    key(&mut app, KeyCode::Enter); // chat
+    insta::assert_snapshot!("picker_chat_form", screen(&app, 80, 24).backend());
+    // Three rooms of 50 messages, looping.
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Backspace);
+    key(&mut app, KeyCode::Backspace);
+    key(&mut app, KeyCode::Char('3'));
+    key(&mut app, KeyCode::Tab);
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Backspace);
+    }
+    key(&mut app, KeyCode::Char('5'));
+    key(&mut app, KeyCode::Char('0'));
+    key(&mut app, KeyCode::BackTab);
+    key(&mut app, KeyCode::BackTab);
+    key(&mut app, KeyCode::BackTab);
+    key(&mut app, KeyCode::Char(' ')); // the last field: loop
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.mode, Mode::Normal);
+    let Some(Command::Add(decl)) = app.outbox.pop() else {
+        panic!("no Add in {:?}", app.outbox)
+    };
+    assert_eq!(decl.name, "chat");
+    assert_eq!(
+        decl.kind,
+        schedlab::workload::kind::WorkloadKind::Chat {
+            rooms: 3,
+            messages: 50,
+            runs: Some(1)
+        }
+    );
+    app.on_event(Event::Added(3, decl));
+    assert!(app.workloads[2].looping);
+}
+
+#[test]
+fn a_bad_parameter_keeps_the_form_open_with_the_reason() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::Char('a'));
+    key(&mut app, KeyCode::Char('2')); // hackbench
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Char('x'));
+    key(&mut app, KeyCode::Enter);
+    let Mode::NewWorkload(_, form) = &app.mode else {
+        panic!("form closed")
+    };
+    assert!(
+        form.error.as_deref().unwrap().contains("groups: `4x`"),
+        "{:?}",
+        form.error
+    );
+    assert!(app.outbox.is_empty());
+}
+
+#[test]
+fn starved_verdict_is_red_and_explained() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::Down); // select fork_load
+    let term = screen(&app, 80, 24);
+    let text = text_of(&term);
+    assert!(
+        text.contains("due = weight 1024/5120 × the 200% its group gets (wants 100%)"),
+        "no explanation in\n{text}"
+    );
+    // The verdict word is red wherever it is drawn.
+    let buf = term.backend().buffer();
+    let mut red = 0;
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        if let Some(col) = line.find("STARVED") {
+            let x = line[..col].chars().count() as u16;
+            assert_eq!(buf[(x, y)].fg, Color::Red, "line {y}: {line}");
+            red += 1;
+        }
+    }
+    assert!(
+        red >= 2,
+        "the verdict should be in the table and in the details"
+    );
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn no_color_draws_no_colour() {
+    let mut app = seed_app();
+    app.theme = Theme { colour: false };
+    let term = screen(&app, 80, 24);
+    let buf = term.backend().buffer();
+    for cell in buf.content() {
+        assert_eq!(cell.fg, Color::Reset);
+        assert_eq!(cell.bg, Color::Reset);
+    }
+}
+
+#[test]
+fn too_small_terminal_says_so() {
+    let app = seed_app();
+    let term = screen(&app, 60, 15);
+    assert!(text_of(&term).contains("Terminal too small"));
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn frozen_view_stays_put_while_frames_arrive() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::Char(' '));
+    let before = text_of(&screen(&app, 80, 24));
+    let mut f = frame(61.0);
+    f.workloads[1].cpu_received = 0.4;
+    f.workloads[1].fairness_ratio = 1.0;
+    app.on_event(Event::Frame(f));
+    let after = text_of(&screen(&app, 80, 24));
+    assert_eq!(before, after);
+    assert!(after.contains("FROZEN"));
+    key(&mut app, KeyCode::Char(' '));
+    assert!(!text_of(&screen(&app, 80, 24)).contains("FROZEN"));
+}
+
+#[test]
+fn knob_keys_send_commands() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::Char('j'));
+    key(&mut app, KeyCode::Char(']'));
+    key(&mut app, KeyCode::Char('g'));
+    key(&mut app, KeyCode::Char('+'));
+    key(&mut app, KeyCode::Char('s'));
+    key(&mut app, KeyCode::Char('d'));
+    key(&mut app, KeyCode::Char('d'));
+    use schedlab::supervisor::{Knobs, Placement};
+    let nice = Knobs {
+        nice: 1,
+        ..Knobs::default()
+    };
+    // Knobs build on each other, before the engine has answered.
+    let session = Knobs {
+        nice: 1,
+        placement: Placement::OwnSession,
+        ..Knobs::default()
+    };
+    assert_eq!(
+        app.outbox,
+        vec![
+            Command::SetKnobs(2, nice),
+            Command::SetKnobs(2, session),
+            Command::SetInterval(Duration::from_millis(1000)),
+            Command::Stop(2),
+            Command::Remove(2),
+        ]
+    );
+    key(&mut app, KeyCode::Char('q'));
+    assert!(app.quit);
+}
+
+#[test]
+fn finished_runs_record_their_figure_and_loop() {
+    let mut app = seed_app();
+    app.workloads[0].looping = true;
+    // ref-job here is a finite run: make it finish.
+    if let schedlab::workload::kind::WorkloadKind::RefJob { runs, .. } =
+        &mut app.workloads[0].decl.kind
+    {
+        *runs = Some(1);
+    }
+    let mut f = frame(60.5);
+    f.workloads[0].state = WorkloadState::Done(0);
+    app.on_event(Event::Frame(f));
+    assert_eq!(app.workloads[0].runs.len(), 1);
+    assert_eq!(app.outbox, vec![Command::Restart(1)]);
+}
+
+#[test]
+fn mouse_click_selects_a_row() {
+    let mut app = seed_app();
+    let _ = screen(&app, 80, 24);
+    let g = app.table_geometry.get();
+    let click = crossterm::event::Event::Mouse(crossterm::event::MouseEvent {
+        kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
+        column: 3,
+        row: g.rows.y + 1,
+        modifiers: KeyModifiers::NONE,
+    });
+    input::handle(&mut app, &click);
+    assert_eq!(app.selected, 1);
+}

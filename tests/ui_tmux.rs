@@ -1,0 +1,364 @@
+//! The real dashboard, driven in tmux as a person would: start `schedlab`, look at the
+//! screen, add a workload with keys, quit; then the same ended by SIGTERM and by SIGKILL.
+//! After each: the shell prompt is back, the terminal is in line mode with echo, and no
+//! process the dashboard started is left.
+//!
+//! Every process of a run carries a unique environment tag, so "nothing left" is checked
+//! exactly, on a machine where other schedlab runs may be going on. The tmux server has its
+//! own socket and is killed at the end, pass or fail.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
+const PROMPT: &str = "e2e$ ";
+
+struct Tmux {
+    socket: String,
+    tag: String,
+}
+
+impl Tmux {
+    /// A tmux server of our own with an 80x24 window running a plain bash.
+    fn start(name: &str) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            eprintln!("SKIPPED {name}: tmux is not installed; this end-to-end test needs it");
+            return None;
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let t = Tmux {
+            socket: format!("schedlab-e2e-{}-{name}-{nanos}", std::process::id()),
+            tag: format!("{}-{name}-{nanos}", std::process::id()),
+        };
+        let shell = format!("env -i PATH=/usr/bin:/bin TERM=xterm-256color HOME=/tmp PS1='{PROMPT}' bash --norc --noprofile");
+        let ok = Command::new("tmux")
+            .args([
+                "-L",
+                &t.socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "80",
+                "-y",
+                "24",
+                "-s",
+                "e2e",
+                &shell,
+            ])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux new-session failed");
+        t.wait_for("the shell prompt", Duration::from_secs(10), |s| {
+            s.contains(PROMPT.trim_end())
+        });
+        Some(t)
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            let ok = Command::new("tmux")
+                .args(["-L", &self.socket, "send-keys", "-t", "e2e", k])
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "send-keys {k}");
+            std::thread::sleep(Duration::from_millis(60));
+        }
+    }
+
+    fn type_text(&self, text: &str) {
+        let ok = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "e2e", "-l", text])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "e2e"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}; the screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Starts the dashboard in the shell, tagged.
+    fn start_dashboard(&self) {
+        self.start_dashboard_with("");
+    }
+
+    fn start_dashboard_with(&self, env: &str) {
+        self.type_text(&format!("{env} SCHEDLAB_E2E_TAG={} {BIN}", self.tag));
+        self.keys(&["Enter"]);
+        self.wait_for("the dashboard", Duration::from_secs(20), |s| {
+            s.contains("Throughput") && s.contains("CPU %") && s.contains("Switches/s")
+        });
+    }
+
+    /// Processes carrying our tag: the dashboard, its workloads, their children.
+    fn tagged(&self) -> Vec<(u32, String)> {
+        let needle = format!("SCHEDLAB_E2E_TAG={}", self.tag);
+        let mut found = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(env) = std::fs::read(e.path().join("environ")) else {
+                continue;
+            };
+            if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+                let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                if state
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+                {
+                    continue; // a zombie holds nothing and is its parent's to reap
+                }
+                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                found.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
+            }
+        }
+        found
+    }
+
+    /// The dashboard itself: the tagged process run with no arguments (not its terminal
+    /// guardian, a fork with the same command line and its own name).
+    fn dashboard_pid(&self) -> u32 {
+        self.tagged()
+            .into_iter()
+            .find(|(pid, cmd)| {
+                cmd.trim() == BIN
+                    && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|c| c.trim() == "schedlab")
+            })
+            .map(|(pid, _)| pid)
+            .expect("no dashboard process")
+    }
+
+    /// After the dashboard ended: prompt back, terminal sane, nothing left.
+    fn assert_clean_exit(&self, how: &str) {
+        self.wait_for(
+            &format!("the prompt after {how}"),
+            Duration::from_secs(15),
+            |s| last_line(s).starts_with(PROMPT.trim_end()),
+        );
+        // The prompt is printed when the dashboard's process is gone; its workloads get
+        // a moment to go too (SIGKILL: they learn of it from their lifeline pipe).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut left = self.tagged();
+        while !left.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            left = self.tagged();
+        }
+        assert!(left.is_empty(), "after {how}, still running: {left:?}");
+        self.type_text("stty -a");
+        self.keys(&["Enter"]);
+        let s = self.wait_for("stty's answer", Duration::from_secs(10), |s| {
+            s.contains("icanon") && last_line(s).starts_with(PROMPT.trim_end())
+        });
+        let words: Vec<&str> = s.split_whitespace().collect();
+        for mode in ["icanon", "echo", "isig", "icrnl"] {
+            assert!(
+                words.contains(&mode),
+                "after {how}, the terminal lacks {mode}:\n{s}"
+            );
+            assert!(
+                !words.contains(&format!("-{mode}").as_str()),
+                "after {how}: -{mode}:\n{s}"
+            );
+        }
+        // Main screen, no mouse reporting, cursor shown: as tmux itself sees the pane.
+        let flags = self.display("#{alternate_on} #{mouse_any_flag} #{mouse_button_flag} #{mouse_standard_flag} #{mouse_sgr_flag} #{cursor_flag}");
+        assert_eq!(
+            flags.trim(),
+            "0 0 0 0 0 1",
+            "after {how}: alternate screen, mouse x4, cursor"
+        );
+    }
+
+    fn display(&self, format: &str) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "display", "-p", "-t", "e2e", format])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        // Pass or fail: nothing of ours survives the test.
+        for (pid, _) in self.tagged() {
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn last_line(s: &str) -> &str {
+    s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
+}
+
+/// A table row's fields, by the workload's name.
+fn row<'a>(screen: &'a str, name: &str) -> Option<Vec<&'a str>> {
+    screen.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 6 && f[0] == "■" && f[1] == name).then_some(f)
+    })
+}
+
+/// Whether this build has a working subcommand (the load generators land over time).
+fn has_subcommand(args: &[&str]) -> bool {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+#[test]
+fn quit_with_q_after_adding_a_chat_workload() {
+    let Some(t) = Tmux::start("q") else { return };
+    t.start_dashboard();
+    let loads_built = has_subcommand(&["fork-load", "--forkers", "1", "--help"])
+        && has_subcommand(&["ref-job", "-j", "4", "--work", "1", "--runs", "0", "--help"]);
+    if loads_built {
+        // Both default workloads, running, with CPU received and tasks.
+        let s = t.wait_for(
+            "both default workloads with figures",
+            Duration::from_secs(20),
+            |s| {
+                ["ref-job", "fork_load"].iter().all(|n| {
+                    row(s, n).is_some_and(|f| {
+                        f[2] == "running"
+                            && f[3].parse::<u32>().unwrap_or(0) > 0
+                            && f[5].parse::<f64>().unwrap_or(0.0) > 0.0
+                    })
+                })
+            },
+        );
+        eprintln!("{s}");
+    } else {
+        let s = t.screen();
+        assert!(
+            row(&s, "ref-job").is_some() && row(&s, "fork_load").is_some(),
+            "{s}"
+        );
+        eprintln!(
+            "NOT CHECKED: non-zero figures of the default workloads: `schedlab fork-load` and \
+             `schedlab ref-job` are not in this build yet (their rows are on screen):\n{s}"
+        );
+    }
+
+    // The picker's first entry is chat: one run of ten rooms of 100 messages.
+    t.keys(&["a", "1", "Enter"]);
+    let s = t.wait_for("the chat workload", Duration::from_secs(10), |s| {
+        row(s, "chat").is_some()
+    });
+    if has_subcommand(&["chat-bench", "10", "100", "--help"]) {
+        // Seen with messages flowing, or already done (exit 0) if its run was short.
+        t.wait_for(
+            "chat running with messages, or done",
+            Duration::from_secs(30),
+            |s| {
+                row(s, "chat").is_some_and(|f| {
+                    (f[2] == "running" && f[4] != "0" && f[4] != "-") || f[2] == "done"
+                })
+            },
+        );
+    } else {
+        eprintln!(
+            "NOT CHECKED: chat's figures: `schedlab chat-bench` is not in this build yet:\n{s}"
+        );
+    }
+
+    t.keys(&["q"]);
+    t.assert_clean_exit("q");
+}
+
+#[test]
+fn sigterm_restores_the_terminal_and_stops_every_workload() {
+    let Some(t) = Tmux::start("term") else { return };
+    t.start_dashboard();
+    let pid = t.dashboard_pid();
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    t.assert_clean_exit("SIGTERM");
+}
+
+#[test]
+fn sighup_restores_the_terminal_and_stops_every_workload() {
+    let Some(t) = Tmux::start("hup") else { return };
+    t.start_dashboard();
+    let pid = t.dashboard_pid();
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) };
+    t.assert_clean_exit("SIGHUP");
+}
+
+/// A panic (forced by a failpoint that only debug builds have) gives the terminal back,
+/// stops every workload and says what happened.
+#[test]
+fn a_panic_restores_the_terminal_and_stops_every_workload() {
+    if !cfg!(debug_assertions) {
+        eprintln!("SKIPPED a_panic_...: the failpoint exists only in debug builds");
+        return;
+    }
+    let Some(t) = Tmux::start("panic") else {
+        return;
+    };
+    t.start_dashboard_with("SCHEDLAB_FAILPOINT_UI_PANIC=1");
+    t.assert_clean_exit("a panic");
+    let s = t.screen();
+    assert!(
+        s.contains("failpoint SCHEDLAB_FAILPOINT_UI_PANIC"),
+        "no panic message:\n{s}"
+    );
+}
+
+#[test]
+fn sigkill_leaves_no_workload_and_a_sane_terminal() {
+    let Some(t) = Tmux::start("kill") else { return };
+    t.start_dashboard();
+    // A workload of its own, so there is something to outlive the dashboard if lifelines fail.
+    t.keys(&["a", "0", "Tab"]);
+    t.type_text("sleep 300");
+    t.keys(&["Enter"]);
+    t.wait_for("the sleep workload", Duration::from_secs(10), |s| {
+        row(s, "sleep").is_some_and(|f| f[2] == "running")
+    });
+    let pid = t.dashboard_pid();
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    t.assert_clean_exit("SIGKILL");
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists() || {
+            let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            st.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        }
+    );
+}
