@@ -38,10 +38,11 @@ pub fn plot_main(args: PlotArgs) -> Result<()> {
 pub struct ReplayArgs {
     /// A recording made with `schedlab run --record FILE`.
     pub recording: PathBuf,
-    /// How to print the frames: a table, CSV (one row per workload per interval), or JSON
-    /// lines (one Frame per line).
-    #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
-    pub format: ReplayFormat,
+    /// Print the frames instead of opening the dashboard: a table, CSV (one row per workload
+    /// per interval), or JSON lines (one Frame per line). The default when standard output
+    /// is not a terminal is text.
+    #[arg(long, value_enum)]
+    pub format: Option<ReplayFormat>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,12 +52,19 @@ pub enum ReplayFormat {
     Json,
 }
 
-/// Until the dashboard can show a recording, replay prints its Frames as a table, derived by
-/// the same model code a live run uses.
+/// Opens the dashboard on the recording (on a terminal), or prints its Frames; either way
+/// they come from the same model code a live run uses.
 pub fn replay_main(args: ReplayArgs) -> Result<()> {
+    use std::io::IsTerminal;
+    let format = match args.format {
+        Some(f) => f,
+        None if std::io::stdout().is_terminal() => {
+            return crate::record::replay::dashboard(&args.recording)
+        }
+        None => ReplayFormat::Text,
+    };
     let replay = Replay::open(&args.recording)?;
-    eprintln!("schedlab replay: the dashboard cannot show recordings yet; printing the frames");
-    match args.format {
+    match format {
         ReplayFormat::Text => print!("{}", replay_text(&replay)),
         ReplayFormat::Csv => print!("{}", frames_csv(replay.frames())),
         ReplayFormat::Json => {

@@ -6,4 +6,5 @@ pub mod cli;
 pub mod metrics;
 pub mod plot;
 pub mod recording;
+pub mod replay;
 pub mod results;
