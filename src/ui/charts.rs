@@ -92,7 +92,8 @@ fn thin(
     let mut out: Vec<(f64, f64)> = Vec::new();
     let column = |x: f64| ((x - x0) / span * columns as f64).floor().max(-1.0) as i64;
     // The column being gathered: its number, lowest and highest point.
-    let mut current: Option<(i64, (f64, f64), (f64, f64))> = None;
+    type XY = (f64, f64);
+    let mut current: Option<(i64, XY, XY)> = None;
     let flush = |out: &mut Vec<(f64, f64)>, lo: (f64, f64), hi: (f64, f64)| {
         if lo == hi {
             out.push(lo);
