@@ -104,3 +104,8 @@ for o in run top htop; do
     m=$(bench_median < "$TMP/$o")
     echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(bench_median < "$TMP/$o.cpu" | awk '{printf "%.2f", $1}') ($(bench_spread %.2f < "$TMP/$o.cpu")) |"
 done
+echo
+echo "Known flaw: the 'schedlab run' row's rate is run's time-weighted mean over its sampled"
+echo "intervals (start-up excluded), not the command's Total line, so its ratio is not comparable"
+echo "yet; and its CPU reading is empty (shown as negative) when run exits before SECS-1 s."
+
