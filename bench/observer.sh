@@ -49,6 +49,8 @@ ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}'; 
 # Observer PID's CPU in % of one CPU from 1 s to SECS-1 s after it started.
 observe() {
     sleep 1; a=$(ticks "$1"); sleep $((SECS - 2)); b=$(ticks "$1")
+    # Gone before the second reading: no figure rather than a wrong one.
+    [ -n "$a" ] && [ -n "$b" ] || { echo "observer.sh: PID $1 exited before ${SECS}-1 s; no CPU reading" >&2; return 0; }
     awk -v a="$a" -v b="$b" -v hz="$HZ" -v s=$((SECS - 2)) 'BEGIN {printf "%.2f\n", (b - a) / hz / s * 100}'
 }
 workload() { "$SL" ipc-pingpong --kind sem --pairs "$PAIRS" --threads --pin none --duration "$SECS" | awk '/^Total:/ {print $(NF-2)}'; }
@@ -90,6 +92,7 @@ while [ $i -lt "$RUNS" ]; do
 done
 
 a=$(bench_median < "$TMP/alone")
+cpu_cell() { if [ -s "$1" ]; then echo "$(bench_median < "$1" | awk '{printf "%.2f", $1}') ($(bench_spread %.2f < "$1"), $(wc -l < "$1") readings)"; else echo "no reading"; fi; }
 echo "Observer: $((PAIRS * 2)) threads in sem ping-pong, $SECS s, $RUNS runs each, rotating order; $(nproc) CPUs, kernel $(uname -r)"
 echo
 echo "| observer (10 Hz) | workload rt/s, median [IQR] | / alone | observer CPU, % of one CPU, median (min..max) |"
@@ -102,10 +105,9 @@ for o in run top htop; do
         htop) label="htop -d 1 (all threads)" ;;
     esac
     m=$(bench_median < "$TMP/$o")
-    echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(bench_median < "$TMP/$o.cpu" | awk '{printf "%.2f", $1}') ($(bench_spread %.2f < "$TMP/$o.cpu")) |"
+    echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(cpu_cell "$TMP/$o.cpu") |"
 done
 echo
 echo "Known flaw: the 'schedlab run' row's rate is run's time-weighted mean over its sampled"
-echo "intervals (start-up excluded), not the command's Total line, so its ratio is not comparable"
-echo "yet; and its CPU reading is empty (shown as negative) when run exits before SECS-1 s."
+echo "intervals (start-up excluded), not the command's Total line, so its ratio is not comparable yet."
 
