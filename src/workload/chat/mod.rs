@@ -3,7 +3,7 @@
 
 mod bench;
 mod client;
-mod limits;
+pub(crate) mod limits;
 mod net;
 pub mod protocol;
 mod run_flags;
@@ -69,6 +69,9 @@ pub struct ClientArgs {
     pub port: String,
     #[arg(long, value_name = "SECS", default_value_t = 10.0, help = TIMEOUT_HELP)]
     pub timeout: f64,
+    /// Start even when the size guard finds it too big for this machine.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn server_main(args: ServerArgs) -> Result<()> {
@@ -98,6 +101,7 @@ pub fn client_main(args: ClientArgs) -> Result<()> {
     let addr = SocketAddr::new(parse_ip(&args.ip)?, parse_port(&args.port, false)?);
     let size = parse_size(&args.rooms, &args.messages)?;
     let timeout = parse_timeout(args.timeout)?;
+    crate::guard::check("chat-client", guard_demand(size, 1), args.force)?;
     crate::sysv::sweep_orphans()?;
     let region = crate::counters::CounterRegion::for_workload()?;
     let mut pool = slots::SlotPool::new(region.clone());
@@ -156,6 +160,11 @@ fn report_port(fd: i32, port: u16) -> Result<()> {
     let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
     writeln!(pipe, "{port}").map_err(|e| anyhow!("writing the port to --port-fd {fd}: {e}"))?;
     Ok(())
+}
+
+/// The threads a chat run starts: a send and a receive thread per user, on each side.
+pub(crate) fn guard_demand(size: RunSize, sides: u64) -> crate::guard::Demand {
+    crate::guard::Demand::threads(size.rooms as u64 * limits::THREADS_PER_ROOM * sides)
 }
 
 #[cfg(test)]
