@@ -19,6 +19,10 @@ use crate::workload::kind::WorkloadKind;
 pub const BYTES_PER_THREAD: u64 = 96 * 1024;
 /// Memory one forked process comes to cost (page tables, kernel stack, touched pages).
 pub const BYTES_PER_PROCESS: u64 = 512 * 1024;
+/// Address space one thread reserves: its stack (64-128 KiB here), guard page, signal stack.
+pub const VBYTES_PER_THREAD: u64 = 256 * 1024;
+/// Address space glibc reserves for each malloc arena a new thread may get (8 per CPU at most).
+const ARENA_BYTES: u64 = 64 << 20;
 
 /// What a run asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,6 +31,8 @@ pub struct Demand {
     pub tasks: u64,
     /// Memory those tasks cost.
     pub bytes: u64,
+    /// Threads among them sharing one address space (RLIMIT_AS is per process).
+    pub threads: u64,
 }
 
 impl Demand {
@@ -34,6 +40,7 @@ impl Demand {
         Self {
             tasks: n,
             bytes: n.saturating_mul(BYTES_PER_THREAD),
+            threads: n,
         }
     }
 
@@ -41,6 +48,7 @@ impl Demand {
         Self {
             tasks: n,
             bytes: n.saturating_mul(BYTES_PER_PROCESS),
+            threads: 0,
         }
     }
 
@@ -48,6 +56,8 @@ impl Demand {
         Self {
             tasks: self.tasks.saturating_add(other.tasks),
             bytes: self.bytes.saturating_add(other.bytes),
+            // Workloads of a scenario are processes of their own: the largest one counts.
+            threads: self.threads.max(other.threads),
         }
     }
 }
@@ -118,6 +128,9 @@ pub fn scenario_demand(scenario: &Scenario) -> Demand {
 pub struct Headroom {
     pub tasks: Option<(u64, String)>,
     pub mem_available: Option<u64>,
+    /// RLIMIT_AS and the address space this process already uses, when limited.
+    pub address_space: Option<(u64, u64)>,
+    pub cpus: u64,
 }
 
 pub fn headroom() -> Headroom {
@@ -130,6 +143,8 @@ pub fn headroom() -> Headroom {
     Headroom {
         tasks,
         mem_available: limits::mem_available(),
+        address_space: address_space(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()) as u64,
     }
 }
 
@@ -154,7 +169,45 @@ pub fn refusal(demand: Demand, room: &Headroom) -> Option<String> {
             ));
         }
     }
+    if let (Some((limit, used)), true) = (room.address_space, demand.threads > 0) {
+        let arenas = demand.threads.min(8 * room.cpus.max(1));
+        let need = used
+            .saturating_add(demand.threads.saturating_mul(VBYTES_PER_THREAD))
+            .saturating_add(arenas.saturating_mul(ARENA_BYTES));
+        if need > limit {
+            return Some(format!(
+                "{} threads need about {} MiB of address space (stacks and malloc arenas) \
+                 but RLIMIT_AS is {} MiB; raise it with ulimit -v or ask for fewer",
+                demand.threads,
+                need >> 20,
+                limit >> 20
+            ));
+        }
+    }
     None
+}
+
+/// (RLIMIT_AS, VmSize now) when the address space is limited.
+fn address_space() -> Option<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some((lim.rlim_cur, kb * 1024))
 }
 
 /// RLIMIT_NPROC counts every task of our real uid; the kernel ignores it for root.
@@ -196,6 +249,8 @@ mod tests {
         Headroom {
             tasks: Some((tasks, "kernel.threads-max (100)".into())),
             mem_available: Some(mem),
+            address_space: Some((1 << 40, 0)),
+            cpus: 2,
         }
     }
 
@@ -210,6 +265,17 @@ mod tests {
             refusal(Demand::threads(u64::MAX), &Headroom::default()),
             None
         );
+        let small_as = Headroom {
+            address_space: Some((256 << 20, 16 << 20)),
+            ..room(1_000_000, 1 << 40)
+        };
+        let why = refusal(Demand::threads(800), &small_as).unwrap();
+        assert!(
+            why.contains("RLIMIT_AS") && why.contains("ulimit -v"),
+            "{why}"
+        );
+        // Processes each have their own address space.
+        assert_eq!(refusal(Demand::processes(800), &small_as), None);
     }
 
     #[test]

@@ -233,8 +233,10 @@ pub fn assert_one_line_error(out: &Output, case: &str) -> String {
         out.status
     );
     let first = err.lines().next().unwrap_or("").to_owned();
+    // clap's own usage errors (exit 2) start `error: ` and add a usage hint.
     assert!(
-        first.starts_with("schedlab ") && first.contains("error"),
+        (first.starts_with("schedlab ") && first.contains("error"))
+            || (code == Some(2) && first.starts_with("error: ")),
         "{case}: first line is not an error line: {err}"
     );
     if code == Some(1) {
