@@ -488,3 +488,56 @@ fn bad_scenario_fields_are_one_line_through_run() {
     assert_one_line_error(&out, "interval_ms = 5");
     snap.check("bad_scenario_fields_are_one_line_through_run");
 }
+
+#[test]
+fn what_needs_root_says_so_for_an_unprivileged_user() {
+    use std::os::unix::fs::PermissionsExt;
+    // The user `nobody` must be able to reach the binary (every directory above it o+x).
+    let reachable = std::path::Path::new(BIN)
+        .ancestors()
+        .skip(1)
+        .all(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0));
+    if !reachable {
+        eprintln!("SKIPPED what_needs_root_says_so_for_an_unprivileged_user: {BIN} is not reachable by uid 65534");
+        return;
+    }
+    let snap = Snapshot::take();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let sc = dir.path().join("rt.toml");
+    std::fs::write(
+        &sc,
+        "name = \"rt\"\n[[workload]]\nname = \"h\"\nkind = \"cpu-hog\"\nthreads = 1\npolicy = \"fifo\"\nrt_priority = 10\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&sc, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let nobody = |c: &mut std::process::Command| {
+        c.uid(65534).gid(65534).current_dir("/");
+    };
+    let cases: [(&str, Vec<&str>, &str); 2] = [
+        (
+            "nice-below-0",
+            vec!["fork-load", "--nice", "-5", "--duration", "0.5"],
+            "root",
+        ),
+        (
+            "fifo-policy",
+            vec!["run", sc.to_str().unwrap(), "--duration", "1"],
+            "root",
+        ),
+    ];
+    for (what, args, says) in cases {
+        let (code, err, _) = limited(what, &args, nobody);
+        assert_eq!(code, Some(1), "{what}: {err}");
+        assert!(
+            err.contains(says),
+            "{what}: does not say it needs {says}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
+    }
+    snap.check("what_needs_root_says_so_for_an_unprivileged_user");
+}
