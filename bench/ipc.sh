@@ -2,14 +2,17 @@
 # schedlab ipc-pingpong against its peers, side by side in one run, alternating:
 #   msg and sem kinds  vs  bench/c/pingpong.c (the same pairs and system calls, in C)
 #   pipe kind          vs  perf bench sched pipe (one pair, the same pinning via taskset)
-# Prints, per case, the median round trips/sec of each, the spread, and the ratio of medians.
+# Prints, per case, the median round trips/sec of each, the ratio of medians (schedlab / peer),
+# the median of the ratios of back-to-back runs, and the spread of each side.
 #
 #   bench/ipc.sh [RUNS] [SECONDS]      (defaults: 5 runs of 2 s each per side and case)
+#   ONLY=cross bench/ipc.sh 15 1       (only the cases whose label contains "cross")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNS=${1:-5}
 SECS=${2:-2}
+ONLY=${ONLY:-}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -28,21 +31,24 @@ total_rate() { awk '/^Total:/ {print $(NF-2)}'; }
 # perf: "   396353 ops/sec" -> 396353
 perf_rate() { awk '/ops\/sec/ {print $1}'; }
 
-printf 'machine: %s CPUs, kernel %s\n' "$(nproc)" "$(uname -r)"
+printf 'machine: %s CPUs, kernel %s, load average at start: %s\n' "$(nproc)" "$(uname -r)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'each side: %s runs of %s s, alternating; rates in round trips/sec (total over pairs)\n\n' "$RUNS" "$SECS"
-printf '%-28s %12s %12s %7s   %s\n' case schedlab peer ratio "spread (schedlab | peer)"
+printf '%-34s %10s %10s %7s %7s   %s\n' case schedlab peer ratio paired "spread (schedlab | peer)"
 
 compare() { # label, schedlab command, peer command, peer parser
   local label=$1 ours=$2 theirs=$3 parse=$4
+  [[ $label == *"$ONLY"* ]] || return 0
   : >"$tmp/a"; : >"$tmp/b"
   for _ in $(seq "$RUNS"); do
     eval "$ours" | total_rate >>"$tmp/a"
     eval "$theirs" 2>&1 | $parse >>"$tmp/b"
   done
-  local a b
+  local a b paired
   a=$(median <"$tmp/a"); b=$(median <"$tmp/b")
-  printf '%-28s %12.0f %12.0f %7.3f   %s | %s\n' "$label" "$a" "$b" \
-    "$(awk -v a="$a" -v b="$b" 'BEGIN {print a/b}')" "$(spread <"$tmp/a")" "$(spread <"$tmp/b")"
+  # Median of the ratios of back-to-back runs: less sensitive to load that comes and goes.
+  paired=$(paste "$tmp/a" "$tmp/b" | awk '{print $1/$2}' | median)
+  printf '%-34s %10.0f %10.0f %7.3f %7.3f   %s | %s\n' "$label" "$a" "$b" \
+    "$(awk -v a="$a" -v b="$b" 'BEGIN {print a/b}')" "$paired" "$(spread <"$tmp/a")" "$(spread <"$tmp/b")"
 }
 
 for kind in msg sem; do

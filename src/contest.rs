@@ -15,7 +15,6 @@ use anyhow::{bail, Context, Result};
 use crate::probe::{Probe, ProbeConfig, Target};
 use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running};
 use crate::workload::kind::{IpcKind, Pin, WorkloadKind};
-use crate::workload::placement::PlacementArgs;
 use crate::workload::refjob::children_cpu;
 
 /// Arguments of `schedlab contest`.
@@ -40,9 +39,13 @@ pub struct Args {
     /// Seconds each load runs before the job starts.
     #[arg(long, default_value_t = 3.0)]
     pub lead: f64,
-    /// Where the load runs: nice value, and whether in a session of its own.
-    #[command(flatten)]
-    pub placement: PlacementArgs,
+    /// Nice value of the loads (-20..19; below 0 needs root). The job runs at nice 0.
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: Option<i32>,
+    /// Start each load in a session of its own (setsid), so in its own autogroup when
+    /// autogroup is on; by default loads share the job's session.
+    #[arg(long)]
+    pub own_session: bool,
 }
 
 /// A load contest knows by name.
@@ -91,6 +94,8 @@ pub struct Row {
     pub cpu_percent: f64,
     pub loads: u64,
     pub load_cpu_percent: f64,
+    /// The autogroup the load ran in, when readable.
+    pub autogroup: Option<u64>,
 }
 
 /// Process groups to kill if contest is interrupted (a `sh -c` job's children ignore the
@@ -146,12 +151,12 @@ pub fn main(args: Args) -> Result<()> {
     println!("Job: {job_text} (own process group in contest's session, nice 0)");
     println!(
         "Loads: {}, nice {}; each started {} s before the job and stopped when it ends",
-        if args.placement.own_session {
+        if args.own_session {
             "in a session of their own (setsid: own autogroup)"
         } else {
             "in the job's session (shared autogroup)"
         },
-        args.placement.nice.unwrap_or(0),
+        args.nice.unwrap_or(0),
         args.lead
     );
     println!("Autogroup: {}", autogroup_state());
@@ -168,9 +173,23 @@ pub fn main(args: Args) -> Result<()> {
 
     let alone = measure("noload", None, &job, &args)?;
     print_row(&alone, alone.time);
+    let mut rows = Vec::new();
     for (name, kind) in &kinds {
         let row = measure(name, Some(kind), &job, &args)?;
         print_row(&row, alone.time);
+        rows.push(row);
+    }
+    // Show where each ran, so the placement line above can be checked.
+    let me = std::process::id();
+    let (_, own) = group_cpu("contest", unsafe { libc::getpgrp() } as u32, me);
+    if let Some(own) = own {
+        let mut line = format!("Autogroups: the job's (contest's session) {own}");
+        for row in &rows {
+            if let Some(id) = row.autogroup {
+                line += &format!(", {} {id}", row.load);
+            }
+        }
+        println!("{line}");
     }
     Ok(())
 }
@@ -207,6 +226,7 @@ fn measure(name: &str, load: Option<&WorkloadKind>, job: &Program, args: &Args) 
         cpu_percent: 0.0,
         loads: 0,
         load_cpu_percent: 0.0,
+        autogroup: None,
     };
     for _ in 0..args.runs {
         let mut running = match load {
@@ -224,7 +244,8 @@ fn measure(name: &str, load: Option<&WorkloadKind>, job: &Program, args: &Args) 
             // Read before stopping: a load killed outright may die before reaping its
             // children, whose CPU would then reach no one's cutime.
             let count = l.counters.total();
-            let lcpu = group_cpu(&l);
+            let (lcpu, autogroup) = group_cpu(&l.name, l.pgid(), l.pid);
+            row.autogroup = autogroup;
             let wall = stop_load(&mut l);
             row.loads += count;
             row.load_cpu_percent += 100.0 * lcpu.as_secs_f64() / wall.as_secs_f64().max(1e-9);
@@ -243,8 +264,8 @@ fn start_load(name: &str, kind: &WorkloadKind, args: &Args) -> Result<Running> {
         name: name.into(),
         program: kind.program(),
         knobs: Knobs {
-            nice: args.placement.nice.unwrap_or(0),
-            placement: if args.placement.own_session {
+            nice: args.nice.unwrap_or(0),
+            placement: if args.own_session {
                 Placement::OwnSession
             } else {
                 Placement::Shared
@@ -275,29 +296,33 @@ fn start_load(name: &str, kind: &WorkloadKind, args: &Args) -> Result<Running> {
     Ok(load)
 }
 
-/// CPU time used so far by a running load: every process of its group, with the children
-/// each has reaped (a fork loop's children, hackbench's earlier runs), read by the probe.
-fn group_cpu(load: &Running) -> Duration {
+/// CPU time used so far by a process group (every process in it, with the children each has
+/// reaped: a fork loop's children, hackbench's earlier runs), and the autogroup its leader
+/// is in, read by the probe.
+fn group_cpu(name: &str, pgid: u32, leader: u32) -> (Duration, Option<u64>) {
     let Ok(mut probe) = Probe::new(ProbeConfig::default()) else {
-        return Duration::ZERO;
+        return (Duration::ZERO, None);
     };
     let target = Target {
         id: 1,
-        name: load.name.clone(),
-        pgid: load.pgid(),
-        leader: load.pid,
+        name: name.into(),
+        pgid,
+        leader,
         cgroup: None,
         counters: None,
         ops_unit: String::new(),
     };
     let sample = probe.sample(&[target]);
-    let ticks: u64 = sample
-        .workloads
-        .iter()
-        .flat_map(|w| &w.processes)
-        .map(|p| p.cpu_ticks + p.child_ticks)
-        .sum();
-    Duration::from_nanos(ticks * crate::probe::parse::NS_PER_TICK)
+    let procs = || sample.workloads.iter().flat_map(|w| &w.processes);
+    let ticks: u64 = procs().map(|p| p.cpu_ticks + p.child_ticks).sum();
+    let autogroup = procs()
+        .find(|p| p.pid == leader)
+        .and_then(|p| p.autogroup)
+        .map(|(id, _)| id);
+    (
+        Duration::from_nanos(ticks * crate::probe::parse::NS_PER_TICK),
+        autogroup,
+    )
 }
 
 /// Stops a load (SIGTERM, then SIGKILL after 5 s) and returns how long it ran.

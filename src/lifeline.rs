@@ -10,6 +10,7 @@
 //! supervisor gives it the read end of a pipe set to raise SIGTERM (F_SETSIG) when the last
 //! writer, the parent, goes away, plus PR_SET_PDEATHSIG as a second line.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, Once};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -22,6 +23,9 @@ type Hook = Box<dyn Fn() + Send>;
 /// exit to it, not race it with an error that the clean-up itself caused ("child gone").
 static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static HOOKS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+/// The process that installed the hooks: a forked child inherits the panic hook, but the
+/// parent's clean-ups (kill its children, restore its terminal) are not the child's to run.
+static INSTALLER: AtomicU32 = AtomicU32::new(0);
 
 /// Registers a clean-up to run on a termination signal, a lost parent or a panic. Hooks run in
 /// the reverse order of registration and must not block for long.
@@ -36,6 +40,7 @@ pub fn on_exit(hook: impl Fn() + Send + 'static) {
 pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        INSTALLER.store(std::process::id(), Ordering::Relaxed);
         match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
             Ok(mut signals) => {
                 let spawned = std::thread::Builder::new()
@@ -54,6 +59,11 @@ pub fn install() {
         }
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            if std::process::id() != INSTALLER.load(Ordering::Relaxed) {
+                // A forked child without exec: report, then leave without the parent's exits.
+                previous(info);
+                unsafe { libc::_exit(101) };
+            }
             ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
             // The message first: the clean-up may take a while, and it is what matters.
             previous(info);

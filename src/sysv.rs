@@ -36,6 +36,9 @@ fn decode(word: u64) -> Option<(u64, i32)> {
 }
 
 struct Ledger {
+    /// The process that made the ledger. A forked child inherits the mapping and the atexit
+    /// handler; only the owner may remove what the ledger lists, or the file.
+    owner: u32,
     words: &'static [AtomicU64],
     path: Option<PathBuf>,
     /// Free entry ranges; touched only when objects are created or removed, never per operation.
@@ -55,6 +58,7 @@ fn ledger() -> &'static Ledger {
         // A normal exit (return from main, process::exit) removes what is left and the file.
         unsafe { libc::atexit(remove_all_at_exit) };
         Ledger {
+            owner: std::process::id(),
             words,
             path,
             free: Mutex::new(vec![(0, LEDGER_CAPACITY)]),
@@ -210,7 +214,10 @@ fn remove_object(kind: u64, id: i32) -> bool {
 /// Removes every object this process has recorded. Safe to call from a signal-handling
 /// thread or a panic hook: it takes no lock and allocates nothing.
 pub fn remove_all() {
-    let Some(ledger) = LEDGER_FOR_CLEANUP.get() else {
+    let Some(ledger) = LEDGER_FOR_CLEANUP
+        .get()
+        .filter(|l| l.owner == std::process::id())
+    else {
         return;
     };
     for word in ledger.words {
@@ -229,7 +236,10 @@ fn ensure_cleanup_registered() {
 
 /// Removes this process's ledger file; call at a normal exit, after every object is gone.
 pub fn remove_ledger_file() {
-    if let Some(ledger) = LEDGER_FOR_CLEANUP.get() {
+    if let Some(ledger) = LEDGER_FOR_CLEANUP
+        .get()
+        .filter(|l| l.owner == std::process::id())
+    {
         if let Some(path) = &ledger.path {
             let _ = std::fs::remove_file(path);
         }
@@ -500,6 +510,23 @@ mod tests {
         drop(range);
         assert!(!exists_msg(a));
         assert!(!exists_msg(b));
+    }
+
+    #[test]
+    fn a_forked_child_exiting_leaves_the_parents_objects() {
+        let q = MsgQueue::create().unwrap();
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // exit() runs the inherited atexit handler: it must not touch the parent's ledger.
+            unsafe { libc::exit(0) };
+        }
+        let mut status = 0;
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(exists_msg(q.id()));
+        let path = LEDGER_FOR_CLEANUP.get().unwrap().path.clone();
+        if let Some(path) = path {
+            assert!(path.exists());
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 /* A small C hackbench for bench/loads.sh: the workload REFERENCE.md section 2 describes,
  * written for this benchmark (not the original's code), so schedlab can be compared with a
- * C program of the same size and shape as well as with `perf bench sched messaging`, whose
- * much larger process makes its 400 children costlier to tear down.
+ * C program of the same size and shape as well as with `perf bench sched messaging`, a much
+ * larger process that runs 1.5-2x slower here in process and pipe modes.
  * usage: hackbench GROUPS LOOPS MODE   (MODE: process | pipe | thread)
  * Prints `Time: S.mmm`. 20 senders and 20 receivers per group, 100-byte messages. */
 #include <poll.h>

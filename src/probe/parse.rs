@@ -76,6 +76,19 @@ pub fn schedstat(buf: &[u8]) -> Option<(u64, u64, u64)> {
 
 /// The voluntary and involuntary context switches from a task's status file.
 pub fn status_switches(buf: &[u8]) -> Option<(u64, u64)> {
+    // They are the file's last two lines: look at its tail first.
+    let tail = &buf[buf.len().saturating_sub(160)..];
+    let tail = tail
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(tail, |i| &tail[i + 1..]);
+    if let Some(found) = scan_switches(tail) {
+        return Some(found);
+    }
+    scan_switches(buf)
+}
+
+fn scan_switches(buf: &[u8]) -> Option<(u64, u64)> {
     let mut vol = None;
     let mut invol = None;
     for line in buf.split(|c| *c == b'\n') {
@@ -246,6 +259,17 @@ mod tests {
             ),
             Some((17, 4))
         );
+        // A long file with the counts at its end, and one with them elsewhere.
+        let long = format!(
+            "{}voluntary_ctxt_switches:\t170\nnonvoluntary_ctxt_switches:\t40\n",
+            "Filler:\tx\n".repeat(100)
+        );
+        assert_eq!(status_switches(long.as_bytes()), Some((170, 40)));
+        let early = format!(
+            "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t2\n{}",
+            "Filler:\tx\n".repeat(100)
+        );
+        assert_eq!(status_switches(early.as_bytes()), Some((1, 2)));
         assert_eq!(
             cgroup2_usage_ns(b"usage_usec 1500\nuser_usec 1000\n"),
             Some(1_500_000)

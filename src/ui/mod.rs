@@ -63,11 +63,7 @@ const MIN_CHART_HEIGHT: u16 = 9;
 pub fn main(args: TuiArgs) -> Result<()> {
     let scenario = match &args.scenario {
         None => Scenario::builtin_default(),
-        Some(path) => bail!(
-            "{}: scenario files are not readable yet (the scenario parser is not in this build); \
-             run `schedlab` with no file for the built-in scenario",
-            path.display()
-        ),
+        Some(path) => Scenario::load(path)?,
     };
     crate::guard::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));

@@ -94,9 +94,9 @@ pub fn main(args: Args) -> Result<()> {
         "Each sender will pass {} messages of {} bytes",
         shape.loops, shape.datasize
     );
-    if shape.threads {
-        raise_fd_limit(shape.groups * shape.fds * 2 + 16)?;
-    }
+    // Threads keep every descriptor open at once; processes one group's at a time.
+    let groups_open = if shape.threads { shape.groups } else { 1 };
+    raise_fd_limit(groups_open * shape.fds * 2 + 16)?;
     let region = CounterRegion::for_workload()?;
     let mut slots = (0..shape.groups * shape.fds)
         .map(|_| region.claim())
@@ -165,7 +165,7 @@ fn pipe_buffer_size() -> Result<usize> {
     Ok(size as usize)
 }
 
-/// Thread mode keeps every descriptor open at once: make room for them.
+/// Makes room for the descriptors a run holds open at once.
 fn raise_fd_limit(needed: usize) -> Result<()> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
@@ -177,7 +177,7 @@ fn raise_fd_limit(needed: usize) -> Result<()> {
     }
     if (lim.rlim_max as usize) < needed {
         bail!(
-            "thread mode needs {needed} open files, the limit is {} (ulimit -n)",
+            "this run needs {needed} open files, the limit is {} (ulimit -n)",
             lim.rlim_max
         );
     }

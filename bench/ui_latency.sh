@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# How fast the dashboard answers a key, with and without 5,000 tasks under watch, and what
+# it costs itself. Drives the release binary in a tmux server of its own: sends `?`, waits
+# until the help is on screen, sends Esc, waits until it is gone; N times. Prints the median
+# and worst key-to-screen time (tmux's own capture adds a few ms; both cases pay it) and the
+# dashboard's "self" CPU% from its status line.
+#
+#   cargo build --release && bench/ui_latency.sh [N]
+set -euo pipefail
+N=${1:-20}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$ROOT/target/release/schedlab
+[ -x "$BIN" ] || { echo "build first: cargo build --release" >&2; exit 1; }
+TMP=$(mktemp -d)
+SOCK=schedlab-bench-$$
+cleanup() { tmux -L "$SOCK" kill-server 2>/dev/null || true; rm -rf "$TMP"; }
+trap cleanup EXIT
+cc -O2 -pthread -o "$TMP/sleepers" "$ROOT/bench/c/sleepers.c"
+
+now_ms() { date +%s%3N; }
+screen() { tmux -L "$SOCK" capture-pane -p -t b; }
+wait_for() { # pattern present (1) or absent (0)
+    local want=$1 pat=$2 deadline=$(( $(now_ms) + 10000 ))
+    while :; do
+        if screen | grep -q -- "$pat"; then got=1; else got=0; fi
+        [ "$got" = "$want" ] && return 0
+        [ "$(now_ms)" -gt "$deadline" ] && { echo "timeout waiting for $pat" >&2; screen >&2; return 1; }
+        sleep 0.002
+    done
+}
+
+run_case() { # label, extra workload command or ""
+    local label=$1 cmd=$2
+    tmux -L "$SOCK" -f /dev/null new-session -d -x 100 -y 30 -s b "$BIN"
+    wait_for 1 "Throughput"
+    if [ -n "$cmd" ]; then
+        tmux -L "$SOCK" send-keys -t b a 0 Tab
+        tmux -L "$SOCK" send-keys -t b -l "$cmd"
+        tmux -L "$SOCK" send-keys -t b Enter
+        wait_for 1 "■ sleepers "
+        sleep 3
+    else
+        sleep 3
+    fi
+    local times=()
+    for _ in $(seq "$N"); do
+        local t0; t0=$(now_ms); tmux -L "$SOCK" send-keys -t b '?'; wait_for 1 "Help: any key"
+        times+=($(( $(now_ms) - t0 )))
+        t0=$(now_ms); tmux -L "$SOCK" send-keys -t b Escape; wait_for 0 "Help: any key"
+        times+=($(( $(now_ms) - t0 )))
+        sleep 0.1
+    done
+    local tasks self
+    tasks=$(screen | awk '$1=="■" && $2=="sleepers" {print $4}')
+    self=$(screen | grep -o 'self [0-9.]*%' | head -1 || true)
+    printf '%-22s keys: median %3d ms, worst %3d ms (%d presses)  sleepers tasks: %s  %s\n' \
+        "$label" "$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')" \
+        "$(printf '%s\n' "${times[@]}" | sort -n | tail -1)" "${#times[@]}" "${tasks:--}" "$self"
+    tmux -L "$SOCK" send-keys -t b q
+    sleep 1
+    tmux -L "$SOCK" kill-server 2>/dev/null || true
+}
+
+echo "machine: $(nproc) CPUs, kernel $(uname -r); load now: $(cut -d' ' -f1-3 /proc/loadavg)"
+run_case "default scenario" ""
+run_case "+ 5,000 sleeping tasks" "$TMP/sleepers 5000"
