@@ -46,7 +46,7 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
     let size = parse_size(&args.rooms, &args.messages)?;
     let timeout = parse_timeout(args.timeout)?;
     let runs = args.runs.filter(|&n| n > 0);
-    crate::guard::check("chat-bench", super::guard_demand(size, 2), args.force)?;
+    super::guard("chat-bench", size, 2, args.force)?;
     crate::sysv::sweep_orphans()?;
     // Map the dashboard's region (closing the inherited descriptor) before forking the server,
     // which must count into a region of its own, not into ours.

@@ -101,7 +101,7 @@ pub fn client_main(args: ClientArgs) -> Result<()> {
     let addr = SocketAddr::new(parse_ip(&args.ip)?, parse_port(&args.port, false)?);
     let size = parse_size(&args.rooms, &args.messages)?;
     let timeout = parse_timeout(args.timeout)?;
-    crate::guard::check("chat-client", guard_demand(size, 1), args.force)?;
+    guard("chat-client", size, 1, args.force)?;
     crate::sysv::sweep_orphans()?;
     let region = crate::counters::CounterRegion::for_workload()?;
     let mut pool = slots::SlotPool::new(region.clone());
@@ -162,9 +162,16 @@ fn report_port(fd: i32, port: u16) -> Result<()> {
     Ok(())
 }
 
-/// The threads a chat run starts: a send and a receive thread per user, on each side.
-pub(crate) fn guard_demand(size: RunSize, sides: u64) -> crate::guard::Demand {
-    crate::guard::Demand::threads(size.rooms as u64 * limits::THREADS_PER_ROOM * sides)
+/// The size guard for a chat run (`sides`: 1 for the client, 2 for chat-bench). A run
+/// beyond the rooms this process can hold is refused now with chat's own reason (it names
+/// the limit precisely; chat-bench would otherwise retry a run that can never start); the
+/// guard adds what that check does not see (RLIMIT_AS, RLIMIT_NPROC, both sides together).
+pub(crate) fn guard(what: &str, size: RunSize, sides: u64, force: bool) -> Result<()> {
+    if !force && size.rooms > limits::max_rooms().0 {
+        return limits::reserve_for(size.rooms).map_err(|why| anyhow!(why));
+    }
+    let threads = size.rooms as u64 * limits::THREADS_PER_ROOM * sides;
+    crate::guard::check(what, crate::guard::Demand::threads(threads), force)
 }
 
 #[cfg(test)]
