@@ -65,9 +65,10 @@ pub fn install() {
                 unsafe { libc::_exit(101) };
             }
             ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
-            // The message first: the clean-up may take a while, and it is what matters.
-            previous(info);
+            // Hooks first: the dashboard's restores the terminal, or the message is lost
+            // with the alternate screen.
             run_hooks();
+            previous(info);
             finish(101);
         }));
     });

@@ -291,7 +291,8 @@ fn case(cmd: &Long, exit: Exit, sysv_before: &std::collections::BTreeSet<String>
             unsafe { libc::kill(pid, libc::SIGTERM) };
         }
     }
-    let status = wait_within(&mut child, SECS(15));
+    // Generous: a hang is forever; a debug build on a loaded 2-CPU machine is only slow.
+    let status = wait_within(&mut child, SECS(45));
     let err = err_reader.join().unwrap();
     let status = status.unwrap_or_else(|| panic!("{label}: did not end (a hang)\n{err}"));
     if exit == Exit::Sigkill {
