@@ -1,38 +1,10 @@
 //! contest prints its whole table, a Ratio of 1.00 for the job alone, the placement it used,
 //! and leaves nothing running; a failing job is one clear line. Also ref-job's exact units.
 
-use std::process::{Command, Output};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::process::Output;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Runs schedlab as a child subreaper and asserts that no process is left behind.
-fn run(args: &[&str]) -> Output {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("running schedlab");
-    let me = std::process::id().to_string();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-        let left: Vec<String> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
-            .filter(|s| s[s.rfind(')').unwrap() + 2..].split(' ').nth(1) == Some(&me))
-            .collect();
-        if left.is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{args:?} left {left:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    out
-}
+mod subreaper;
+use subreaper::run;
 
 fn text(out: &Output) -> String {
     format!(

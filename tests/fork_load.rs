@@ -3,38 +3,11 @@
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Output};
-use std::sync::Mutex;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Runs schedlab as a child subreaper and asserts that no process is left behind.
-fn run(args: &[&str]) -> Output {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("running schedlab");
-    let me = std::process::id().to_string();
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-        let left: Vec<String> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
-            .filter(|s| s[s.rfind(')').unwrap() + 2..].split(' ').nth(1) == Some(&me))
-            .collect();
-        if left.is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{args:?} left {left:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    out
-}
+mod subreaper;
+use subreaper::run;
 
 fn count(text: &str, prefix: &str) -> u64 {
     text.lines()
@@ -123,8 +96,7 @@ fn own_session_and_nice_are_applied() {
 
 #[test]
 fn sigterm_stops_reports_and_leaves_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let _serial = subreaper::serial();
     let child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
         .args(["fork-load", "--forkers", "2"])
         .stdout(std::process::Stdio::piped())
@@ -187,8 +159,7 @@ fn counts_reach_a_supervisor_and_stop_is_clean() {
     };
     let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
     argv.extend(args);
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let _serial = subreaper::serial();
     let mut run = spawn(&LaunchSpec {
         name: "fork_load".into(),
         program: Program::Command(argv),

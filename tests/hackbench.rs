@@ -1,50 +1,10 @@
 //! hackbench delivers exactly groups x fds x fds x loops messages in every mode, refuses bad
 //! input with one line, and leaves no task behind.
 
-use std::process::{Command, Output};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::process::Output;
 
-/// The tests of this file check for leftover processes: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Runs schedlab with `args`, as a child subreaper so that any task it leaves behind is
-/// reparented to this process, and asserts that none is left.
-fn run(args: &[&str]) -> Output {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("running schedlab");
-    assert_no_leftovers(args);
-    out
-}
-
-fn assert_no_leftovers(args: &[&str]) {
-    let me = std::process::id();
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-        let left: Vec<String> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
-            .filter(|stat| {
-                let rest = &stat[stat.rfind(')').unwrap() + 2..];
-                rest.split(' ').nth(1) == Some(&me.to_string())
-            })
-            .collect();
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "schedlab {args:?} left processes behind: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+mod subreaper;
+use subreaper::run;
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -166,7 +126,7 @@ fn counts_reach_a_supervisor() {
     };
     let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
     argv.extend(args);
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = subreaper::serial();
     let mut run = spawn(&LaunchSpec {
         name: "hackbench".into(),
         program: Program::Command(argv),

@@ -1,0 +1,51 @@
+//! Runs schedlab with the test process as a child subreaper, so that any task the command
+//! leaves behind is reparented here, and asserts that none is left.
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The tests of one file check for leftover processes of this process: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Takes this file's turn and makes the test process the subreaper of what it starts.
+pub fn serial() -> MutexGuard<'static, ()> {
+    let turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    turn
+}
+
+/// Runs `schedlab ARGS` to completion and asserts nothing of it is left running.
+pub fn run(args: &[&str]) -> Output {
+    let _serial = serial();
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("running schedlab");
+    assert_no_leftovers(args);
+    out
+}
+
+/// Reaps what was reparented here and waits a few seconds for the rest to go.
+pub fn assert_no_leftovers(args: &[&str]) {
+    let me = std::process::id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .filter(|s| s[s.rfind(')').unwrap() + 2..].split(' ').nth(1) == Some(&me))
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "schedlab {args:?} left processes behind: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
