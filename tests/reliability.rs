@@ -300,7 +300,7 @@ fn case(cmd: &Long, exit: Exit, sysv_before: &std::collections::BTreeSet<String>
         let out = output_within(schedlab(&tag, &["cleanup"]), SECS(20), &label);
         assert!(out.status.success(), "{label}: cleanup failed: {out:?}");
     }
-    assert_no_process(&tag, SECS(10), &label);
+    assert_no_process(&tag, SECS(20), &label);
     assert_sysv_back_to(sysv_before, SECS(10), &label);
     assert!(
         !err.contains("panicked") || exit == Exit::Panic,
