@@ -232,4 +232,38 @@ mod tests {
         b.playback(Playback::TogglePause).unwrap();
         assert_eq!(b.tick().t, 6.0);
     }
+
+    #[test]
+    fn the_engine_sends_no_frame_while_paused() {
+        use crate::ui::engine::{run, Command, Event};
+        use std::sync::mpsc;
+        let dir = tempfile::tempdir().unwrap();
+        let b = ReplayBackend::new(Replay::open(&recording(&dir, 11)).unwrap());
+        let (ctx, crx) = mpsc::channel();
+        let (etx, erx) = mpsc::channel();
+        let h = std::thread::spawn(move || {
+            run(Box::new(b), Duration::from_millis(10), crx, move |e| {
+                etx.send(e).is_ok()
+            })
+        });
+        let first = erx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(matches!(first, Event::Replay(s) if !s.paused), "{first:?}");
+        ctx.send(Command::Playback(Playback::TogglePause)).unwrap();
+        loop {
+            match erx.recv_timeout(Duration::from_secs(5)).unwrap() {
+                Event::Replay(s) if s.paused => break,
+                Event::Frame(_) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        // From here on the engine only answers: a step, then the end.
+        ctx.send(Command::Playback(Playback::Step(1))).unwrap();
+        ctx.send(Command::Quit).unwrap();
+        h.join().unwrap();
+        let rest: Vec<Event> = erx.try_iter().collect();
+        assert!(
+            matches!(rest.as_slice(), [Event::History(h), Event::Replay(s)] if s.paused && !h.is_empty()),
+            "{rest:?}"
+        );
+    }
 }

@@ -71,7 +71,7 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
         },
     ]);
     let sep = Span::styled(" │ ", t.dim());
-    let build = |long: bool, title: u8| -> Vec<Span> {
+    let build = |long: bool, title: u8, keep: usize| -> Vec<Span> {
         let mut spans = Vec::new();
         if app.replay.is_some_and(|r| r.paused) {
             spans.push(Span::styled(" paused ", t.frozen()));
@@ -90,7 +90,7 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
         if title > 0 {
             first = false;
         }
-        for (l, s) in &items {
+        for (l, s) in items.iter().take(keep) {
             let text = if long { l } else { s };
             if !text.is_empty() {
                 if !first {
@@ -104,14 +104,16 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
     };
     let w = area.width as usize;
     let spans = [
-        build(true, 2),
-        build(true, 1),
-        build(false, 1),
-        build(false, 0),
+        build(true, 2, items.len()),
+        build(true, 1, items.len()),
+        build(false, 1, items.len()),
+        build(false, 0, items.len()),
     ]
     .into_iter()
+    // Still too wide (a replay's position comes first): drop items from the end.
+    .chain((1..items.len()).rev().map(|keep| build(false, 0, keep)))
     .find(|s| width(s) <= w)
-    .unwrap_or_else(|| build(false, 0));
+    .unwrap_or_else(|| build(false, 0, 1));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
