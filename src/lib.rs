@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod contest;
 pub mod counters;
+pub mod guard;
 pub mod lab;
 pub mod lifeline;
 pub mod model;

@@ -19,6 +19,9 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 pub const ENV_LIFELINE_FD: &str = "SCHEDLAB_LIFELINE_FD";
 
 type Hook = Box<dyn Fn() + Send>;
+/// Set once a signal or a panic has started the clean-up: the main thread must then leave the
+/// exit to it, not race it with an error that the clean-up itself caused ("child gone").
+static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static HOOKS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
 /// The process that installed the hooks: a forked child inherits the panic hook, but the
 /// parent's clean-ups (kill its children, restore its terminal) are not the child's to run.
@@ -61,11 +64,46 @@ pub fn install() {
                 previous(info);
                 unsafe { libc::_exit(101) };
             }
+            ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
+            // Hooks first: the dashboard's restores the terminal, or the message is lost
+            // with the alternate screen.
             run_hooks();
             previous(info);
             finish(101);
         }));
     });
+}
+
+/// TEST-ONLY fault injection: `SCHEDLAB_INJECT_PANIC=<command>:<ms>` makes the process
+/// running subcommand `<command>` panic on a thread of its own `<ms>` milliseconds after it
+/// starts (`*` matches any command). The reliability suite uses it to prove that a panic
+/// mid-run leaves nothing behind, in a parent (`run:500`) or in one of its workloads
+/// (`fork-load:500` under `run`). Read once, at start; never set it outside tests.
+pub const ENV_INJECT_PANIC: &str = "SCHEDLAB_INJECT_PANIC";
+
+/// Arms the test-only panic of [`ENV_INJECT_PANIC`] when it names `command`.
+pub fn arm_injected_panic(command: &str) {
+    let Some(spec) = std::env::var_os(ENV_INJECT_PANIC) else {
+        return;
+    };
+    let spec = spec.to_string_lossy();
+    let Some((who, ms)) = spec.split_once(':') else {
+        return;
+    };
+    let Ok(ms) = ms.parse::<u64>() else {
+        return;
+    };
+    if who != command && who != "*" {
+        return;
+    }
+    let command = command.to_owned();
+    let _ = std::thread::Builder::new()
+        .name("schedlab-inject".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            panic!("{ENV_INJECT_PANIC}: injected panic in {command} (test-only)");
+        });
 }
 
 /// True when a supervisor started this process (and made it leader of its process group).
@@ -75,8 +113,20 @@ pub fn supervised() -> bool {
 
 /// Runs every clean-up and exits with `code`. Also the path for a fatal error in a thread.
 pub fn terminate(code: i32) -> ! {
+    ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
     run_hooks();
     finish(code)
+}
+
+/// Called by main before it reports and exits: when a signal or a panic is already ending the
+/// process, waits for that to finish (it exits with its own code), so the run's end is told
+/// by what ended it, not by an error its clean-up provoked in the main thread.
+pub fn settle() {
+    if ENDING.load(std::sync::atomic::Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
 }
 
 fn run_hooks() {

@@ -61,6 +61,11 @@ enum Cmd {
 fn main() -> ExitCode {
     lifeline::install();
     let args = workload::hackbench::rewrite_legacy_args(std::env::args_os().collect());
+    let command = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .filter(|a| !a.starts_with('-'));
+    lifeline::arm_injected_panic(command.unwrap_or("tui"));
     let cli = Cli::parse_from(args);
     let (name, result) = match cli.command {
         None => ("tui", ui::main(ui::TuiArgs::default())),
@@ -81,6 +86,7 @@ fn main() -> ExitCode {
         Some(Cmd::Plot(a)) => ("plot", record::cli::plot_main(a)),
         Some(Cmd::Replay(a)) => ("replay", record::cli::replay_main(a)),
     };
+    lifeline::settle();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -118,6 +118,21 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     after_comm.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Whether the process that wrote a ledger still runs: same pid, same start time, and not a
+/// zombie (a SIGKILLed owner stays one until reaped, and will never use its objects again).
+fn owner_alive(pid: u32, start: u64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some(after_comm) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+        return false;
+    };
+    let mut fields = after_comm.split_whitespace();
+    let state = fields.next();
+    let started = fields.nth(18).and_then(|f| f.parse::<u64>().ok());
+    !matches!(state, Some("Z" | "X")) && started == Some(start)
+}
+
 /// A run of ledger entries reserved up front, so that recording an id is a plain store.
 pub struct LedgerRange {
     start: usize,
@@ -266,8 +281,8 @@ pub fn sweep_orphans() -> Result<usize> {
         let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
             continue;
         };
-        if process_start_time(pid) == Some(start) {
-            continue; // owner alive: its objects are its own business
+        if owner_alive(pid, start) {
+            continue; // its objects are its own business
         }
         removed += sweep_ledger_file(&entry.path())?;
     }
@@ -527,6 +542,31 @@ mod tests {
         if let Some(path) = path {
             assert!(path.exists());
         }
+    }
+
+    #[test]
+    fn a_zombie_owners_objects_are_swept() {
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe { libc::_exit(0) };
+        }
+        // Not reaped yet: a zombie with its pid and start time intact.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let start = loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            if stat[stat.rfind(')').unwrap() + 2..].starts_with('Z') {
+                break process_start_time(pid as u32).unwrap();
+            }
+            assert!(std::time::Instant::now() < deadline, "child never exited");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert!(!owner_alive(pid as u32, start));
+        assert!(owner_alive(
+            std::process::id(),
+            process_start_time(std::process::id()).unwrap()
+        ));
+        let mut status = 0;
+        unsafe { libc::waitpid(pid, &mut status, 0) };
     }
 
     #[test]

@@ -170,7 +170,7 @@ fn help_overlay() {
     insta::assert_snapshot!(term.backend());
     // Every key of the help is on screen at 80x24.
     let text = text_of(&term);
-    for (_, keys, _) in schedlab::ui::input::KEYS {
+    for (_, keys, _) in schedlab::ui::input::keys_for(false) {
         assert!(text.contains(keys), "{keys} missing from the help");
     }
     key(&mut app, KeyCode::Char('x'));
@@ -365,4 +365,99 @@ fn mouse_click_selects_a_row() {
     });
     input::handle(&mut app, &click);
     assert_eq!(app.selected, 1);
+}
+
+/// A 60 s replay of the seed's situation, played to 30 s.
+fn replay_app() -> (App, Vec<Frame>) {
+    use schedlab::ui::engine::ReplayStatus;
+    let mut app = App::new(
+        "replay of contest-fork-load",
+        Duration::from_millis(500),
+        2,
+        Theme { colour: true },
+    );
+    app.on_event(Event::Replay(ReplayStatus {
+        duration: 60.0,
+        paused: false,
+    }));
+    for (i, decl) in Scenario::builtin_default()
+        .workloads
+        .into_iter()
+        .enumerate()
+    {
+        app.on_event(Event::Added(i as u32 + 1, decl));
+    }
+    let recording: Vec<Frame> = (1..=120).map(|i| frame(i as f64 * 0.5)).collect();
+    for f in &recording[..60] {
+        app.on_event(Event::Frame(f.clone()));
+    }
+    (app, recording)
+}
+
+#[test]
+fn replay_keys_ask_the_engine_and_a_seek_rebuilds_the_history() {
+    use schedlab::ui::engine::{Playback, ReplayStatus};
+    let (mut app, recording) = replay_app();
+    assert_eq!(app.workloads[1].series.len(), 60);
+    // Space pauses playback instead of freezing the view; the seek keys go to the engine.
+    key(&mut app, KeyCode::Char(' '));
+    key(&mut app, KeyCode::Char(','));
+    key(&mut app, KeyCode::Char('.'));
+    key(&mut app, KeyCode::PageUp);
+    key(&mut app, KeyCode::PageDown);
+    assert!(app.frozen.is_none());
+    assert_eq!(
+        app.outbox,
+        vec![
+            Command::Playback(Playback::TogglePause),
+            Command::Playback(Playback::Step(-1)),
+            Command::Playback(Playback::Step(1)),
+            Command::Playback(Playback::SeekFraction(-0.1)),
+            Command::Playback(Playback::SeekFraction(0.1)),
+        ]
+    );
+    app.outbox.clear();
+    // The engine seeks back to 12.5 s: charts and table end there.
+    app.on_event(Event::History(recording[..25].to_vec()));
+    app.on_event(Event::Replay(ReplayStatus {
+        duration: 60.0,
+        paused: true,
+    }));
+    assert_eq!(app.view_end(), 12.5);
+    for w in &app.workloads {
+        assert_eq!(w.series.len(), 25, "{}", w.decl.name);
+    }
+    assert_eq!(
+        app.frame_of(2).unwrap().ops_per_sec,
+        recording[24].workloads[1].ops_per_sec
+    );
+    // The same Frame again (a paused replay) adds nothing.
+    app.on_event(Event::Frame(recording[24].clone()));
+    assert_eq!(app.workloads[1].series.len(), 25);
+    assert!(app.outbox.is_empty());
+    let term = screen(&app, 80, 24);
+    let text = text_of(&term);
+    for must in ["paused", "12.5/60.0 s", "space pause", "PgUp PgDn seek"] {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    insta::assert_snapshot!("paused_replay_80x24", term.backend());
+    let wide = text_of(&screen(&app, 160, 48));
+    assert!(wide.contains("replay 12.5 s / 60.0 s"), "{wide}");
+    // The help of a replay lists its keys, and not the ones that change workloads.
+    key(&mut app, KeyCode::Char('?'));
+    let help = text_of(&screen(&app, 80, 24));
+    for keys in ["PgUp  PgDn", ",  .", "space  f", "q  Ctrl-C"] {
+        assert!(help.contains(keys), "{keys} missing from\n{help}");
+    }
+    assert!(!help.contains("cgroup weight"), "{help}");
+}
+
+#[test]
+fn live_space_still_freezes_and_seek_keys_do_nothing() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::PageDown);
+    key(&mut app, KeyCode::Char('.'));
+    assert!(app.outbox.is_empty());
+    key(&mut app, KeyCode::Char(' '));
+    assert!(app.frozen.is_some());
 }

@@ -362,3 +362,47 @@ fn sigkill_leaves_no_workload_and_a_sane_terminal() {
         }
     );
 }
+
+/// Ctrl-C typed at the dashboard (issue #8's exit-path table): the terminal comes back sane
+/// and every workload stops, as with `q`.
+#[test]
+fn ctrl_c_restores_the_terminal_and_stops_every_workload() {
+    let Some(t) = Tmux::start("ctrlc") else {
+        return;
+    };
+    t.start_dashboard();
+    t.keys(&["C-c"]);
+    t.assert_clean_exit("Ctrl-C");
+}
+
+/// A workload killed from outside while the dashboard runs: the dashboard carries on, and
+/// `q` still ends everything cleanly.
+#[test]
+fn a_crashed_workload_leaves_the_dashboard_usable_and_nothing_behind() {
+    let Some(t) = Tmux::start("crash") else {
+        return;
+    };
+    t.start_dashboard();
+    let dash = t.dashboard_pid();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let victim = loop {
+        let w = t
+            .tagged()
+            .into_iter()
+            .map(|(pid, _)| pid)
+            .find(|&pid| pid != dash);
+        if let Some(w) = w {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "no workload started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    unsafe { libc::kill(victim as libc::pid_t, libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        std::path::Path::new(&format!("/proc/{dash}")).exists(),
+        "the dashboard died with its workload"
+    );
+    t.keys(&["q"]);
+    t.assert_clean_exit("q after a workload crashed");
+}

@@ -11,7 +11,7 @@ use crate::model::{Frame, WorkloadFrame, WorkloadState};
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{Knobs, Placement, Policy};
 
-use super::engine::{Command, Event};
+use super::engine::{Command, Event, Playback, ReplayStatus};
 use super::form::Form;
 use super::history::{MachineSeries, Point, Series};
 use super::picker::Template;
@@ -108,6 +108,8 @@ pub struct App {
     /// A remove waiting for its confirming second key.
     pub pending_remove: Option<u32>,
     pub table_geometry: Cell<TableGeometry>,
+    /// Some in a replay of a recording: its length and whether it plays.
+    pub replay: Option<ReplayStatus>,
     next_slot: usize,
     /// Loop settings of workloads asked for and not yet added, by name.
     pending_loops: Vec<(String, bool)>,
@@ -132,6 +134,7 @@ impl App {
             outbox: Vec::new(),
             pending_remove: None,
             table_geometry: Cell::new(TableGeometry::default()),
+            replay: None,
             next_slot: 0,
             pending_loops: Vec::new(),
         }
@@ -194,7 +197,30 @@ impl App {
             Event::Notice(text) if !text.is_empty() => self.notice(text),
             Event::Notice(_) => {}
             Event::Error(text) => self.error(text),
+            Event::Replay(status) => self.replay = Some(status),
+            Event::History(frames) => self.rebuild(frames),
         }
+    }
+
+    /// After a seek: forgets every chart point and run, and takes the Frames up to the new
+    /// position in again, so the charts and the table agree on where the replay is.
+    pub fn rebuild(&mut self, frames: Vec<Frame>) {
+        self.machine = MachineSeries::default();
+        for w in &mut self.workloads {
+            w.series = Series::default();
+            w.runs.clear();
+            w.run_started = None;
+            w.run_ops = 0.0;
+            w.last_state = None;
+        }
+        self.latest = None;
+        self.frozen = None;
+        // Looping restarts the history asks for happened long ago, or never will.
+        let queued = self.outbox.len();
+        for f in frames {
+            self.on_frame(f);
+        }
+        self.outbox.truncate(queued);
     }
 
     pub fn on_added(&mut self, id: u32, decl: WorkloadDecl) {
@@ -221,6 +247,11 @@ impl App {
     }
 
     pub fn on_frame(&mut self, frame: Frame) {
+        // A replay never goes back by Frames, only by History; a Frame seen already would
+        // count its operations twice.
+        if self.replay.is_some() && self.latest.as_ref().is_some_and(|l| frame.t <= l.t) {
+            return;
+        }
         self.machine.push(&frame);
         let mut restarts = Vec::new();
         for wf in &frame.workloads {
@@ -290,6 +321,22 @@ impl App {
             Some(_) => None,
             None => self.latest.clone(),
         };
+    }
+
+    /// Space: a replay pauses or resumes playback; a live run freezes the view.
+    pub fn pause_or_freeze(&mut self) {
+        if self.replay.is_some() {
+            self.outbox.push(Command::Playback(Playback::TogglePause));
+        } else {
+            self.toggle_freeze();
+        }
+    }
+
+    /// Seek keys: only a replay has a position to move.
+    pub fn playback(&mut self, p: Playback) {
+        if self.replay.is_some() {
+            self.outbox.push(Command::Playback(p));
+        }
     }
 
     /// A longer (`up`) or shorter sampling interval.

@@ -26,6 +26,8 @@ pub enum Command {
     /// New knobs for a workload: applied live when possible; a new placement restarts it.
     SetKnobs(u32, Knobs),
     SetInterval(Duration),
+    /// Pause or seek a replay (a live backend refuses).
+    Playback(Playback),
     /// Stop everything and end the thread.
     Quit,
 }
@@ -43,6 +45,28 @@ pub enum Event {
     Notice(String),
     /// A command failed; the reason, in one line.
     Error(String),
+    /// Where a replay stands: sent first, and after every playback command.
+    Replay(ReplayStatus),
+    /// The recording's Frames up to a new position, after a seek: the UI rebuilds its
+    /// history from them, so the charts end where the table is.
+    History(Vec<Frame>),
+}
+
+/// What a replay's keys ask for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Playback {
+    TogglePause,
+    /// This many recorded intervals forward (negative: back); pauses playback.
+    Step(i32),
+    /// This fraction of the recording forward (negative: back); playback goes on as it was.
+    SeekFraction(f64),
+}
+
+/// A replay's length and whether it plays; the position is the shown Frame's time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReplayStatus {
+    pub duration: f64,
+    pub paused: bool,
 }
 
 /// What the engine drives: the Lab, or a stand-in in tests.
@@ -60,6 +84,14 @@ pub trait Backend: Send {
     fn tick(&mut self) -> Frame;
     /// The process groups and cgroup directories of every live workload, for the exit path.
     fn live_groups(&self) -> Vec<LiveGroup>;
+    /// Some for a replay of a recording; a live run has no position to show.
+    fn replay_status(&self) -> Option<ReplayStatus> {
+        None
+    }
+    /// Pauses or seeks a replay; returns the Frames up to the new position when it moved.
+    fn playback(&mut self, _p: Playback) -> Result<Option<Vec<Frame>>> {
+        bail!("only a replay can be paused or seeked")
+    }
 }
 
 /// A live workload as the exit path sees it: enough to kill it without the engine's help.
@@ -133,13 +165,20 @@ pub fn run(
     mut sink: impl FnMut(Event) -> bool,
 ) {
     let mut next = Instant::now() + interval;
+    if let Some(status) = backend.replay_status() {
+        if !sink(Event::Replay(status)) {
+            return;
+        }
+    }
     loop {
         let now = Instant::now();
         let cmd = match commands.recv_timeout(next.saturating_duration_since(now)) {
             Ok(cmd) => cmd,
             Err(RecvTimeoutError::Timeout) => {
-                let frame = backend.tick();
-                if !sink(Event::Frame(frame)) {
+                // A paused replay sends nothing: the UI keeps what it has.
+                if !backend.replay_status().is_some_and(|s| s.paused)
+                    && !sink(Event::Frame(backend.tick()))
+                {
                     break;
                 }
                 publish_live(backend.as_ref());
@@ -178,6 +217,14 @@ pub fn run(
                     out.extend(backend.knobs(id).map(|k| Event::Knobs(id, k)));
                     out
                 }
+            },
+            Command::Playback(p) => match backend.playback(p) {
+                Ok(history) => history
+                    .map(Event::History)
+                    .into_iter()
+                    .chain(backend.replay_status().map(Event::Replay))
+                    .collect(),
+                Err(e) => vec![Event::Error(format!("{e:#}"))],
             },
             Command::SetInterval(d) => {
                 backend.set_interval(d);

@@ -6,7 +6,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame as TermFrame;
 
 use super::app::App;
-use super::input::KEYS;
+use super::input::keys_for;
 
 const READING: &[&str] = &[
     "CPU% and FAIR% are % of one CPU (200 = two whole CPUs).",
@@ -17,14 +17,14 @@ const READING: &[&str] = &[
 
 pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
     let t = &app.theme;
-    let key_width = KEYS
-        .iter()
+    let replay = app.replay.is_some();
+    let key_width = keys_for(replay)
         .map(|(_, k, _)| k.chars().count())
         .max()
         .unwrap_or(0);
     let mut lines: Vec<Line> = Vec::new();
     let mut group = "";
-    for (g, keys, what) in KEYS {
+    for (g, keys, what) in keys_for(replay) {
         if *g != group {
             if !group.is_empty() && area.height >= 30 {
                 lines.push(Line::raw(""));

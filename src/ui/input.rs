@@ -7,6 +7,7 @@ use crossterm::event::{
 };
 
 use super::app::{App, Mode};
+use super::engine::Playback;
 use super::form::Outcome;
 use super::picker::TEMPLATES;
 
@@ -44,7 +45,31 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     ),
     ("Knobs", "w  W", "halve / double its cgroup weight"),
     ("Quit", "q  Ctrl-C", "quit: stops every workload"),
+    // Replay only: the help shows this group instead of Workloads and Knobs in a replay.
+    ("Replay", "space", "pause / resume playback (f freezes)"),
+    ("Replay", ",  .", "one interval back / forward (pauses)"),
+    (
+        "Replay",
+        "PgUp  PgDn",
+        "a tenth of the recording back / forward",
+    ),
 ];
+
+/// The groups of [`KEYS`] that only a replay has.
+pub const REPLAY_GROUP: &str = "Replay";
+
+/// The keys the help lists: a replay cannot change workloads, a live run cannot seek.
+pub fn keys_for(
+    replay: bool,
+) -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
+    KEYS.iter().filter(move |(g, _, _)| {
+        if replay {
+            !matches!(*g, "Workloads" | "Knobs")
+        } else {
+            *g != REPLAY_GROUP
+        }
+    })
+}
 
 /// Handles one terminal event.
 pub fn handle(app: &mut App, ev: &TermEvent) {
@@ -114,7 +139,12 @@ fn normal_key(app: &mut App, key: KeyEvent, pending_remove: Option<u32>) {
         }
         KeyCode::Home => app.select(0),
         KeyCode::End => app.select(usize::MAX),
-        KeyCode::Char(' ') | KeyCode::Char('f') => app.toggle_freeze(),
+        KeyCode::Char(' ') => app.pause_or_freeze(),
+        KeyCode::Char('f') => app.toggle_freeze(),
+        KeyCode::Char(',') => app.playback(Playback::Step(-1)),
+        KeyCode::Char('.') => app.playback(Playback::Step(1)),
+        KeyCode::PageUp => app.playback(Playback::SeekFraction(-0.1)),
+        KeyCode::PageDown => app.playback(Playback::SeekFraction(0.1)),
         KeyCode::Char('+') | KeyCode::Char('=') => app.step_interval(true),
         KeyCode::Char('-') | KeyCode::Char('_') => app.step_interval(false),
         KeyCode::Char('z') | KeyCode::Char('<') => app.zoom(true),

@@ -49,6 +49,9 @@ pub struct TuiArgs {
     /// Sampling interval in milliseconds, 100 to 10000 (default: the scenario's).
     #[arg(short, long, value_parser = clap::value_parser!(u64).range(100..=10_000))]
     pub interval: Option<u64>,
+    /// Start even when the size guard finds it too big for this machine.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The smallest terminal the dashboard draws in.
@@ -62,6 +65,7 @@ pub fn main(args: TuiArgs) -> Result<()> {
         None => Scenario::builtin_default(),
         Some(path) => Scenario::load(path)?,
     };
+    crate::guard::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     run(scenario, interval, |interval| {
         Ok(Box::new(crate::lab::Lab::new(interval)?) as Box<dyn Backend>)

@@ -26,7 +26,15 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
     let m = app.shown().map(|fr| fr.machine.clone()).unwrap_or_default();
     let frame = app.shown();
     // Each item: (long form, short form). All fit in 80 columns in their short forms.
-    let items: Vec<(String, String)> = vec![
+    let mut items: Vec<(String, String)> = Vec::new();
+    if let Some(r) = app.replay {
+        let at = app.view_end();
+        items.push((
+            format!("replay {at:.1} s / {:.1} s", r.duration),
+            format!("{at:.1}/{:.1} s", r.duration),
+        ));
+    }
+    items.extend([
         (
             format!("every {}", fmt::interval(app.interval)),
             format!("tick {}", fmt::interval(app.interval)),
@@ -61,10 +69,14 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
             }
             _ => (String::new(), String::new()),
         },
-    ];
+    ]);
     let sep = Span::styled(" │ ", t.dim());
-    let build = |long: bool, title: u8| -> Vec<Span> {
+    let build = |long: bool, title: u8, keep: usize| -> Vec<Span> {
         let mut spans = Vec::new();
+        if app.replay.is_some_and(|r| r.paused) {
+            spans.push(Span::styled(" paused ", t.frozen()));
+            spans.push(Span::raw(" "));
+        }
         if app.frozen.is_some() {
             spans.push(Span::styled(" FROZEN ", t.frozen()));
             spans.push(Span::raw(" "));
@@ -78,7 +90,7 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
         if title > 0 {
             first = false;
         }
-        for (l, s) in &items {
+        for (l, s) in items.iter().take(keep) {
             let text = if long { l } else { s };
             if !text.is_empty() {
                 if !first {
@@ -92,14 +104,16 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
     };
     let w = area.width as usize;
     let spans = [
-        build(true, 2),
-        build(true, 1),
-        build(false, 1),
-        build(false, 0),
+        build(true, 2, items.len()),
+        build(true, 1, items.len()),
+        build(false, 1, items.len()),
+        build(false, 0, items.len()),
     ]
     .into_iter()
+    // Still too wide (a replay's position comes first): drop items from the end.
+    .chain((1..items.len()).rev().map(|keep| build(false, 0, keep)))
     .find(|s| width(s) <= w)
-    .unwrap_or_else(|| build(false, 0));
+    .unwrap_or_else(|| build(false, 0, 1));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -294,7 +308,16 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
         );
         return;
     }
-    let hints: &[(&str, &str)] = &[
+    let replay_hints: &[(&str, &str)] = &[
+        ("?", "help"),
+        ("space", "pause"),
+        (", .", "step"),
+        ("PgUp PgDn", "seek"),
+        ("f", "freeze"),
+        ("z Z", "zoom"),
+        ("q", "quit"),
+    ];
+    let live_hints: &[(&str, &str)] = &[
         ("?", "help"),
         ("a", "add"),
         ("s", "stop/start"),
@@ -306,6 +329,11 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
         ("+ -", "interval"),
         ("q", "quit"),
     ];
+    let hints = if app.replay.is_some() {
+        replay_hints
+    } else {
+        live_hints
+    };
     let mut spans = Vec::new();
     for (k, what) in hints {
         let add = vec![

@@ -185,17 +185,35 @@ pub fn main(args: Args) -> Result<()> {
         });
     }
 
-    match args.duration {
-        Some(d) => std::thread::sleep(Duration::from_secs_f64(d)),
-        None => loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        },
+    // A forker only ends when told to: one that ends before is a crash (killed, OOM), and
+    // the run must say so rather than carry on short of a forker.
+    let deadline = args.duration.map(|d| start + Duration::from_secs_f64(d));
+    let mut early = None;
+    while deadline.map_or(true, |d| Instant::now() < d) {
+        let mut status = 0;
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid > 0 {
+            early = Some((pid, status));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
     control.stop().store(1, Relaxed);
     let mut worst = 0;
-    for _ in 0..n {
+    for _ in 0..n - usize::from(early.is_some()) {
         let (_, code) = children::wait_any().context("reaping the forkers")?;
         worst = worst.max(code);
+    }
+    if let Some((pid, status)) = early {
+        if libc::WIFSIGNALED(status) {
+            children::forget_all();
+            bail!(
+                "forker {pid} was killed by signal {} mid-run",
+                libc::WTERMSIG(status)
+            );
+        }
+        // It stopped on its own (the program failed, fork failed): reported below.
+        worst = worst.max(libc::WEXITSTATUS(status));
     }
     let elapsed = start.elapsed();
     children::forget_all();

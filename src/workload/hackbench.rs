@@ -49,6 +49,9 @@ pub struct Args {
     /// Also print the messages received in each run.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Start even when the size guard finds it too big for this machine.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// One run's shape, checked.
@@ -73,6 +76,13 @@ impl Shape {
 
 pub fn main(args: Args) -> Result<()> {
     let shape = check(&args)?;
+    let tasks = shape.tasks() as u64;
+    let demand = if shape.threads {
+        crate::guard::Demand::threads(tasks)
+    } else {
+        crate::guard::Demand::processes(tasks)
+    };
+    crate::guard::check("hackbench", demand, args.force)?;
     println!(
         "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)",
         if shape.threads { "threaded" } else { "process" },
@@ -391,16 +401,21 @@ fn run_processes(shape: Shape, slots: &[CounterSlot]) -> Result<Duration> {
         }
     }
     let start = gate.release(tasks)?;
-    let mut failed = 0;
     for _ in 0..tasks {
-        let (_, code) = children::wait_any().context("reaping the tasks")?;
-        failed += usize::from(code != 0);
+        let (pid, code) = children::wait_any().context("reaping the tasks")?;
+        if code != 0 {
+            // Its peers would wait forever for the messages it will never send or read: stop
+            // the run now (KillOnDrop takes the others down) instead of hanging.
+            let how = if code < 0 {
+                format!("was killed by signal {}", -code)
+            } else {
+                format!("exited with code {code}")
+            };
+            bail!("task {pid} of {tasks} {how}; stopping the run");
+        }
     }
     let elapsed = start.elapsed();
     children::forget_all();
-    if failed > 0 {
-        bail!("{failed} of {tasks} tasks failed");
-    }
     Ok(elapsed)
 }
 

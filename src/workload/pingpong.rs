@@ -44,6 +44,9 @@ pub struct Args {
     /// Threads of one process instead of forked processes.
     #[arg(long)]
     pub threads: bool,
+    /// Start even when the size guard finds it too big for this machine.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// A checked run: what to start and where.
@@ -249,6 +252,13 @@ pub fn report(plan: &Plan, counts: &[u64], elapsed: Duration) -> String {
 
 pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &allowed_cpus()?)?;
+    let tasks = 2 * plan.pairs() as u64;
+    let demand = if plan.threads {
+        crate::guard::Demand::threads(tasks)
+    } else {
+        crate::guard::Demand::processes(tasks)
+    };
+    crate::guard::check("ipc-pingpong", demand, args.force)?;
     sysv::sweep_orphans()?;
     let counters = CounterRegion::for_workload()?;
     let slots = (0..plan.pairs())
@@ -297,6 +307,7 @@ mod tests {
             pin: pin.into(),
             duration: Some("1".into()),
             threads: false,
+            force: false,
         }
     }
 

@@ -34,6 +34,9 @@ pub struct BenchArgs {
     pub runs: Option<u64>,
     #[arg(long, value_name = "SECS", default_value_t = 10.0, help = super::TIMEOUT_HELP)]
     pub timeout: f64,
+    /// Start even when the size guard finds it too big for this machine.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Consecutive failed runs after which chat-bench gives up.
@@ -43,6 +46,7 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
     let size = parse_size(&args.rooms, &args.messages)?;
     let timeout = parse_timeout(args.timeout)?;
     let runs = args.runs.filter(|&n| n > 0);
+    super::guard("chat-bench", size, 2, args.force)?;
     crate::sysv::sweep_orphans()?;
     // Map the dashboard's region (closing the inherited descriptor) before forking the server,
     // which must count into a region of its own, not into ours.
@@ -197,14 +201,21 @@ fn stop(pid: &AtomicI32) {
     }
     unsafe { libc::kill(pid, libc::SIGTERM) };
     let deadline = Instant::now() + Duration::from_secs(2);
+    let mut reaped = false;
     while Instant::now() < deadline {
         if unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } != 0 {
-            return;
+            reaped = true;
+            break;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    if !reaped {
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
     }
+    // A server that crashed (or had to be SIGKILLed) could not remove its semaphore sets:
+    // it is reaped now, so its ledger is an orphan's, and ours to sweep.
+    let _ = crate::sysv::sweep_orphans();
 }

@@ -133,7 +133,7 @@ fn own_maps() -> Option<u64> {
 }
 
 /// Tasks the system (and our pids cgroup) can still create, and the limit that decides it.
-fn free_tasks() -> Option<(u64, String)> {
+pub(crate) fn free_tasks() -> Option<(u64, String)> {
     let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
     let total: u64 = loadavg
         .split_whitespace()
@@ -197,7 +197,7 @@ fn pids_cgroup() -> Option<(u64, u64, String)> {
     None
 }
 
-fn mem_available() -> Option<u64> {
+pub(crate) fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

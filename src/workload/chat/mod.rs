@@ -3,7 +3,7 @@
 
 mod bench;
 mod client;
-mod limits;
+pub(crate) mod limits;
 mod net;
 pub mod protocol;
 mod run_flags;
@@ -69,6 +69,9 @@ pub struct ClientArgs {
     pub port: String,
     #[arg(long, value_name = "SECS", default_value_t = 10.0, help = TIMEOUT_HELP)]
     pub timeout: f64,
+    /// Start even when the size guard finds it too big for this machine.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn server_main(args: ServerArgs) -> Result<()> {
@@ -98,6 +101,7 @@ pub fn client_main(args: ClientArgs) -> Result<()> {
     let addr = SocketAddr::new(parse_ip(&args.ip)?, parse_port(&args.port, false)?);
     let size = parse_size(&args.rooms, &args.messages)?;
     let timeout = parse_timeout(args.timeout)?;
+    guard("chat-client", size, 1, args.force)?;
     crate::sysv::sweep_orphans()?;
     let region = crate::counters::CounterRegion::for_workload()?;
     let mut pool = slots::SlotPool::new(region.clone());
@@ -156,6 +160,18 @@ fn report_port(fd: i32, port: u16) -> Result<()> {
     let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
     writeln!(pipe, "{port}").map_err(|e| anyhow!("writing the port to --port-fd {fd}: {e}"))?;
     Ok(())
+}
+
+/// The size guard for a chat run (`sides`: 1 for the client, 2 for chat-bench). A run
+/// beyond the rooms this process can hold is refused now with chat's own reason (it names
+/// the limit precisely; chat-bench would otherwise retry a run that can never start); the
+/// guard adds what that check does not see (RLIMIT_AS, RLIMIT_NPROC, both sides together).
+pub(crate) fn guard(what: &str, size: RunSize, sides: u64, force: bool) -> Result<()> {
+    if !force && size.rooms > limits::max_rooms().0 {
+        return limits::reserve_for(size.rooms).map_err(|why| anyhow!(why));
+    }
+    let threads = size.rooms as u64 * limits::THREADS_PER_ROOM * sides;
+    crate::guard::check(what, crate::guard::Demand::threads(threads), force)
 }
 
 #[cfg(test)]

@@ -1,0 +1,365 @@
+//! Helpers of the reliability suite: a tagged launcher, "nothing of this run is left"
+//! (processes by tag, SysV objects by id), and the suite-wide before/after snapshot.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
+/// Every process a case starts carries `TAG_VAR=<tag>` in its environment, inherited by
+/// everything it forks or execs: "nothing of this run is left" is then exact on a machine
+/// where other schedlab runs are going on.
+pub const TAG_VAR: &str = "SCHEDLAB_RELIABILITY_TAG";
+
+/// One case at a time: the SysV and process checks compare whole-machine snapshots.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn unique_tag(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{}-{what}-{nanos}", std::process::id())
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
+}
+
+/// A `schedlab` command tagged with `tag`, in a process group of its own (so a test can
+/// send a terminal's Ctrl-C to the group, as a shell would).
+pub fn schedlab(tag: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env(TAG_VAR, tag)
+        .env_remove("SCHEDLAB_INJECT_PANIC")
+        // A debug build symbolising a backtrace on a loaded 2-CPU machine takes many seconds.
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::null())
+        .process_group(0);
+    c
+}
+
+/// The pids of live (non-zombie) processes carrying `tag`.
+pub fn tagged(tag: &str) -> Vec<i32> {
+    let needle = format!("{TAG_VAR}={tag}");
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if env.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits up to `within` for every process of `tag` to be gone; panics naming the survivors.
+pub fn assert_no_process(tag: &str, within: Duration, case: &str) {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = tagged(tag);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            let names: Vec<String> = left
+                .iter()
+                .map(|p| {
+                    let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+                    let stat =
+                        std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                    format!(
+                        "{p}: {} [{}]",
+                        String::from_utf8_lossy(&cmd).replace('\0', " "),
+                        stat.trim()
+                    )
+                })
+                .collect();
+            for p in &left {
+                unsafe { libc::kill(*p, libc::SIGKILL) };
+            }
+            panic!("{case}: processes left behind: {names:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SysV message queue and semaphore set ids, from /proc/sysvipc (what `ipcs -q -s` lists).
+pub fn sysv_ids() -> BTreeSet<String> {
+    let mut ids = BTreeSet::new();
+    for (kind, file) in [("q", "/proc/sysvipc/msg"), ("s", "/proc/sysvipc/sem")] {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            if let Some(id) = line.split_whitespace().nth(1) {
+                ids.insert(format!("{kind}{id}"));
+            }
+        }
+    }
+    ids
+}
+
+/// SysV ids held by live processes outside this suite: other schedlab runs on a shared
+/// machine (other tests, other users). Read from the ledgers every schedlab process keeps in
+/// /dev/shm (`schedlab-sysv-<pid>-<start>`, words `kind << 32 | id + 1`). An object whose
+/// owner is dead, or carries this suite's tag, is never excused.
+pub fn foreign_ids() -> BTreeSet<String> {
+    let mut ids = BTreeSet::new();
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return ids;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("schedlab-sysv-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue; // dead (or gone): its objects count as leaks
+        };
+        if env
+            .split(|&b| b == 0)
+            .any(|v| v.starts_with(format!("{TAG_VAR}=").as_bytes()))
+        {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(e.path()) else {
+            continue;
+        };
+        for w in bytes.chunks_exact(8) {
+            let word = u64::from_ne_bytes(w.try_into().unwrap());
+            let (kind, low) = (word >> 32, word as u32);
+            if low == 0 {
+                continue;
+            }
+            let id = (low - 1) as i32;
+            match kind {
+                1 => ids.insert(format!("s{id}")),
+                2 => ids.insert(format!("q{id}")),
+                _ => false,
+            };
+        }
+    }
+    ids
+}
+
+/// Waits up to `within` for the SysV objects to be `before` again; panics naming the extra.
+/// Objects of live schedlab processes outside this suite are not ours and are ignored.
+pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &str) {
+    let deadline = Instant::now() + within;
+    loop {
+        let now = sysv_ids();
+        let foreign = foreign_ids();
+        let extra: Vec<&String> = now
+            .difference(before)
+            .filter(|id| !foreign.contains(*id))
+            .collect();
+        if extra.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            let others = foreign_schedlab();
+            if !others.is_empty() {
+                // Another build's schedlab is running on this machine (a shared host): its
+                // objects cannot all be told from ours (an older build may keep no ledger).
+                // CI runs the suite alone, where this check is strict.
+                eprintln!(
+                    "WARNING {case}: SysV objects appeared that no ledger explains {extra:?}, \
+                     while other schedlab builds run here {others:?}: not counted as leaks"
+                );
+                return;
+            }
+            panic!("{case}: SysV objects left (q = queue, s = semaphore set): {extra:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Live schedlab processes of another build (another worktree, a release binary), untagged.
+pub fn foreign_schedlab() -> Vec<i32> {
+    let ours = Path::new(BIN).parent().unwrap().to_owned();
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+            continue;
+        };
+        let exe = PathBuf::from(exe.to_string_lossy().trim_end_matches(" (deleted)"));
+        let schedlab = exe
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("schedlab"));
+        if schedlab && exe.parent() != Some(ours.as_path()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Processes running a binary of this build (schedlab, schedlab-nil).
+pub fn our_binaries() -> BTreeSet<i32> {
+    let dir = Path::new(BIN).parent().unwrap().to_owned();
+    let mut pids = BTreeSet::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+            continue;
+        };
+        let exe = PathBuf::from(exe.to_string_lossy().trim_end_matches(" (deleted)"));
+        let ours = exe.parent() == Some(dir.as_path())
+            && exe
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("schedlab"));
+        if ours {
+            pids.insert(pid);
+        }
+    }
+    pids
+}
+
+/// The suite-wide check of the issue: SysV ids and this build's processes, snapshotted when
+/// a test starts and compared when it ends. Holding it also serialises the tests.
+pub struct Snapshot {
+    _serial: MutexGuard<'static, ()>,
+    sysv: BTreeSet<String>,
+    procs: BTreeSet<i32>,
+}
+
+impl Snapshot {
+    pub fn take() -> Self {
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        Self {
+            _serial: serial,
+            sysv: sysv_ids(),
+            procs: our_binaries(),
+        }
+    }
+
+    pub fn sysv(&self) -> &BTreeSet<String> {
+        &self.sysv
+    }
+
+    /// Everything as it was: no new SysV object, no new process of this build.
+    pub fn check(self, test: &str) {
+        assert_sysv_back_to(&self.sysv, Duration::from_secs(15), test);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let extra: Vec<i32> = our_binaries().difference(&self.procs).copied().collect();
+            if extra.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{test}: processes of this build left: {extra:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Waits for `child` up to `within`; None (after killing its group) if it is still running.
+pub fn wait_within(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return Some(st);
+        }
+        if Instant::now() > deadline {
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs to completion with a bound; panics (after killing it) if it hangs.
+pub fn output_within(mut cmd: Command, within: Duration, case: &str) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn schedlab");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(within) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            panic!("{case}: still running after {within:?} (a hang)");
+        }
+    }
+}
+
+/// Bad input's contract: exit 1, exactly one line `schedlab <cmd>: error: ...` (or clap's
+/// one-line usage error, exit 2), no panic.
+pub fn assert_one_line_error(out: &Output, case: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !err.contains("panicked"),
+        "{case}: panicked instead of an error line:\n{err}"
+    );
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(1) | Some(2)),
+        "{case}: exit {:?}, want 1 (or 2 from the argument parser)\n{err}",
+        out.status
+    );
+    let first = err.lines().next().unwrap_or("").to_owned();
+    // clap's own usage errors (exit 2) start `error: ` and add a usage hint.
+    assert!(
+        (first.starts_with("schedlab ") && first.contains("error"))
+            || (code == Some(2) && first.starts_with("error: ")),
+        "{case}: first line is not an error line: {err}"
+    );
+    if code == Some(1) {
+        assert_eq!(err.trim_end().lines().count(), 1, "{case}: one line: {err}");
+    }
+    first
+}
+
+/// Children of `pid` (direct), from /proc/<pid>/task/*/children.
+pub fn children_of(pid: i32) -> Vec<i32> {
+    let mut kids = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                kids.extend(s.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            }
+        }
+    }
+    kids
+}
+
+pub fn exe_name(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// Kills a helper process's group when the test ends, pass or fail.
+pub struct KillOnDrop(pub i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        unsafe { libc::kill(-self.0, libc::SIGKILL) };
+    }
+}
