@@ -39,8 +39,9 @@ done
 throughput() { awk '/^Average throughput/ {print $4}'; }
 c_run() { "$tmp/chat_c" 127.0.0.1 "$1" "$2" "$port_c" | throughput; }
 s_run() { "$schedlab" chat-client 127.0.0.1 "$1" "$2" "$port_s" | throughput; }
+. bench/lib.sh
 # "median min max" of the numbers on stdin.
-stats() { sort -n | awk '{v[NR]=$1} END {m = NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "%.0f %.0f %.0f\n", m, v[1], v[NR]}'; }
+stats() { bench_stats | awk '{printf "%.0f %.0f %.0f\n", $1, $4, $5}'; }
 
 echo "chat throughput, messages/s (sent + received), $runs runs each, alternating; $(nproc) CPUs, kernel $(uname -r)"
 printf '%-8s %-30s %-30s %s\n' size "C median (min..max)" "schedlab median (min..max)" "schedlab/C"

@@ -22,9 +22,9 @@ SCHEDLAB=$PWD/target/release/schedlab
 gcc -O2 -Wall -o "$tmp/pingpong" bench/c/pingpong.c
 command -v perf >/dev/null || { echo "perf is needed for the pipe comparison" >&2; exit 1; }
 
-# Median of the numbers on stdin.
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-spread() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.0f..%.0f", lo, hi}'; }
+. bench/lib.sh
+median() { bench_median; }
+spread() { bench_spread; }
 
 # "Total: N round trips in S s = R round trips/sec" -> R
 total_rate() { awk '/^Total:/ {print $(NF-2)}'; }

@@ -25,11 +25,14 @@ cc -O2 -pthread -o "$TMP/hackbench" bench/c/hackbench.c
 printf 'int main(void){return 0;}\n' > "$TMP/nil.c"
 cc -O2 -o "$TMP/nil" "$TMP/nil.c"
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+. bench/lib.sh
+median() { bench_median; }
+# "median (min..max)" of a file of numbers.
+cell() { echo "$(median < "$1") ($(bench_spread %.3f < "$1"))"; }
 
 echo "Machine: $(nproc) CPUs, kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'); $RUNS runs each, alternating"
 echo
-echo "| hackbench -g $GROUPS -l $LOOPS, time (s) | schedlab | C hackbench | perf messaging | schedlab / C | schedlab / perf |"
+echo "| hackbench -g $GROUPS -l $LOOPS, time (s), median (min..max) | schedlab | C hackbench | perf messaging | schedlab / C | schedlab / perf |"
 echo "| --- | --- | --- | --- | --- | --- |"
 for mode in process pipe thread; do
     case $mode in
@@ -46,10 +49,10 @@ for mode in process pipe thread; do
         i=$((i + 1))
     done
     s=$(median < "$TMP/s"); c=$(median < "$TMP/c"); p=$(median < "$TMP/p")
-    echo "| $mode | $s | $c | $p | $(echo "$s $c" | awk '{printf "%.3f", $1/$2}') | $(echo "$s $p" | awk '{printf "%.3f", $1/$2}') |"
+    echo "| $mode | $(cell "$TMP/s") | $(cell "$TMP/c") | $(cell "$TMP/p") | $(echo "$s $c" | awk '{printf "%.3f", $1/$2}') | $(echo "$s $p" | awk '{printf "%.3f", $1/$2}') |"
 done
 echo
-echo "| fork+exec+wait, $FORKERS forker(s), $FORK_SECS s (forks/s) | schedlab fork-load | C forkloop | schedlab / C |"
+echo "| fork+exec+wait, $FORKERS forker(s), $FORK_SECS s (forks/s), median (min..max) | schedlab fork-load | C forkloop | schedlab / C |"
 echo "| --- | --- | --- | --- |"
 
 fork_rate() { awk -v secs="$FORK_SECS" '/^Children forked:/ {print $3/secs}'; }
@@ -63,5 +66,5 @@ for nil in own cnil; do
         i=$((i + 1))
     done
     s=$(median < "$TMP/s"); p=$(median < "$TMP/p")
-    echo "| $label | $s | $p | $(echo "$s $p" | awk '{printf "%.3f", $1/$2}') |"
+    echo "| $label | $(echo "$(median < "$TMP/s") ($(bench_spread < "$TMP/s"))") | $(echo "$(median < "$TMP/p") ($(bench_spread < "$TMP/p"))") | $(echo "$s $p" | awk '{printf "%.3f", $1/$2}') |"
 done

@@ -15,6 +15,9 @@ use super::app::App;
 use super::fmt::span;
 use super::history::Point;
 
+/// One number of a Point, for one line of a chart.
+type Getter<'a> = &'a dyn Fn(&Point) -> f64;
+
 struct Line2 {
     slot: usize,
     name: String,
@@ -27,33 +30,102 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
     let end = app.view_end();
     let from = end - app.window;
 
-    let lines =
-        |main: &dyn Fn(&Point) -> f64, second: Option<&dyn Fn(&Point) -> f64>| -> Vec<Line2> {
-            app.workloads
-                .iter()
-                .map(|w| {
-                    let pts: Vec<&Point> = w.series.window(from, end).collect();
-                    Line2 {
-                        slot: w.slot,
-                        name: w.decl.name.clone(),
-                        main: pts.iter().map(|p| (p.t - end, main(p))).collect(),
-                        second: second.map_or_else(Vec::new, |s| {
-                            pts.iter().map(|p| (p.t - end, s(p))).collect()
-                        }),
-                    }
-                })
-                .collect()
-        };
+    // Braille gives two dots per cell across; a chart cannot show more columns than that.
+    let columns = 2 * a.width as usize;
+    // Values are thinned before `scale` (monotone: the extremes stay the extremes), so that
+    // log10 runs on the few points drawn, not on every point of the window.
+    let lines = |main: Getter, second: Option<Getter>, scale: &dyn Fn(f64) -> f64| -> Vec<Line2> {
+        app.workloads
+            .iter()
+            .map(|w| {
+                let series = |v: &dyn Fn(&Point) -> f64| {
+                    let mut pts = thin(
+                        w.series.window(from, end).map(|p| (p.t - end, v(p))),
+                        -app.window,
+                        app.window,
+                        columns,
+                    );
+                    pts.iter_mut().for_each(|p| p.1 = scale(p.1));
+                    pts
+                };
+                Line2 {
+                    slot: w.slot,
+                    name: w.decl.name.clone(),
+                    main: series(main),
+                    second: second.map_or_else(Vec::new, |s| series(s)),
+                }
+            })
+            .collect()
+    };
 
     let log = |v: f64| v.max(1.0).log10();
-    let ops = lines(&|p| log(p.ops_per_sec), None);
+    let ops = lines(&|p| p.ops_per_sec, None, &log);
     draw_log_chart(f, a, app, "Throughput ops/s", "", &ops);
 
-    let cpu = lines(&|p| p.cpu_received * 100.0, Some(&|p| p.cpu_fair * 100.0));
+    let cpu = lines(
+        &|p| p.cpu_received * 100.0,
+        Some(&|p| p.cpu_fair * 100.0),
+        &|v| v,
+    );
     draw_cpu_chart(f, b, app, &cpu);
 
-    let cs = lines(&|p| log(p.voluntary), Some(&|p| log(p.involuntary)));
+    let cs = lines(&|p| p.voluntary, Some(&|p| p.involuntary), &log);
     draw_log_chart(f, c, app, "Switches/s", "vol ⣿ invol •", &cs);
+}
+
+/// At most the lowest and the highest point of each of `columns` equal slices of
+/// [x0, x0 + span], in time order. A chart draws a line segment per point pair: at 10 Hz over
+/// a 600 s window that is 6,000 segments per line, most of them inside one dot column, and
+/// drawing them cost 20 ms a frame (issue #9). Keeping each column's extremes draws the same
+/// dots, spikes included, from at most two points per column.
+fn thin(
+    points: impl Iterator<Item = (f64, f64)>,
+    x0: f64,
+    span: f64,
+    columns: usize,
+) -> Vec<(f64, f64)> {
+    let points: Vec<(f64, f64)> = points.collect();
+    // Sparse enough to draw as it is (and exactly as before thinning existed).
+    if columns == 0 || span <= 0.0 || points.len() <= 4 * columns {
+        return points;
+    }
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    let column = |x: f64| ((x - x0) / span * columns as f64).floor().max(-1.0) as i64;
+    // The column being gathered: its number, lowest and highest point.
+    type XY = (f64, f64);
+    let mut current: Option<(i64, XY, XY)> = None;
+    let flush = |out: &mut Vec<(f64, f64)>, lo: (f64, f64), hi: (f64, f64)| {
+        if lo == hi {
+            out.push(lo);
+        } else if lo.0 <= hi.0 {
+            out.extend([lo, hi]);
+        } else {
+            out.extend([hi, lo]);
+        }
+    };
+    for p in points {
+        let c = column(p.0);
+        match &mut current {
+            Some((col, lo, hi)) if *col == c => {
+                if p.1 < lo.1 {
+                    *lo = p;
+                }
+                if p.1 > hi.1 {
+                    *hi = p;
+                }
+            }
+            _ => {
+                if let Some((_, lo, hi)) = current.take() {
+                    flush(&mut out, lo, hi);
+                }
+                current = Some((c, p, p));
+            }
+        }
+    }
+    if let Some((_, lo, hi)) = current {
+        flush(&mut out, lo, hi);
+    }
+    out
 }
 
 /// The chart's frame. Its title names the lines in their colours when there is room (a
@@ -179,4 +251,42 @@ fn draw_cpu_chart(f: &mut TermFrame, area: Rect, app: &App, lines: &[Line2]) {
     let sets = datasets(app, lines);
     let block = block(app, "CPU %", "got ⣿ fair •", lines, area.width);
     f.render_widget(chart(app, sets, block, y).style(Style::new()), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thin;
+
+    #[test]
+    fn thin_keeps_short_series_as_they_are() {
+        let pts = vec![(-10.0, 1.0), (-5.0, 3.0), (0.0, 2.0)];
+        assert_eq!(thin(pts.clone().into_iter(), -60.0, 60.0, 100), pts);
+    }
+
+    #[test]
+    fn thin_keeps_each_columns_extremes_in_time_order() {
+        // 100 points in one column: a spike down, then a spike up.
+        let pts: Vec<(f64, f64)> = (0..100)
+            .map(|i| {
+                let v = match i {
+                    20 => -7.0,
+                    70 => 9.0,
+                    _ => 1.0,
+                };
+                (-60.0 + i as f64 * 0.05, v)
+            })
+            .collect();
+        assert_eq!(
+            thin(pts.into_iter(), -60.0, 60.0, 1),
+            vec![(-59.0, -7.0), (-56.5, 9.0)]
+        );
+    }
+
+    #[test]
+    fn thin_bounds_the_points_by_the_columns() {
+        let pts = (0..6000).map(|i| (-600.0 + i as f64 * 0.1, (i as f64).sin()));
+        let out = thin(pts, -600.0, 600.0, 160);
+        assert!(out.len() <= 2 * 160, "{} points", out.len());
+        assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
+    }
 }

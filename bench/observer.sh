@@ -1,0 +1,113 @@
+#!/bin/sh
+# What watching costs (issue #9): 1,000 threads in SysV semaphore ping-pong (500 pairs, as
+# `schedlab ipc-pingpong --kind sem --pairs 500 --threads`), run D seconds
+#   alone;
+#   under `schedlab run` sampling every task at 10 Hz (scenario interval_ms = 100);
+#   alone, with `top -b -H -d 0.1` watching every thread on the machine;
+#   alone, with `htop -d 1` (10 Hz) watching every thread, on a pseudo-terminal of 200x50;
+# alternating, RUNS times. Prints the workload's round trips/s (median [IQR]) and its ratio to
+# alone, and the observer's own CPU in % of one CPU: utime+stime from /proc/PID/stat between
+# 1 s after the start and 1 s before the end (start-up and the final report left out).
+# Goal: ratio >= 0.98, observer <= 2% of one CPU.
+#
+# Usage: bench/observer.sh   (env: RUNS=3 SECS=6 PAIRS=500; installs htop with apt-get if missing)
+set -eu
+RUNS=${RUNS:-3}
+SECS=${SECS:-6}
+PAIRS=${PAIRS:-500}
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+cargo build --release --quiet --bins
+SL=$PWD/target/release/schedlab
+if ! command -v htop >/dev/null; then
+    echo "installing htop (apt-get)" >&2
+    apt-get update -qq >/dev/null && apt-get install -y -qq htop >/dev/null
+fi
+TMP=$(mktemp -d)
+BG=""
+cleanup() { for p in $BG; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+HZ=$(getconf CLK_TCK)
+
+cat > "$TMP/obs.toml" <<TOML
+name = "observer-bench"
+description = "$((PAIRS * 2)) threads in sem ping-pong, sampled at 10 Hz"
+interval_ms = 100
+
+[[workload]]
+name = "pp"
+kind = "pingpong"
+ipc = "sem"
+pairs = $PAIRS
+pin = "none"
+threads = true
+TOML
+
+# utime+stime of PID in clock ticks (fields 14, 15; the command name may hold spaces).
+ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}'; }
+# Observer PID's CPU in % of one CPU from 1 s to SECS-1 s after it started.
+observe() {
+    sleep 1; a=$(ticks "$1"); sleep $((SECS - 2)); b=$(ticks "$1")
+    # Gone before the second reading: no figure rather than a wrong one.
+    [ -n "$a" ] && [ -n "$b" ] || { echo "observer.sh: PID $1 exited before ${SECS}-1 s; no CPU reading" >&2; return 0; }
+    awk -v a="$a" -v b="$b" -v hz="$HZ" -v s=$((SECS - 2)) 'BEGIN {printf "%.2f\n", (b - a) / hz / s * 100}'
+}
+workload() { "$SL" ipc-pingpong --kind sem --pairs "$PAIRS" --threads --pin none --duration "$SECS" | awk '/^Total:/ {print $(NF-2)}'; }
+
+alone() { workload >> "$TMP/alone"; }
+with_run() {
+    "$SL" run "$TMP/obs.toml" --duration "$SECS" --format csv > "$TMP/run.csv" &
+    pid=$!; BG="$pid"
+    observe "$pid" >> "$TMP/run.cpu"
+    wait "$pid"; BG=""
+    awk -F, '$3 == "throughput" {print $6}' "$TMP/run.csv" >> "$TMP/run"
+}
+# A watcher on a pseudo-terminal (top and htop draw for one); $1 = name, $2 = command.
+with_tool() {
+    rm -f "$TMP/tool.pid"
+    # The inner shell writes its PID, then becomes the tool: that PID is the tool's.
+    TERM=xterm script -qfec "echo \$\$ > $TMP/tool.pid; stty rows 50 cols 200; exec $2" /dev/null \
+        < /dev/null > /dev/null 2>&1 &
+    spid=$!; BG="$spid"
+    while [ ! -s "$TMP/tool.pid" ]; do sleep 0.05; done
+    tpid=$(cat "$TMP/tool.pid"); BG="$spid $tpid"
+    workload >> "$TMP/$1" &
+    wpid=$!
+    observe "$tpid" >> "$TMP/$1.cpu"
+    wait "$wpid"
+    kill "$tpid" "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; BG=""
+}
+
+i=0
+while [ $i -lt "$RUNS" ]; do
+    # Rotate the order, so that drift in the machine hits every side alike.
+    case $((i % 4)) in
+        0) alone; with_run; with_tool top "top -b -H -d 0.1"; with_tool htop "htop -d 1" ;;
+        1) with_run; with_tool top "top -b -H -d 0.1"; with_tool htop "htop -d 1"; alone ;;
+        2) with_tool top "top -b -H -d 0.1"; with_tool htop "htop -d 1"; alone; with_run ;;
+        3) with_tool htop "htop -d 1"; alone; with_run; with_tool top "top -b -H -d 0.1" ;;
+    esac
+    i=$((i + 1))
+done
+
+a=$(bench_median < "$TMP/alone")
+cpu_cell() { if [ -s "$1" ]; then echo "$(bench_median < "$1" | awk '{printf "%.2f", $1}') ($(bench_spread %.2f < "$1"), $(wc -l < "$1") readings)"; else echo "no reading"; fi; }
+echo "Observer: $((PAIRS * 2)) threads in sem ping-pong, $SECS s, $RUNS runs each, rotating order; $(nproc) CPUs, kernel $(uname -r)"
+echo
+echo "| observer (10 Hz) | workload rt/s, median [IQR] | / alone | observer CPU, % of one CPU, median (min..max) |"
+echo "| --- | --- | --- | --- |"
+echo "| none (alone) | $(bench_median_iqr < "$TMP/alone") | 1.000 | - |"
+for o in run top htop; do
+    case $o in
+        run) label="schedlab run, interval 100 ms" ;;
+        top) label="top -b -H -d 0.1 (all threads)" ;;
+        htop) label="htop -d 1 (all threads)" ;;
+    esac
+    m=$(bench_median < "$TMP/$o")
+    echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(cpu_cell "$TMP/$o.cpu") |"
+done
+echo
+echo "Known flaw: the 'schedlab run' row's rate is run's time-weighted mean over its sampled"
+echo "intervals (start-up excluded), not the command's Total line, so its ratio is not comparable yet."
+
