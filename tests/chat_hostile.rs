@@ -196,9 +196,16 @@ fn a_client_killed_mid_run_is_abandoned_and_cleaned_up() {
         wait_threads(pid, 80 + IDLE_THREADS, SECS(60)),
         80 + IDLE_THREADS
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let server_sems = ledger_ids(pid);
-    let client_sems = ledger_ids(cpid);
+    // Both sides record their semaphore sets in their ledgers; on a busy machine the client
+    // may still be getting there: wait for them rather than guess a delay.
+    let deadline = std::time::Instant::now() + SECS(20);
+    let (server_sems, client_sems) = loop {
+        let (s, c) = (ledger_ids(pid), ledger_ids(cpid));
+        if (s.len() == 2 && c.len() == 2) || std::time::Instant::now() >= deadline {
+            break (s, c);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(server_sems.len(), 2);
     assert_eq!(client_sems.len(), 2, "barrier and done sets");
     client.kill().unwrap();
