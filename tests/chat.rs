@@ -271,7 +271,7 @@ fn client_exits_with_an_error_when_the_server_dies_mid_run() {
     let server = Server::start(&[]);
     let port = server.port.to_string();
     let mut client = Command::new(BIN)
-        .args(["chat-client", "127.0.0.1", "2", "1000000", &port])
+        .args(["chat-client", "127.0.0.1", "2", "30000", &port])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -315,7 +315,7 @@ fn chat_bench_runs_and_counts_and_leaves_nothing() {
 #[test]
 fn chat_bench_killed_mid_run_leaves_nothing() {
     let mut bench = Command::new(BIN)
-        .args(["chat-bench", "2", "1000000"])
+        .args(["chat-bench", "2", "30000"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
