@@ -183,15 +183,28 @@ pub fn main(args: Args) -> Result<()> {
     let me = std::process::id();
     let (_, own) = group_cpu("contest", unsafe { libc::getpgrp() } as u32, me);
     if let Some(own) = own {
-        let mut line = format!("Autogroups: the job's (contest's session) {own}");
+        let mut line = format!(
+            "Autogroups: the job's (contest's session) {}",
+            autogroup_name(own)
+        );
         for row in &rows {
             if let Some(id) = row.autogroup {
-                line += &format!(", {} {id}", row.load);
+                line += &format!(", {} {}", row.load, autogroup_name(id));
             }
         }
         println!("{line}");
     }
     Ok(())
+}
+
+/// An autogroup id as the kernel numbers them; 0 is the root one (a session never made by
+/// setsid), whose tasks compete one by one.
+fn autogroup_name(id: u64) -> String {
+    if id == crate::probe::parse::ROOT_AUTOGROUP {
+        "root".into()
+    } else {
+        id.to_string()
+    }
 }
 
 fn autogroup_state() -> String {

@@ -324,6 +324,8 @@ fn group_of(
         .find(|p| p.pid == w.leader)
         .or(w.processes.first())?;
     Some(match leader.autogroup {
+        // The root autogroup is the root task group itself: no group to share.
+        Some((crate::probe::parse::ROOT_AUTOGROUP, _)) => return None,
         Some((id, nice)) => (format!("autogroup-{id}"), nice_to_weight(nice)),
         None => (format!("session-{}", leader.session), 1024.0),
     })

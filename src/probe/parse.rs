@@ -159,9 +159,17 @@ pub fn psi_some(buf: &[u8]) -> Option<(f64, u64)> {
     Some((avg10?, total?))
 }
 
-/// /proc/PID/autogroup: "/autogroup-5 nice 0" → (5, 0).
+/// The root autogroup's id: tasks in it are not grouped.
+pub const ROOT_AUTOGROUP: u64 = 0;
+
+/// /proc/PID/autogroup: "/autogroup-5 nice 0" → (5, 0). The kernel prints nothing for a task
+/// in the root autogroup (a session never made by setsid, such as init's): that is id 0, the
+/// kernel's own id for it, whose tasks compete one by one in the root task group.
 pub fn autogroup(buf: &[u8]) -> Option<(u64, i32)> {
     let text = std::str::from_utf8(buf).ok()?;
+    if text.trim().is_empty() {
+        return Some((ROOT_AUTOGROUP, 0));
+    }
     let mut it = text.split_whitespace();
     let id = it.next()?.strip_prefix("/autogroup-")?.parse().ok()?;
     if it.next()? != "nice" {
@@ -252,6 +260,8 @@ mod tests {
             Some((5.47, 36218594))
         );
         assert_eq!(autogroup(b"/autogroup-5 nice -3\n"), Some((5, -3)));
+        assert_eq!(autogroup(b""), Some((ROOT_AUTOGROUP, 0)));
+        assert_eq!(autogroup(b"/autogroup-x nice 0\n"), None);
         assert_eq!(schedstat(b"158183 76538 2\n"), Some((158183, 76538, 2)));
         assert_eq!(
             status_switches(
