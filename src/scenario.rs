@@ -482,7 +482,11 @@ impl WorkloadFile {
         Ok(match kind {
             "chat" => WorkloadKind::Chat {
                 rooms: u32_or(&self.rooms, "rooms", 1, 10)?,
-                messages: u32_or(&self.messages, "messages", 1, 100)?,
+                messages: match &self.messages {
+                    Some(m) => crate::workload::chat::protocol::check_messages(*m.get_ref())
+                        .map_err(|e| (span_of(m), e))?,
+                    None => 100,
+                },
                 runs: u32_opt(&self.runs, "runs", 1)?,
             },
             "hackbench" => WorkloadKind::Hackbench {

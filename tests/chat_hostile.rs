@@ -180,7 +180,7 @@ fn a_client_killed_mid_run_is_abandoned_and_cleaned_up() {
             "chat-client",
             "127.0.0.1",
             "2",
-            "30000", // below SEMVMX: see the per-user semaphore limit in RELIABILITY.md
+            "30000", // long, and within chat's limit of 32,767 (SEMVMX)
             &server.port.to_string(),
         ])
         .stdout(Stdio::null())

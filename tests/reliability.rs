@@ -46,9 +46,8 @@ const ALL: [Exit; 7] = [
     Exit::ChildCrash,
 ];
 
-/// Long chat runs stay under 32,767 messages per user: above that the server's per-user
-/// semaphore can overflow (ERANGE, SEMVMX) when its receive thread runs ahead (a known gap,
-/// see RELIABILITY.md).
+/// Long chat runs use 30,000 messages per user: chat accepts at most 32,767 (SEMVMX, the
+/// server's per-user hand-off semaphore).
 ///
 /// A long-running command: how to run it briefly (normal end) and for long (to be ended).
 struct Long {

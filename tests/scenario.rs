@@ -188,6 +188,10 @@ fn out_of_range_values_are_refused() {
     assert!(e.message.contains("nice must be -20..=19"), "{e}");
     let e = err("[[workload]]\nkind = \"chat\"\nrooms = 0\n");
     assert!(e.message.contains("rooms must be at least 1"), "{e}");
+    let e = err("[[workload]]\nkind = \"chat\"\nmessages = 40000\n");
+    assert_eq!((e.line, e.column), (3, 12), "{e}");
+    assert!(e.message.contains("messages must be 1..=32767"), "{e}");
+    assert!(e.message.contains("semaphore"), "{e}");
     let e = err("[[workload]]\nkind = \"cpu-hog\"\nrt_priority = 5\n");
     assert!(e.message.contains("only with policy"), "{e}");
     let e = err("[[workload]]\nkind = \"cpu-hog\"\naffinity = [0, -1]\n");

@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 
 pub use bench::{bench_main, BenchArgs};
-use protocol::{check_range, parse_count, RunSize, MAX_MESSAGES};
+use protocol::{check_messages, check_range, parse_count, RunSize};
 
 const TIMEOUT_HELP: &str =
     "Give up when nothing moves for this many seconds (a stalled peer, a lost server)";
@@ -61,7 +61,8 @@ pub struct ClientArgs {
     /// Number of chat rooms (20 users each).
     #[arg(default_value = "10", allow_hyphen_values = true)]
     pub rooms: String,
-    /// Messages each user sends.
+    /// Messages each user sends (1..=32767: the server's per-user hand-off semaphore holds
+    /// at most 32767).
     #[arg(default_value = "100", allow_hyphen_values = true)]
     pub messages: String,
     /// Server TCP port.
@@ -126,7 +127,7 @@ fn parse_size(rooms: &str, messages: &str) -> Result<RunSize> {
     let m = parse_count("messages", messages).map_err(|e| anyhow!(e))?;
     Ok(RunSize {
         rooms: check_range("rooms", r, i32::MAX as i64).map_err(|e| anyhow!(e))?,
-        messages: check_range("messages", m, MAX_MESSAGES as i64).map_err(|e| anyhow!(e))?,
+        messages: check_messages(m).map_err(|e| anyhow!(e))?,
     })
 }
 
@@ -182,11 +183,10 @@ mod tests {
     fn bad_numbers_get_one_clear_line() {
         let err = |r: &str, m: &str| parse_size(r, m).unwrap_err().to_string();
         assert_eq!(err("0", "100"), "rooms must be 1..=2147483647, not 0");
-        assert_eq!(err("10", "-3"), "messages must be 1..=1000000, not -3");
-        assert_eq!(
-            err("10", "1e9"),
-            "messages must be 1..=1000000, not 1000000000"
-        );
+        assert_eq!(err("10", "-3"), "messages must be 1..=32767, not -3");
+        assert!(err("10", "1e9")
+            .starts_with("messages must be 1..=32767, not 1000000000 (the server hands"));
+        assert!(parse_size("10", "32767").is_ok());
         assert!(err("ten", "1").contains("whole number"));
         assert!(parse_ip("300.1.1.1").is_err());
         assert!(parse_ip("::1").is_ok());

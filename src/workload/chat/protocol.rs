@@ -20,9 +20,11 @@ pub const START_BYTE: u8 = 0x11;
 pub const END_BYTE: u8 = 0x22;
 /// Length of the start message.
 pub const START_LEN: usize = 8;
-/// Most messages per user either side accepts: 1 room at this size already takes over an
-/// hour on a 2-CPU machine, and larger figures are typos (1e9) or hostile.
-pub const MAX_MESSAGES: u32 = 1_000_000;
+/// Most messages per user either side accepts: SEMVMX, the most a SysV semaphore holds. The
+/// server's receive thread posts the user's hand-off semaphore once per message and may run
+/// that far ahead of its send thread, so a larger run could fail midway with ERANGE (as the
+/// original's would); refusing it up front says why instead.
+pub const MAX_MESSAGES: u32 = 32_767;
 
 pub const DEFAULT_PORT: u16 = 9999;
 pub const DEFAULT_ROOMS: u32 = 10;
@@ -54,7 +56,7 @@ impl StartMessage {
     /// limits can hold. The error says which number is wrong and why.
     pub fn validate(self, max_rooms: u32) -> Result<RunSize, String> {
         let rooms = check_range("rooms", self.rooms as i64, max_rooms as i64)?;
-        let messages = check_range("messages", self.messages as i64, MAX_MESSAGES as i64)?;
+        let messages = check_messages(self.messages as i64)?;
         Ok(RunSize { rooms, messages })
     }
 }
@@ -65,6 +67,17 @@ pub fn check_range(what: &str, value: i64, max: i64) -> Result<u32, String> {
         return Err(format!("{what} must be 1..={max}, not {value}"));
     }
     Ok(value as u32)
+}
+
+/// Messages per user, in range, or why not.
+pub fn check_messages(value: i64) -> Result<u32, String> {
+    check_range("messages", value, MAX_MESSAGES as i64).map_err(|e| {
+        if value > MAX_MESSAGES as i64 {
+            format!("{e} (the server hands each message to its send thread through a SysV semaphore, which holds at most {MAX_MESSAGES})")
+        } else {
+            e
+        }
+    })
 }
 
 /// The size of one run, checked.
