@@ -176,6 +176,14 @@ fn target(id: u32, name: &str, pgid: u32) -> Target {
 fn pin(mut s: Sample, k: u64) -> Sample {
     s.t_ns = k * 1_000_000_000;
     s.status_t_ns = s.t_ns;
+    // Every thread read at the sample's instant, as a sweep that took no time.
+    for w in &mut s.workloads {
+        for p in &mut w.processes {
+            for th in &mut p.threads {
+                th.read_ns = s.t_ns;
+            }
+        }
+    }
     s.observer_cpu_ns = 0;
     s.probe_cpu_ns = 0;
     s

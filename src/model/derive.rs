@@ -331,6 +331,23 @@ fn group_of(
     })
 }
 
+/// A thread's run and wait deltas, rescaled from the interval between its own two reads to
+/// the sample interval `t`. Without this, a sweep preempted midway reads the threads after the
+/// pause late, their deltas span more than `t`, and a busy workload seems to receive more than
+/// the machine has. Unknown read times (0), or an own interval under an eighth of `t` (not a
+/// sweep's skew but clocks from elsewhere, as in synthetic samples), leave the deltas as they are.
+fn over_interval(dr: u64, dw: u64, read_before: u64, read_now: u64, t: u64) -> (u64, u64) {
+    let own = read_now.saturating_sub(read_before);
+    if read_before == 0 || own < t / 8 || own == t {
+        return (dr, dw);
+    }
+    let scale = t as f64 / own as f64;
+    let dr = (dr as f64 * scale).round() as u64;
+    // Run plus wait cannot exceed the interval.
+    let dw = ((dw as f64 * scale).round() as u64).min(t.saturating_sub(dr));
+    (dr, dw)
+}
+
 fn account(
     pw: &WorkloadSample,
     w: &WorkloadSample,
@@ -381,11 +398,13 @@ fn account(
                     .map(|k| &pp.threads[k])
             });
             let (dr, dw, ds) = match old {
-                Some(o) => (
-                    th.run_ns.saturating_sub(o.run_ns),
-                    th.wait_ns.saturating_sub(o.wait_ns),
-                    th.slices.saturating_sub(o.slices),
-                ),
+                Some(o) => {
+                    let dr = th.run_ns.saturating_sub(o.run_ns);
+                    let dw = th.wait_ns.saturating_sub(o.wait_ns);
+                    let ds = th.slices.saturating_sub(o.slices);
+                    let (dr, dw) = over_interval(dr, dw, o.read_ns, th.read_ns, t);
+                    (dr, dw, ds)
+                }
                 // Born during the interval (or first seen): it cannot have run or waited
                 // longer than the interval itself.
                 None => {
@@ -503,4 +522,33 @@ fn switch_rates(memo: &mut StatusMemo, cur: &Sample, w: &WorkloadSample) -> (f64
     memo.t_ns = cur.status_t_ns;
     memo.counts = counts;
     memo.rates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::over_interval;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_thread_read_late_is_rescaled_to_the_sample_interval() {
+        // Sample interval 100 ms; this thread was read 150 ms apart (the second sweep was
+        // preempted before reaching it) and ran the whole time: one CPU, not 1.5.
+        assert_eq!(
+            over_interval(150 * MS, 0, 1000 * MS, 1150 * MS, 100 * MS),
+            (100 * MS, 0)
+        );
+        // Read 50 ms apart, ran 25 ms and waited 25 ms: half a CPU, the rest waiting.
+        assert_eq!(
+            over_interval(25 * MS, 25 * MS, 1000 * MS, 1050 * MS, 100 * MS),
+            (50 * MS, 50 * MS)
+        );
+    }
+
+    #[test]
+    fn unknown_or_implausible_read_times_leave_deltas_alone() {
+        assert_eq!(over_interval(7, 3, 0, 1150 * MS, 100 * MS), (7, 3));
+        assert_eq!(over_interval(7, 3, 1000 * MS, 1001 * MS, 100 * MS), (7, 3));
+        assert_eq!(over_interval(7, 3, 1000 * MS, 1100 * MS, 100 * MS), (7, 3));
+    }
 }

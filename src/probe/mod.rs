@@ -520,6 +520,8 @@ impl Probe {
                             t.sample.run_ns = run;
                             t.sample.wait_ns = wait;
                             t.sample.slices = slices;
+                            // A vDSO call (tens of ns) next to the read's syscall (~1 µs).
+                            t.sample.read_ns = monotonic_ns();
                         }
                         None => return false,
                     },

@@ -102,6 +102,15 @@ pub struct TaskSample {
     /// From status, refreshed every `status_every`; None until first read.
     pub vol: Option<u64>,
     pub invol: Option<u64>,
+    /// CLOCK_MONOTONIC ns when its schedstat was read (0: unknown, as in older recordings).
+    /// A sweep over thousands of threads can be preempted midway, so threads are read at
+    /// different times; each thread's deltas are over its own interval, not the sample's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub read_ns: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// The workload's own cgroup.
