@@ -70,14 +70,17 @@ fn a_low_open_file_limit_is_named_with_how_to_raise_it() {
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 
-    // The chat client raises its own soft limit when it may; otherwise it names the limit.
+    // chat raises its own limit when it may (with CAP_SYS_RESOURCE, the hard one too, as
+    // under some CI runners); otherwise it names the limit.
     let (code, err, out) = limited(
         "nofile-chat",
         &["chat-bench", "2", "20", "--runs", "1"],
         |c| with_rlimit(c, libc::RLIMIT_NOFILE, 32, 32),
     );
     if code == Some(0) {
-        assert!(out.contains("Messages sent      : 800\n"), "{out}");
+        // chat-bench prints one line a run.
+        assert!(out.starts_with("Average throughput : "), "{out}");
+        assert_eq!(out.lines().count(), 1, "{out}");
     } else {
         assert!(
             err.contains("open-file limit") || err.contains("open files"),
