@@ -9,7 +9,11 @@
 #   alone, with `htop -d 1` (10 Hz) watching every thread, on a pseudo-terminal of 200x50;
 # alternating, RUNS times. Prints the workload's round trips/s (median [IQR]) and its ratio to
 # alone, and the observer's own CPU in % of one CPU: utime+stime from /proc/PID/stat between
-# 1 s after the start and 1 s before the end (start-up and the final report left out).
+# about 1 s after the start and 1 s before the end, over the time measured between the two
+# readings (start-up and the final report left out).
+# The workload always runs in a session of its own (setsid; the `run` scenario's placement =
+# "own-session"): with autogroup on, 1,000 busy threads in this script's session would starve
+# the script's own clock readings and the observer alike.
 # Goal: ratio >= 0.98, observer <= 2% of one CPU.
 #
 # Usage: bench/observer.sh   (env: RUNS=3 SECS=6 PAIRS=500; installs htop with apt-get if missing)
@@ -40,30 +44,32 @@ interval_ms = 100
 [[workload]]
 name = "pp"
 kind = "command"
+placement = "own-session"
 argv = ["sh", "-c", "exec $SL ipc-pingpong --kind sem --pairs $PAIRS --threads --pin none --duration $SECS > $TMP/run.out"]
 TOML
 
 # utime+stime of PID in clock ticks (fields 14, 15; the command name may hold spaces).
 ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}'; }
-# Observer PID's CPU in % of one CPU from 1 s to SECS-1 s after it started.
+# Observer PID's CPU in % of one CPU from about 1 s to SECS-1 s after it started, over the
+# time that really passed between the two readings.
 observe() {
-    sleep 1; a=$(ticks "$1"); sleep $((SECS - 2)); b=$(ticks "$1")
+    sleep 1; t1=$(date +%s.%N); a=$(ticks "$1"); sleep $((SECS - 2)); t2=$(date +%s.%N); b=$(ticks "$1")
     # Gone before the second reading: no figure rather than a wrong one.
     [ -n "$a" ] && [ -n "$b" ] || { echo "observer.sh: PID $1 exited before ${SECS}-1 s; no CPU reading" >&2; return 0; }
-    awk -v a="$a" -v b="$b" -v hz="$HZ" -v s=$((SECS - 2)) 'BEGIN {printf "%.2f\n", (b - a) / hz / s * 100}'
+    awk -v a="$a" -v b="$b" -v hz="$HZ" -v t1="$t1" -v t2="$t2" 'BEGIN {printf "%.2f\n", (b - a) / hz / (t2 - t1) * 100}'
 }
 total() { awk '/^Total:/ {print $(NF-2)}'; }
-workload() { "$SL" ipc-pingpong --kind sem --pairs "$PAIRS" --threads --pin none --duration "$SECS" | total; }
+workload() { setsid -w "$SL" ipc-pingpong --kind sem --pairs "$PAIRS" --threads --pin none --duration "$SECS" | total; }
 
 alone() { workload >> "$TMP/alone"; }
 with_run() {
     rm -f "$TMP/run.out"
     # A second longer than the command, so run never cuts it short.
-    "$SL" run "$TMP/obs.toml" --duration $((SECS + 1)) --format csv > /dev/null &
+    "$SL" run "$TMP/obs.toml" --duration $((SECS + 1)) --format csv > /dev/null 2> "$TMP/run.err" &
     pid=$!; BG="$pid"
     observe "$pid" >> "$TMP/run.cpu"
     wait "$pid"; BG=""
-    total < "$TMP/run.out" >> "$TMP/run"
+    total < "$TMP/run.out" >> "$TMP/run" || cat "$TMP/run.err" >&2
 }
 # A watcher on a pseudo-terminal (top and htop draw for one); $1 = name, $2 = command.
 with_tool() {

@@ -71,8 +71,13 @@ impl Default for ProbeConfig {
 /// How often the pid→pgid cache is rebuilt from scratch, catching processes that changed
 /// group after we first saw them.
 const CACHE_REFRESH_NS: u64 = 5_000_000_000;
-/// Re-list threads and rescan /proc at least this often.
+/// Rescan /proc at least this often.
 const RELIST_NS: u64 = 1_000_000_000;
+/// Re-list a process's threads at least this often. A change in its thread count, or a
+/// thread found gone at its read, re-lists at the next sweep; this only catches an exit and a birth
+/// between two sweeps that left the count the same. Listing 1,000 threads costs more than
+/// a sweep of their schedstat, so it is not done every second.
+const TASK_RELIST_NS: u64 = 5_000_000_000;
 /// Re-read every thread's nice at least this often (at once when the main thread's changes:
 /// a renice of a whole workload touches the main thread too).
 const NICE_EVERY_NS: u64 = 5_000_000_000;
@@ -220,6 +225,22 @@ pub struct Probe {
     probe_cpu_ns: u64,
     /// Status values carried between status sweeps.
     status_every_ns: u64,
+    /// Threads read in the last sweep, for the status budget.
+    threads_last: u64,
+}
+
+/// Most per-thread status files read per second, on average. One costs ≈12 µs here (ten
+/// times a schedstat read), so this caps status at ≈0.6% of a CPU: with more threads than
+/// this, switches are read less often than asked (1,000 threads: every 2 s).
+pub const STATUS_READS_PER_SEC: u64 = 500;
+
+/// How often status is read: as asked, or less often when `threads` would exceed the budget.
+/// Zero asks for status at every sweep (tests, benches): no budget then.
+fn status_period_ns(asked_ns: u64, threads: u64) -> u64 {
+    if asked_ns == 0 {
+        return 0;
+    }
+    asked_ns.max(threads * 1_000_000_000 / STATUS_READS_PER_SEC)
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
@@ -265,6 +286,7 @@ impl Probe {
             status_ns: 0,
             probe_cpu_ns: 0,
             status_every_ns: cfg.status_every.as_nanos() as u64,
+            threads_last: 0,
             cfg,
         })
     }
@@ -303,8 +325,9 @@ impl Probe {
 
         // Status (voluntary/involuntary, per-thread nice) is due with a little slack, so a
         // 1 s period at a 500 ms interval does not slip to 1.5 s.
-        let status_due = self.status_ns == 0
-            || t0 + self.status_every_ns / 10 >= self.status_ns + self.status_every_ns;
+        let status_every_ns = status_period_ns(self.status_every_ns, self.threads_last);
+        let status_due =
+            self.status_ns == 0 || t0 + status_every_ns / 10 >= self.status_ns + status_every_ns;
         if status_due {
             self.status_ns = t0;
         }
@@ -313,6 +336,11 @@ impl Probe {
         for target in targets {
             workloads.push(self.sample_target(target, scan, status_due, t0));
         }
+        self.threads_last = workloads
+            .iter()
+            .flat_map(|w| &w.processes)
+            .map(|p| p.threads.len() as u64)
+            .sum();
         let t1 = monotonic_ns();
         self.probe_cpu_ns += clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
         Sample {
@@ -322,7 +350,7 @@ impl Probe {
             observer_cpu_ns: clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID),
             probe_cpu_ns: self.probe_cpu_ns,
             status_t_ns: self.status_ns,
-            status_every_ns: self.status_every_ns,
+            status_every_ns,
         }
     }
 }
@@ -501,7 +529,7 @@ impl Probe {
                 continue;
             }
             if st.num_threads as usize != p.tasks.len()
-                || now.saturating_sub(p.listed_ns) >= RELIST_NS
+                || now.saturating_sub(p.listed_ns) >= TASK_RELIST_NS
             {
                 list_tasks(&cfg.proc_root, pid, p, now);
             }
@@ -851,5 +879,22 @@ pub fn pgid_of(proc_root: &Path, pid: u32) -> anyhow::Result<u32> {
             .ok_or_else(|| anyhow::anyhow!("{}: unexpected format", path.display())),
         Err(ReadErr::Gone) => anyhow::bail!("no process {pid}"),
         Err(ReadErr::Failed(why)) => anyhow::bail!("cannot read process {pid}: {why}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::status_period_ns;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn status_is_read_as_asked_until_the_budget_is_reached() {
+        assert_eq!(status_period_ns(S, 10), S);
+        assert_eq!(status_period_ns(S, 500), S);
+        // 1,000 threads at 500 reads a second: every 2 s.
+        assert_eq!(status_period_ns(S, 1000), 2 * S);
+        assert_eq!(status_period_ns(5 * S, 1000), 5 * S);
+        assert_eq!(status_period_ns(0, 5000), 0);
     }
 }

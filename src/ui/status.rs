@@ -57,6 +57,14 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
             None => ("PSI n/a".into(), "PSI -".into()),
         },
         match frame {
+            // Many threads: switches are read less often than every tick (the probe's budget).
+            Some(fr) if fr.status_interval > app.interval.as_secs_f64().max(1.0) + 0.05 => (
+                format!("switches every {:.0} s", fr.status_interval),
+                format!("cs {:.0}s", fr.status_interval),
+            ),
+            _ => (String::new(), String::new()),
+        },
+        match frame {
             Some(fr) => (
                 format!("self {:.1}% CPU", fr.observer_cpu_pct),
                 format!("self {:.1}%", fr.observer_cpu_pct),
