@@ -8,9 +8,10 @@
 #   alone, with `top -b -H -d 0.1` watching every thread on the machine;
 #   alone, with `htop -d 1` (10 Hz) watching every thread, on a pseudo-terminal of 200x50;
 # alternating, RUNS times. Prints the workload's round trips/s (median [IQR]) and its ratio to
-# alone, and the observer's own CPU in % of one CPU: utime+stime from /proc/PID/stat between
-# about 1 s after the start and 1 s before the end, over the time measured between the two
-# readings (start-up and the final report left out).
+# alone, and the observer's own CPU in % of one CPU, from about 1 s after the start to 1 s
+# before the end (start-up and the final report left out): for top and htop, utime+stime
+# from /proc/PID/stat over the time measured between the two readings; for run, its own
+# process CPU time as recorded in its samples (`--record`).
 # The workload always runs in a session of its own (setsid; the `run` scenario's placement =
 # "own-session"): with autogroup on, 1,000 busy threads in this script's session would starve
 # the script's own clock readings and the observer alike.
@@ -63,13 +64,25 @@ workload() { setsid -w "$SL" ipc-pingpong --kind sem --pairs "$PAIRS" --threads 
 
 alone() { workload >> "$TMP/alone"; }
 with_run() {
-    rm -f "$TMP/run.out"
+    rm -f "$TMP/run.out" "$TMP/rec.jsonl"
     # A second longer than the command, so run never cuts it short.
-    "$SL" run "$TMP/obs.toml" --duration $((SECS + 1)) --format csv > /dev/null 2> "$TMP/run.err" &
+    "$SL" run "$TMP/obs.toml" --duration $((SECS + 1)) --format csv --record "$TMP/rec.jsonl" \
+        > /dev/null 2> "$TMP/run.err" &
     pid=$!; BG="$pid"
-    observe "$pid" >> "$TMP/run.cpu"
     wait "$pid"; BG=""
     total < "$TMP/run.out" >> "$TMP/run" || cat "$TMP/run.err" >&2
+    run_cpu "$TMP/rec.jsonl" >> "$TMP/run.cpu"
+}
+# run's own CPU from its recording: every sample holds run's process CPU time
+# (observer_cpu_ns) and its time (t_ns); the first and last samples between 1 s and SECS-1 s
+# after the first give the rate. Read from inside, it does not depend on this script being
+# scheduled on time.
+run_cpu() {
+    grep '^{"sample"' "$1" | sed -E 's/.*"t_ns":([0-9]+).*"observer_cpu_ns":([0-9]+).*/\1 \2/' |
+        awk -v secs="$SECS" 'NR == 1 { t0 = $1 }
+            $1 - t0 >= 1e9 && $1 - t0 <= (secs - 1) * 1e9 { if (!n++) { a = $1; c = $2 } b = $1; d = $2 }
+            END { if (n >= 2 && b > a) printf "%.2f\n", (d - c) / (b - a) * 100
+                  else print "observer.sh: too few samples from run to read its CPU" > "/dev/stderr" }'
 }
 # A watcher on a pseudo-terminal (top and htop draw for one); $1 = name, $2 = command.
 with_tool() {
