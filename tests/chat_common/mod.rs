@@ -234,6 +234,18 @@ pub fn wait_threads(pid: u32, n: usize, within: Duration) -> usize {
     }
 }
 
+/// Waits until `pid` has at least `n` threads; returns the last count seen.
+pub fn wait_threads_at_least(pid: u32, n: usize, within: Duration) -> usize {
+    let deadline = Instant::now() + within;
+    loop {
+        let now = threads(pid);
+        if now >= n || Instant::now() >= deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The SysV ids a schedlab process has recorded in its ledger right now.
 pub fn ledger_ids(pid: u32) -> Vec<i32> {
     let mut ids = Vec::new();
