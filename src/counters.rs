@@ -82,6 +82,12 @@ impl CounterSlot {
     pub fn get(&self) -> u64 {
         unsafe { &*self.value }.load(Relaxed)
     }
+
+    /// Where the slot lies in its region, in bytes: how a program exec'd with the region's
+    /// descriptor finds it.
+    pub fn offset(&self) -> usize {
+        self.value as usize - self._map.base as usize
+    }
 }
 
 impl CounterRegion {

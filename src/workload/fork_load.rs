@@ -62,11 +62,12 @@ fn parse_forkers(s: &str) -> std::result::Result<Forkers, String> {
 #[repr(C, align(64))]
 struct Line(AtomicU64);
 
-/// A shared anonymous mapping: line 0 is the stop flag, line 1+i forker i's EAGAIN count,
-/// line 1+n+i forker i's "finished" flag.
+/// A shared mapping of a memfd (so an exec'd forker can map it too): line 0 is the stop
+/// flag, line 1+i forker i's EAGAIN count, line 1+n+i forker i's "finished" flag.
 struct Control {
     base: *mut Line,
     lines: usize,
+    fd: std::os::fd::OwnedFd,
 }
 
 unsafe impl Send for Control {}
@@ -74,14 +75,25 @@ unsafe impl Sync for Control {}
 
 impl Control {
     fn new(forkers: usize) -> Result<Self> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let lines = 1 + 2 * forkers;
+        let raw =
+            unsafe { libc::memfd_create(c"schedlab-fork-control".as_ptr(), libc::MFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(std::io::Error::last_os_error())
+                .context("memfd_create for the control page");
+        }
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), (lines * 64) as libc::off_t) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("sizing the control page");
+        }
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 lines * 64,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
                 0,
             )
         };
@@ -91,6 +103,7 @@ impl Control {
         Ok(Self {
             base: base.cast(),
             lines,
+            fd,
         })
     }
     fn line(&self, i: usize) -> &AtomicU64 {
@@ -112,6 +125,13 @@ impl Drop for Control {
     fn drop(&mut self) {
         unsafe { libc::munmap(self.base.cast(), self.lines * 64) };
     }
+}
+
+/// The lean forker, built with this binary (src/bin/schedlab-forker.rs), if it is there.
+fn lean_forker() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe.with_file_name("schedlab-forker");
+    check_executable(&path).ok().map(|_| path)
 }
 
 /// The default program: schedlab-nil, built with this binary.
@@ -163,11 +183,60 @@ pub fn main(args: Args) -> Result<()> {
     let path = CString::new(program.as_os_str().as_bytes()).context("a path with a NUL byte")?;
     let argv = [path.as_ptr(), std::ptr::null()];
 
+    // Each forker execs the lean forker when it is there (a forker's size is part of every
+    // fork), else runs the same loop in the forked copy of this process.
+    use std::os::fd::AsRawFd;
+    let lean = lean_forker();
+    let lean_argv: Vec<Vec<CString>> = match &lean {
+        Some(forker_path) => slots
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| {
+                [
+                    forker_path.as_os_str().as_bytes().to_vec(),
+                    program.as_os_str().as_bytes().to_vec(),
+                    control.fd.as_raw_fd().to_string().into_bytes(),
+                    i.to_string().into_bytes(),
+                    n.to_string().into_bytes(),
+                    region.raw_fd().to_string().into_bytes(),
+                    slot.offset().to_string().into_bytes(),
+                ]
+                .into_iter()
+                .map(|a| CString::new(a).context("a path with a NUL byte"))
+                .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<_>>()?,
+        None => Vec::new(),
+    };
+    let lean_ptrs: Vec<Vec<*const libc::c_char>> = lean_argv
+        .iter()
+        .map(|args| {
+            args.iter()
+                .map(|a| a.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect()
+        })
+        .collect();
+    let shared_fds = [control.fd.as_raw_fd(), region.raw_fd()];
+
     let _kill = children::KillOnDrop;
     let start = Instant::now();
     for (i, slot) in slots.iter_mut().enumerate() {
         let control = &control;
-        children::fork(|| forker(i, n, &path, &argv, slot, control))?;
+        let lean = lean_ptrs.get(i);
+        children::fork(|| {
+            if let Some(args) = lean {
+                // In the forked child: only async-signal-safe calls, nothing allocated.
+                unsafe {
+                    for fd in shared_fds {
+                        libc::fcntl(fd, libc::F_SETFD, 0);
+                    }
+                    libc::execv(args[0], args.as_ptr());
+                }
+                // The exec failed: run the loop here instead.
+            }
+            forker(i, n, &path, &argv, slot, control)
+        })?;
     }
     {
         // Ctrl-C or SIGTERM: let the forkers finish their current child, then report.

@@ -208,7 +208,7 @@ pub fn foreign_schedlab() -> Vec<i32> {
     pids
 }
 
-/// Processes running a binary of this build (schedlab, schedlab-nil).
+/// Processes running a binary of this build (schedlab, schedlab-nil, schedlab-forker).
 pub fn our_binaries() -> BTreeSet<i32> {
     let dir = Path::new(BIN).parent().unwrap().to_owned();
     let mut pids = BTreeSet::new();

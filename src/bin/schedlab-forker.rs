@@ -1,0 +1,165 @@
+//! One fork-load forker as a small program of its own: fork, exec PROGRAM, wait, count,
+//! repeat until the stop flag is raised. `schedlab fork-load` execs one per forker.
+//!
+//! Why a program of its own: fork copies the forker's mappings and page tables, and exec
+//! tears the child's copy down again, so the forker's size is part of every cycle. A forker
+//! forked from schedlab carries the 32 MB binary's 43 mappings; contest's was a small C
+//! program (24). Measured with bench/loads.sh: 0.91-0.95 of the C loop's forks/s before.
+//! Built like schedlab-nil: no std, no Rust `main` shim, only libc.
+//!
+//! Usage (from fork-load only): schedlab-forker PROGRAM CONTROL_FD FORKER FORKERS
+//! COUNTERS_FD SLOT_OFFSET. CONTROL_FD is fork-load's control region (64-byte lines: stop
+//! flag, then each forker's EAGAIN count, then each forker's finished flag), COUNTERS_FD the
+//! counter region and SLOT_OFFSET this forker's slot in it, in bytes.
+// Under `cargo test` (clippy --all-targets) the harness brings std and its own main.
+#![cfg_attr(not(test), no_std)]
+#![cfg_attr(not(test), no_main)]
+
+#[cfg(not(test))]
+mod forker {
+    use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: i64,
+        tv_nsec: i64,
+    }
+
+    #[link(name = "c")]
+    extern "C" {
+        fn abort() -> !;
+        fn fork() -> i32;
+        fn execv(path: *const u8, argv: *const *const u8) -> i32;
+        fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+        fn nanosleep(req: *const Timespec, rem: *mut Timespec) -> i32;
+        fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut u8;
+        fn _exit(code: i32) -> !;
+        fn close(fd: i32) -> i32;
+        fn __errno_location() -> *mut i32;
+    }
+
+    const PROT_READ: i32 = 1;
+    const PROT_WRITE: i32 = 2;
+    const MAP_SHARED: i32 = 1;
+    const MAP_FAILED: *mut u8 = !0usize as *mut u8;
+    const EINTR: i32 = 4;
+    const EAGAIN: i32 = 11;
+    const LINE: usize = 64;
+    /// As fork-load's: how long to wait after fork fails with EAGAIN.
+    const BACKOFF_NS: i64 = 10_000_000;
+    /// fork-load's exit codes: usage or set-up, fork failed, the program failed.
+    const EXIT_SETUP: i32 = 3;
+    const EXIT_FORK_FAILED: i32 = 1;
+    const EXIT_PROGRAM_FAILED: i32 = 2;
+
+    /// A non-negative decimal argument.
+    unsafe fn number(arg: *const u8) -> Option<usize> {
+        let mut n: usize = 0;
+        let mut p = arg;
+        if *p == 0 {
+            return None;
+        }
+        while *p != 0 {
+            let d = (*p).wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            n = n.checked_mul(10)?.checked_add(d as usize)?;
+            p = p.add(1);
+        }
+        Some(n)
+    }
+
+    unsafe fn map(fd: usize, len: usize) -> Option<*mut u8> {
+        let p = mmap(
+            core::ptr::null_mut(),
+            len,
+            PROT_READ | PROT_WRITE,
+            MAP_SHARED,
+            fd as i32,
+            0,
+        );
+        (p != MAP_FAILED).then_some(p)
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn main(argc: i32, argv: *const *const u8) -> i32 {
+        if argc != 7 {
+            return EXIT_SETUP;
+        }
+        let arg = |i: usize| *argv.add(i);
+        let (Some(ctrl_fd), Some(i), Some(n), Some(counters_fd), Some(offset)) = (
+            number(arg(2)),
+            number(arg(3)),
+            number(arg(4)),
+            number(arg(5)),
+            number(arg(6)),
+        ) else {
+            return EXIT_SETUP;
+        };
+        if i >= n || offset % LINE != 0 {
+            return EXIT_SETUP;
+        }
+        let (Some(ctrl), Some(counters)) = (
+            map(ctrl_fd, LINE * (1 + 2 * n)),
+            map(counters_fd, offset + LINE),
+        ) else {
+            return EXIT_SETUP;
+        };
+        // The mappings stay; the children need not inherit the descriptors.
+        close(ctrl_fd as i32);
+        close(counters_fd as i32);
+        let line = |k: usize| &*(ctrl.add(LINE * k) as *const AtomicU64);
+        let (stop, eagain, finished) = (line(0), line(1 + i), line(1 + n + i));
+        let slot = &*(counters.add(offset) as *const AtomicU64);
+        let program = arg(1);
+        let child_argv = [program, core::ptr::null()];
+        let backoff = Timespec {
+            tv_sec: 0,
+            tv_nsec: BACKOFF_NS,
+        };
+
+        let mut code = 0;
+        while stop.load(Relaxed) == 0 {
+            let pid = fork();
+            if pid == 0 {
+                execv(program, child_argv.as_ptr());
+                _exit(127);
+            }
+            if pid < 0 {
+                if *__errno_location() == EAGAIN {
+                    eagain.fetch_add(1, Relaxed);
+                    nanosleep(&backoff, core::ptr::null_mut());
+                    continue;
+                }
+                code = EXIT_FORK_FAILED;
+                break;
+            }
+            let mut status = 0;
+            while waitpid(pid, &mut status, 0) < 0 {
+                if *__errno_location() != EINTR {
+                    break;
+                }
+            }
+            // One writer per slot: a plain load and store, as CounterSlot::add.
+            slot.store(slot.load(Relaxed).wrapping_add(1), Relaxed);
+            let exited_ok = status & 0x7f == 0 && (status >> 8) & 0xff == 0;
+            if !exited_ok {
+                code = EXIT_PROGRAM_FAILED;
+                break;
+            }
+        }
+        finished.store(1, Relaxed);
+        code
+    }
+
+    #[panic_handler]
+    fn panic(_: &core::panic::PanicInfo) -> ! {
+        unsafe { abort() }
+    }
+
+    // Debug builds keep core's overflow checks, whose panic paths name this symbol; with
+    // panic = "abort" it is never called.
+    #[no_mangle]
+    pub extern "C" fn rust_eh_personality() {}
+}
