@@ -224,22 +224,19 @@ pub fn threads(pid: u32) -> usize {
 
 /// Waits until `pid` has exactly `n` threads; returns the last count seen.
 pub fn wait_threads(pid: u32, n: usize, within: Duration) -> usize {
-    let deadline = Instant::now() + within;
-    loop {
-        let now = threads(pid);
-        if now == n || Instant::now() >= deadline {
-            return now;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_thread_count(pid, within, |now| now == n)
 }
 
 /// Waits until `pid` has at least `n` threads; returns the last count seen.
 pub fn wait_threads_at_least(pid: u32, n: usize, within: Duration) -> usize {
+    wait_thread_count(pid, within, |now| now >= n)
+}
+
+fn wait_thread_count(pid: u32, within: Duration, done: impl Fn(usize) -> bool) -> usize {
     let deadline = Instant::now() + within;
     loop {
         let now = threads(pid);
-        if now >= n || Instant::now() >= deadline {
+        if done(now) || Instant::now() >= deadline {
             return now;
         }
         std::thread::sleep(Duration::from_millis(10));

@@ -186,10 +186,9 @@ pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &s
     }
 }
 
-/// Live schedlab processes of another build (another worktree, a release binary), untagged.
-pub fn foreign_schedlab() -> Vec<i32> {
-    let ours = Path::new(BIN).parent().unwrap().to_owned();
-    let mut pids = Vec::new();
+/// Live processes running a `schedlab*` binary, with the directory it was run from.
+fn schedlab_processes() -> Vec<(i32, PathBuf)> {
+    let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
@@ -201,34 +200,31 @@ pub fn foreign_schedlab() -> Vec<i32> {
         let schedlab = exe
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("schedlab"));
-        if schedlab && exe.parent() != Some(ours.as_path()) {
-            pids.push(pid);
+        if let (true, Some(dir)) = (schedlab, exe.parent()) {
+            found.push((pid, dir.to_owned()));
         }
     }
-    pids
+    found
+}
+
+/// Live schedlab processes of another build (another worktree, a release binary), untagged.
+pub fn foreign_schedlab() -> Vec<i32> {
+    let ours = Path::new(BIN).parent().unwrap();
+    schedlab_processes()
+        .into_iter()
+        .filter(|(_, dir)| dir != ours)
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// Processes running a binary of this build (schedlab, schedlab-nil, schedlab-forker).
 pub fn our_binaries() -> BTreeSet<i32> {
-    let dir = Path::new(BIN).parent().unwrap().to_owned();
-    let mut pids = BTreeSet::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
-            continue;
-        };
-        let exe = PathBuf::from(exe.to_string_lossy().trim_end_matches(" (deleted)"));
-        let ours = exe.parent() == Some(dir.as_path())
-            && exe
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("schedlab"));
-        if ours {
-            pids.insert(pid);
-        }
-    }
-    pids
+    let ours = Path::new(BIN).parent().unwrap();
+    schedlab_processes()
+        .into_iter()
+        .filter(|(_, dir)| dir == ours)
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// The suite-wide check of the issue: SysV ids and this build's processes, snapshotted when
