@@ -10,6 +10,27 @@ use support::*;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// The tests of this file one at a time: they share the machine's queues (one fills up to
+/// kernel.msgmni), and the SIGKILL test must tell its own stray queue from the others'.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Ids and message counts of every queue on the machine (/proc/sysvipc/msg).
+fn queues() -> Vec<(i32, u64)> {
+    std::fs::read_to_string("/proc/sysvipc/msg")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            Some((f.get(1)?.parse().ok()?, f.get(4)?.parse().ok()?))
+        })
+        .collect()
+}
+
 #[derive(Debug)]
 struct Line {
     iterations: u64,
@@ -36,6 +57,7 @@ fn parse_line(l: &str) -> Line {
 
 #[test]
 fn small_run_prints_five_lines_and_a_consistent_table() {
+    let _serial = serial();
     let (batches, queues) = (4u64, 50u64);
     let out = run_bounded(&["msgbench", "-n", "4", "--queues", "50"], LIMIT);
     assert!(out.status.success(), "{}", stderr_line(&out));
@@ -94,6 +116,7 @@ fn small_run_prints_five_lines_and_a_consistent_table() {
 
 #[test]
 fn too_many_queues_names_the_sysctl_and_leaves_nothing() {
+    let _serial = serial();
     let msgmni: u64 = std::fs::read_to_string("/proc/sys/kernel/msgmni")
         .unwrap()
         .trim()
@@ -121,6 +144,7 @@ fn too_many_queues_names_the_sysctl_and_leaves_nothing() {
 /// the test grabs one queue between two batches.
 #[test]
 fn queue_limit_hit_mid_run_ends_with_one_line() {
+    let _serial = serial();
     let script = format!(
         r#"
         sysctl -qw kernel.msgmni=20 || exit 90
@@ -164,6 +188,7 @@ fn queue_limit_hit_mid_run_ends_with_one_line() {
 
 #[test]
 fn sigterm_mid_run_removes_every_queue() {
+    let _serial = serial();
     let mut child = schedlab(&["msgbench", "-n", "100000000", "--queues", "200"])
         .stdout(Stdio::null())
         .spawn()
@@ -180,10 +205,12 @@ fn sigterm_mid_run_removes_every_queue() {
 
 #[test]
 fn sigkill_mid_run_is_swept_by_cleanup() {
+    let _serial = serial();
     let mut child = schedlab(&["msgbench", "-n", "100000000", "--queues", "200"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    let before: Vec<i32> = queues().into_iter().map(|(id, _)| id).collect();
     let pid = child.id();
     let (ledger, _) = wait_for_objects(pid, 1, LIMIT);
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -197,4 +224,18 @@ fn sigkill_mid_run_is_swept_by_cleanup() {
         "queues left after cleanup"
     );
     assert!(!ledger.exists(), "ledger left after cleanup");
+    // The known gap (RELIABILITY.md): a SIGKILL that lands while msgget runs leaves the one
+    // queue it created unrecorded. At most that one new, empty queue is allowed, and removed.
+    let stray: Vec<(i32, u64)> = queues()
+        .into_iter()
+        .filter(|(id, _)| !before.contains(id))
+        .collect();
+    match stray[..] {
+        [] => {}
+        [(id, 0)] => {
+            eprintln!("WARNING: queue {id} was created by the msgget the SIGKILL interrupted before its id was recorded; removed by the test (known gap)");
+            unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+        }
+        _ => panic!("queues left after cleanup, beyond the one msgget window: {stray:?}"),
+    }
 }
