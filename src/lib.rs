@@ -15,6 +15,6 @@ pub mod record;
 pub mod run;
 pub mod scenario;
 pub mod supervisor;
-pub mod sysv;
+pub mod sys;
 pub mod ui;
 pub mod workload;

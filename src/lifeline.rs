@@ -139,11 +139,11 @@ fn run_hooks() {
     for hook in hooks.iter().rev() {
         hook();
     }
-    crate::sysv::remove_all();
+    crate::sys::sysv::remove_all();
 }
 
 fn finish(code: i32) -> ! {
-    crate::sysv::remove_ledger_file();
+    crate::sys::sysv::remove_ledger_file();
     if supervised() {
         // Our process group is ours alone: take every descendant with us, then ourselves.
         unsafe { libc::kill(0, libc::SIGKILL) };

@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use schedlab::{compare, contest, lifeline, record, run, sysv, ui, workload};
+use schedlab::sys::sysv;
+use schedlab::{compare, contest, lifeline, record, run, ui, workload};
 
 #[derive(Parser)]
 #[command(

@@ -156,7 +156,7 @@ impl Running {
                 // SysV objects it may have left if it died by SIGKILL.
                 kill_group(self.pid, libc::SIGKILL);
                 self.drop_cgroup();
-                let _ = crate::sysv::sweep_orphans();
+                let _ = crate::sys::sysv::sweep_orphans();
             }
         }
         self.exit
@@ -183,7 +183,7 @@ impl Running {
         kill_group(self.pid, libc::SIGKILL);
         self.exit = self.child.wait().ok();
         self.drop_cgroup();
-        let _ = crate::sysv::sweep_orphans();
+        let _ = crate::sys::sysv::sweep_orphans();
         self.exit
     }
 
@@ -196,7 +196,7 @@ impl Running {
         self.exit = Some(status);
         kill_group(self.pid, libc::SIGKILL);
         self.drop_cgroup();
-        let _ = crate::sysv::sweep_orphans();
+        let _ = crate::sys::sysv::sweep_orphans();
         Ok(status)
     }
 }
@@ -206,7 +206,7 @@ impl Drop for Running {
         if self.exit.is_none() {
             kill_group(self.pid, libc::SIGKILL);
             let _ = self.child.wait();
-            let _ = crate::sysv::sweep_orphans();
+            let _ = crate::sys::sysv::sweep_orphans();
         }
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::counters::{CounterRegion, CounterSlot};
-use crate::sysv::{self, LedgerRange, MsgQueue};
+use crate::sys::sysv::{self, LedgerRange, MsgQueue};
 
 /// The seed ran with `kernel.msgmni` raised to 32768, the most a kernel without
 /// `ipcmni_extend` allows; more would only measure memory.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::counters::{CounterRegion, CounterSlot};
-use crate::sysv::{self, MsgQueue, SemSet};
+use crate::sys::sysv::{self, MsgQueue, SemSet};
 use crate::workload::kind::{IpcKind, Pin};
 
 pub use endpoint::{Call, TaskError};

@@ -47,7 +47,7 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
     let timeout = parse_timeout(args.timeout)?;
     let runs = args.runs.filter(|&n| n > 0);
     super::guard("chat-bench", size, 2, args.force)?;
-    crate::sysv::sweep_orphans()?;
+    crate::sys::sysv::sweep_orphans()?;
     // Map the dashboard's region (closing the inherited descriptor) before forking the server,
     // which must count into a region of its own, not into ours.
     let region = CounterRegion::for_workload()?;
@@ -217,5 +217,5 @@ fn stop(pid: &AtomicI32) {
     }
     // A server that crashed (or had to be SIGKILLed) could not remove its semaphore sets:
     // it is reaped now, so its ledger is an orphan's, and ours to sweep.
-    let _ = crate::sysv::sweep_orphans();
+    let _ = crate::sys::sysv::sweep_orphans();
 }

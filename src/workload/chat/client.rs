@@ -17,7 +17,7 @@ use super::protocol::{Report, RunSize, END_BYTE, MSG_SIZE, START_BYTE, USERS_PER
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
 use crate::counters::CounterSlot;
-use crate::sysv::SemSet;
+use crate::sys::sysv::SemSet;
 
 /// How often the main thread looks up from waiting for the done semaphores.
 const TICK: Duration = Duration::from_millis(250);

@@ -81,7 +81,7 @@ pub fn server_main(args: ServerArgs) -> Result<()> {
     if args.runs == Some(0) {
         bail!("--runs must be at least 1 (leave it out to serve forever)");
     }
-    crate::sysv::sweep_orphans()?;
+    crate::sys::sysv::sweep_orphans()?;
     let listener = server::listen(addr)?;
     let bound = listener.local_addr()?;
     if let Some(fd) = args.port_fd {
@@ -103,7 +103,7 @@ pub fn client_main(args: ClientArgs) -> Result<()> {
     let size = parse_size(&args.rooms, &args.messages)?;
     let timeout = parse_timeout(args.timeout)?;
     guard("chat-client", size, 1, args.force)?;
-    crate::sysv::sweep_orphans()?;
+    crate::sys::sysv::sweep_orphans()?;
     let region = crate::counters::CounterRegion::for_workload()?;
     let mut pool = slots::SlotPool::new(region.clone());
     let report = client::run(

@@ -27,7 +27,7 @@ use super::protocol::{
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
 use crate::counters::{CounterRegion, CounterSlot};
-use crate::sysv::SemSet;
+use crate::sys::sysv::SemSet;
 
 /// Control connections waiting to send their start message at once; beyond this the oldest
 /// is closed, so a burst of silent connections costs a bounded number of descriptors.

@@ -92,7 +92,7 @@ pub trait Endpoint {
 /// One queue per pair; the pinger sends type 1 and receives type 2, the ponger the reverse.
 pub struct MsgEnd {
     id: i32,
-    buf: crate::sysv::MsgBuf,
+    buf: crate::sys::sysv::MsgBuf,
     send_type: libc::c_long,
     recv_type: libc::c_long,
 }
@@ -102,7 +102,7 @@ impl MsgEnd {
         let (send_type, recv_type) = if pinger { (1, 2) } else { (2, 1) };
         Self {
             id,
-            buf: crate::sysv::MsgBuf::new(send_type),
+            buf: crate::sys::sysv::MsgBuf::new(send_type),
             send_type,
             recv_type,
         }
@@ -113,7 +113,7 @@ impl Endpoint for MsgEnd {
     #[inline]
     fn send(&mut self) -> Result<(), TaskError> {
         self.buf.mtype = self.send_type;
-        let ptr = (&self.buf as *const crate::sysv::MsgBuf).cast();
+        let ptr = (&self.buf as *const crate::sys::sysv::MsgBuf).cast();
         while unsafe { libc::msgsnd(self.id, ptr, TOKEN_LEN, 0) } < 0 {
             let err = TaskError::last(Call::Msgsnd);
             if err.errno != libc::EINTR {
@@ -125,8 +125,8 @@ impl Endpoint for MsgEnd {
 
     #[inline]
     fn recv(&mut self) -> Result<(), TaskError> {
-        let ptr = (&mut self.buf as *mut crate::sysv::MsgBuf).cast();
-        let max = crate::sysv::MsgBuf::TEXT;
+        let ptr = (&mut self.buf as *mut crate::sys::sysv::MsgBuf).cast();
+        let max = crate::sys::sysv::MsgBuf::TEXT;
         while unsafe { libc::msgrcv(self.id, ptr, max, self.recv_type, 0) } < 0 {
             let err = TaskError::last(Call::Msgrcv);
             if err.errno != libc::EINTR {

@@ -1,0 +1,3 @@
+//! Host plumbing used by many layers: SysV objects and their ledger, and the lifeline.
+
+pub mod sysv;
