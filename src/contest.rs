@@ -142,7 +142,7 @@ pub fn main(args: Args) -> Result<()> {
             ])
         }
     };
-    crate::lifeline::on_exit(kill_tracked);
+    crate::sys::lifeline::on_exit(kill_tracked);
 
     let job_text = match &args.job {
         Some(cmd) => format!("`{cmd}`"),

@@ -8,7 +8,6 @@ pub mod contest;
 pub mod counters;
 pub mod guard;
 pub mod lab;
-pub mod lifeline;
 pub mod model;
 pub mod probe;
 pub mod record;

@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use schedlab::sys::sysv;
-use schedlab::{compare, contest, lifeline, record, run, ui, workload};
+use schedlab::sys::{lifeline, sysv};
+use schedlab::{compare, contest, record, run, ui, workload};
 
 #[derive(Parser)]
 #[command(

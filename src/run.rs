@@ -139,7 +139,7 @@ pub fn main(args: Args) -> Result<()> {
     if let Some(out) = &output {
         // Ctrl-C exits through the lifeline: take the half-written temp file with it.
         let tmp = out.tmp_path().to_owned();
-        crate::lifeline::on_exit(move || {
+        crate::sys::lifeline::on_exit(move || {
             let _ = std::fs::remove_file(&tmp);
         });
     }

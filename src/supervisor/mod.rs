@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::counters::{self, CounterRegion};
-use crate::lifeline::ENV_LIFELINE_FD;
+use crate::sys::lifeline::ENV_LIFELINE_FD;
 
 pub mod cgroup;
 pub mod knobs;

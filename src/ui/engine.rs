@@ -109,7 +109,7 @@ static LIVE: Mutex<Vec<LiveGroup>> = Mutex::new(Vec::new());
 /// SIGHUP, SIGINT and panics). A SIGKILL of the dashboard leaves it to the supervisor's
 /// lifeline pipe: each workload gets SIGTERM when the pipe's writer, us, is gone.
 pub fn install_exit_hook() {
-    crate::lifeline::on_exit(kill_live_groups);
+    crate::sys::lifeline::on_exit(kill_live_groups);
 }
 
 fn kill_live_groups() {

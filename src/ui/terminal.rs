@@ -42,7 +42,7 @@ impl Session {
             bail!("the dashboard needs a terminal, and standard output is not one");
         }
         static HOOK: Once = Once::new();
-        HOOK.call_once(|| crate::lifeline::on_exit(|| restore(true)));
+        HOOK.call_once(|| crate::sys::lifeline::on_exit(|| restore(true)));
         if let Some(fd) = spawn_guardian() {
             GUARDIAN.store(fd, Ordering::SeqCst);
         }

@@ -73,7 +73,7 @@ impl Drop for KillOnDrop {
 
 fn install_hook() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| crate::lifeline::on_exit(kill_all));
+    ONCE.call_once(|| crate::sys::lifeline::on_exit(kill_all));
 }
 
 /// Waits for any child; returns its pid and its exit code (minus the signal that killed it).

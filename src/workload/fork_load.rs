@@ -242,7 +242,7 @@ pub fn main(args: Args) -> Result<()> {
         // Ctrl-C or SIGTERM: let the forkers finish their current child, then report.
         let control = control.clone();
         let region = region.clone();
-        crate::lifeline::on_exit(move || {
+        crate::sys::lifeline::on_exit(move || {
             control.stop().store(1, Relaxed);
             let deadline = Instant::now() + Duration::from_millis(500);
             while (0..n).any(|i| control.finished(i, n).load(Relaxed) == 0)

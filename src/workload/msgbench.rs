@@ -352,7 +352,7 @@ impl StopGate {
         let parked = Arc::new(AtomicBool::new(false));
         let (r, p) = (requested.clone(), parked.clone());
         let bench_thread = std::thread::current().id();
-        crate::lifeline::on_exit(move || {
+        crate::sys::lifeline::on_exit(move || {
             r.store(true, SeqCst);
             if std::thread::current().id() == bench_thread {
                 return; // a panic in the benchmark itself: it will not reach a checkpoint

@@ -270,7 +270,7 @@ pub fn main(args: Args) -> Result<()> {
     {
         // A signal or a panic: kill the tasks; an open-ended run prints what it did so far.
         let (state, slots, plan) = (state.clone(), slots.clone(), plan.clone());
-        crate::lifeline::on_exit(move || {
+        crate::sys::lifeline::on_exit(move || {
             state.kill_tasks();
             if plan.duration.is_none() {
                 if let Some(t0) = state.t0.get() {

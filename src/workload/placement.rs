@@ -52,7 +52,7 @@ pub fn enter_own_session() -> Result<()> {
     let mut child = cmd.spawn().context("starting a copy in a new session")?;
     let pid = child.id() as libc::pid_t;
     // Ctrl-C reaches only us (the copy has no terminal): pass it on, let it clean up.
-    crate::lifeline::on_exit(move || unsafe {
+    crate::sys::lifeline::on_exit(move || unsafe {
         libc::kill(pid, libc::SIGTERM);
         libc::waitpid(pid, std::ptr::null_mut(), 0);
     });
@@ -63,7 +63,7 @@ pub fn enter_own_session() -> Result<()> {
     let code = status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-    crate::lifeline::terminate(code)
+    crate::sys::lifeline::terminate(code)
 }
 
 impl PlacementArgs {

@@ -18,7 +18,7 @@ use super::client::{self, ClientConfig};
 use super::slots::SlotPool;
 use super::{net, parse_size, parse_timeout};
 use crate::counters::{self, CounterRegion};
-use crate::lifeline;
+use crate::sys::lifeline;
 
 /// Arguments of `schedlab chat-bench`.
 #[derive(clap::Args, Debug)]
