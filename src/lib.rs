@@ -5,7 +5,6 @@
 
 pub mod compare;
 pub mod contest;
-pub mod counters;
 pub mod guard;
 pub mod lab;
 pub mod model;

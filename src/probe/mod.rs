@@ -31,7 +31,7 @@ pub struct Target {
     pub leader: u32,
     /// Its own cgroup directory, if it has one (exact accounting).
     pub cgroup: Option<PathBuf>,
-    pub counters: Option<crate::counters::CounterRegion>,
+    pub counters: Option<crate::sys::counters::CounterRegion>,
     pub ops_unit: String,
 }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::counters::{self, CounterRegion};
+use crate::sys::counters::{self, CounterRegion};
 use crate::sys::lifeline::ENV_LIFELINE_FD;
 
 pub mod cgroup;

@@ -1,4 +1,6 @@
-//! Host plumbing used by many layers: SysV objects and their ledger, and the lifeline.
+//! Host plumbing used by many layers: shared-memory counters, SysV objects and their ledger,
+//! and the lifeline.
 
+pub mod counters;
 pub mod lifeline;
 pub mod sysv;

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::counters::CounterRegion;
+use crate::sys::counters::CounterRegion;
 
 /// Arguments of `schedlab cpu-hog`.
 #[derive(clap::Args, Debug, Clone)]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::counters::{CounterRegion, CounterSlot};
+use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::sysv::{self, LedgerRange, MsgQueue};
 
 /// The seed ran with `kernel.msgmni` raised to 32768, the most a kernel without

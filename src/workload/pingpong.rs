@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use crate::counters::{CounterRegion, CounterSlot};
+use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::sysv::{self, MsgQueue, SemSet};
 use crate::workload::kind::{IpcKind, Pin};
 

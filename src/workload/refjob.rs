@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::counters::{CounterRegion, CounterSlot};
+use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
 

@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use super::client::{self, ClientConfig};
 use super::slots::SlotPool;
 use super::{net, parse_size, parse_timeout};
-use crate::counters::{self, CounterRegion};
+use crate::sys::counters::{self, CounterRegion};
 use crate::sys::lifeline;
 
 /// Arguments of `schedlab chat-bench`.

@@ -16,7 +16,7 @@ use super::net;
 use super::protocol::{Report, RunSize, END_BYTE, MSG_SIZE, START_BYTE, USERS_PER_ROOM};
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
-use crate::counters::CounterSlot;
+use crate::sys::counters::CounterSlot;
 use crate::sys::sysv::SemSet;
 
 /// How often the main thread looks up from waiting for the done semaphores.

@@ -104,7 +104,7 @@ pub fn client_main(args: ClientArgs) -> Result<()> {
     let timeout = parse_timeout(args.timeout)?;
     guard("chat-client", size, 1, args.force)?;
     crate::sys::sysv::sweep_orphans()?;
-    let region = crate::counters::CounterRegion::for_workload()?;
+    let region = crate::sys::counters::CounterRegion::for_workload()?;
     let mut pool = slots::SlotPool::new(region.clone());
     let report = client::run(
         &client::ClientConfig {

@@ -26,7 +26,7 @@ use super::protocol::{
 };
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
-use crate::counters::{CounterRegion, CounterSlot};
+use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::sysv::SemSet;
 
 /// Control connections waiting to send their start message at once; beyond this the oldest

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use crate::counters::{CounterRegion, CounterSlot};
+use crate::sys::counters::{CounterRegion, CounterSlot};
 
 pub struct SlotPool {
     region: CounterRegion,

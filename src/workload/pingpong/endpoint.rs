@@ -239,7 +239,7 @@ pub fn ping<E: Endpoint>(
     end: &mut E,
     stop: &AtomicU32,
     pair: &PairControl,
-    count: &crate::counters::CounterSlot,
+    count: &crate::sys::counters::CounterSlot,
 ) -> Result<(), TaskError> {
     while stop.load(Relaxed) == 0 {
         end.send()?;
