@@ -12,7 +12,8 @@ use std::fs;
 
 use anyhow::{bail, Result};
 
-use super::{cgroup::WorkloadCgroup, online_cpus, Knobs, Policy};
+use super::{online_cpus, Knobs, Policy};
+use crate::sys::cgroup::WorkloadCgroup;
 
 /// Which threads belong to a workload.
 pub enum Scope<'a> {

@@ -16,10 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::sys::counters::{self, CounterRegion};
 use crate::sys::lifeline::ENV_LIFELINE_FD;
 
-pub mod cgroup;
 pub mod knobs;
 
-use cgroup::WorkloadCgroup;
+use crate::sys::cgroup::{self, WorkloadCgroup};
 
 /// Scheduling policy a workload runs under.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
-//! Host plumbing used by many layers: shared-memory counters, SysV objects and their ledger,
-//! and the lifeline.
+//! Host plumbing used by many layers: cgroups, shared-memory counters, SysV objects and their
+//! ledger, and the lifeline.
 
+pub mod cgroup;
 pub mod counters;
 pub mod lifeline;
 pub mod sysv;

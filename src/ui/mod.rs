@@ -89,7 +89,7 @@ pub fn run(
 ) -> Result<()> {
     let mut session = terminal::Session::enter()?;
     engine::install_exit_hook();
-    crate::supervisor::cgroup::sweep_orphans();
+    crate::sys::cgroup::sweep_orphans();
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let (cmd_tx, cmd_rx) = mpsc::channel::<Command>();
