@@ -5,7 +5,6 @@
 
 pub mod compare;
 pub mod contest;
-pub mod guard;
 pub mod lab;
 pub mod model;
 pub mod probe;

@@ -65,7 +65,7 @@ pub fn main(args: TuiArgs) -> Result<()> {
         None => Scenario::builtin_default(),
         Some(path) => Scenario::load(path)?,
     };
-    crate::guard::check_scenario(&scenario, args.force)?;
+    crate::sys::guard::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     run(scenario, interval, |interval| {
         Ok(Box::new(crate::lab::Lab::new(interval)?) as Box<dyn Backend>)

@@ -78,11 +78,11 @@ pub fn main(args: Args) -> Result<()> {
     let shape = check(&args)?;
     let tasks = shape.tasks() as u64;
     let demand = if shape.threads {
-        crate::guard::Demand::threads(tasks)
+        crate::sys::guard::Demand::threads(tasks)
     } else {
-        crate::guard::Demand::processes(tasks)
+        crate::sys::guard::Demand::processes(tasks)
     };
-    crate::guard::check("hackbench", demand, args.force)?;
+    crate::sys::guard::check("hackbench", demand, args.force)?;
     println!(
         "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)",
         if shape.threads { "threaded" } else { "process" },

@@ -254,11 +254,11 @@ pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &allowed_cpus()?)?;
     let tasks = 2 * plan.pairs() as u64;
     let demand = if plan.threads {
-        crate::guard::Demand::threads(tasks)
+        crate::sys::guard::Demand::threads(tasks)
     } else {
-        crate::guard::Demand::processes(tasks)
+        crate::sys::guard::Demand::processes(tasks)
     };
-    crate::guard::check("ipc-pingpong", demand, args.force)?;
+    crate::sys::guard::check("ipc-pingpong", demand, args.force)?;
     sysv::sweep_orphans()?;
     let counters = CounterRegion::for_workload()?;
     let slots = (0..plan.pairs())

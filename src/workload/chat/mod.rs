@@ -172,7 +172,7 @@ pub(crate) fn guard(what: &str, size: RunSize, sides: u64, force: bool) -> Resul
         return limits::reserve_for(size.rooms).map_err(|why| anyhow!(why));
     }
     let threads = size.rooms as u64 * limits::THREADS_PER_ROOM * sides;
-    crate::guard::check(what, crate::guard::Demand::threads(threads), force)
+    crate::sys::guard::check(what, crate::sys::guard::Demand::threads(threads), force)
 }
 
 #[cfg(test)]
