@@ -5,7 +5,7 @@
 
 pub mod compare;
 pub mod contest;
-pub mod lab;
+pub mod engine;
 pub mod model;
 pub mod probe;
 pub mod record;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::lab::Lab;
+use crate::engine::lab::Lab;
 use crate::model::{Frame, WorkloadState};
 use crate::record::atomic::AtomicFile;
 use crate::record::metrics::MetricsServer;

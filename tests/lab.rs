@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use schedlab::lab::Lab;
+use schedlab::engine::lab::Lab;
 use schedlab::model::WorkloadState;
 use schedlab::scenario::WorkloadDecl;
 use schedlab::workload::kind::WorkloadKind;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::lab::Lab;
+use crate::engine::lab::Lab;
 use crate::model::Frame;
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{Knobs, Placement};

@@ -68,7 +68,7 @@ pub fn main(args: TuiArgs) -> Result<()> {
     crate::sys::guard::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     run(scenario, interval, |interval| {
-        Ok(Box::new(crate::lab::Lab::new(interval)?) as Box<dyn Backend>)
+        Ok(Box::new(crate::engine::lab::Lab::new(interval)?) as Box<dyn Backend>)
     })
 }
 
