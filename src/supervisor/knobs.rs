@@ -12,7 +12,7 @@ use std::fs;
 
 use anyhow::{bail, Result};
 
-use super::{online_cpus, Knobs, Policy};
+use super::{online_cpus, Knobs, Placement, Policy};
 use crate::sys::cgroup::WorkloadCgroup;
 
 /// Which threads belong to a workload.
@@ -195,6 +195,15 @@ pub fn policy_name(p: Policy) -> &'static str {
         Policy::Idle => "idle",
         Policy::Fifo => "fifo",
         Policy::Rr => "rr",
+    }
+}
+
+/// Placement as a person says it.
+pub fn placement_words(p: &Placement) -> String {
+    match p {
+        Placement::Shared => "shared session".into(),
+        Placement::OwnSession => "own session".into(),
+        Placement::Cgroup { weight } => format!("own cgroup (weight {weight})"),
     }
 }
 

@@ -9,6 +9,7 @@ use ratatui::layout::Rect;
 
 use crate::model::{Frame, WorkloadFrame, WorkloadState};
 use crate::scenario::WorkloadDecl;
+use crate::supervisor::knobs::placement_words;
 use crate::supervisor::{Knobs, Placement, Policy};
 
 use super::engine::{Command, Event, Playback, ReplayStatus};
@@ -571,14 +572,5 @@ impl App {
                 self.mode = Mode::EditKnobs(id, form);
             }
         }
-    }
-}
-
-/// Placement as a person says it.
-pub fn placement_words(p: &Placement) -> String {
-    match p {
-        Placement::Shared => "shared session".into(),
-        Placement::OwnSession => "own session".into(),
-        Placement::Cgroup { weight } => format!("own cgroup (weight {weight})"),
     }
 }

@@ -299,7 +299,7 @@ impl Backend for Lab {
             sync_cgroup(self, id);
             return Ok(format!(
                 "{name}: restarted in {}",
-                crate::ui::app::placement_words(&knobs.placement)
+                crate::supervisor::knobs::placement_words(&knobs.placement)
             ));
         }
         match self.running_mut(id) {

@@ -9,9 +9,10 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame as TermFrame;
 
 use crate::model::{Accounting, Frame, WorkloadFrame, WorkloadState};
+use crate::supervisor::knobs::placement_words;
 use crate::supervisor::Program;
 
-use super::app::{placement_words, App, WorkloadView};
+use super::app::{App, WorkloadView};
 use super::fmt::{self, clip, pct, si};
 use super::table::knobs_words;
 use super::theme::Verdict;

@@ -9,9 +9,9 @@ use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame as TermFrame;
 
 use crate::model::{WorkloadFrame, WorkloadState};
-use crate::supervisor::knobs::policy_name;
+use crate::supervisor::knobs::{placement_words, policy_name};
 
-use super::app::{placement_words, App, TableGeometry, WorkloadView};
+use super::app::{App, TableGeometry, WorkloadView};
 use super::fmt::{clip, pct, si};
 use super::theme::Verdict;
 
