@@ -17,11 +17,11 @@ use criterion::Criterion;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
+use schedlab::engine::thread::Event;
 use schedlab::model::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};
 use schedlab::scenario::{Scenario, PRESETS};
 use schedlab::ui::app::App;
 use schedlab::ui::draw;
-use schedlab::ui::engine::Event;
 use schedlab::ui::theme::Theme;
 
 const TASKS: usize = 5_000;

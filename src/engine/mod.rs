@@ -2,3 +2,4 @@
 //! the model.
 
 pub mod lab;
+pub mod thread;

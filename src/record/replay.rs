@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
+use crate::engine::thread::{Backend, LiveGroup, Playback, ReplayStatus};
 use crate::model::Frame;
 use crate::record::recording::Replay;
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::Knobs;
-use crate::ui::engine::{Backend, LiveGroup, Playback, ReplayStatus};
 
 pub struct ReplayBackend {
     replay: Replay,
@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn the_engine_sends_no_frame_while_paused() {
-        use crate::ui::engine::{run, Command, Event};
+        use crate::engine::thread::{run, Command, Event};
         use std::sync::mpsc;
         let dir = tempfile::tempdir().unwrap();
         let b = ReplayBackend::new(Replay::open(&recording(&dir, 11)).unwrap());

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use ratatui::layout::Rect;
 
+use crate::engine::thread::{Command, Event, Playback, ReplayStatus};
 use crate::model::{Frame, WorkloadFrame, WorkloadState};
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::knobs::placement_words;
 use crate::supervisor::{Knobs, Placement, Policy};
 
-use super::engine::{Command, Event, Playback, ReplayStatus};
 use super::form::Form;
 use super::history::{MachineSeries, Point, Series};
 use super::picker::Template;

@@ -5,13 +5,12 @@
 //! the input reader (sends terminal events), and this one, which waits on both, updates the
 //! [`app::App`] and draws. Drawing never waits for sampling, and the UI never reads /proc.
 //!
-//! One file per concern: `app` (state), `input` (keys), `engine` (the sampling thread),
-//! `terminal` (taking the terminal over and giving it back), and one per panel: `status`,
+//! One file per concern: `app` (state), `input` (keys), `terminal` (taking the terminal over
+//! and giving it back), and one per panel: `status`,
 //! `table`, `charts`, `help`, `popup` (picker and forms), with `theme` and `fmt` for looks.
 
 pub mod app;
 pub mod charts;
-pub mod engine;
 pub mod fmt;
 pub mod form;
 pub mod help;
@@ -34,10 +33,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame as TermFrame;
 
+use crate::engine::thread::{Backend, Command, Event};
 use crate::scenario::Scenario;
 
 use app::{App, Mode};
-use engine::{Backend, Command, Event};
 use theme::Theme;
 
 /// Arguments of `schedlab tui`.
@@ -88,7 +87,7 @@ pub fn run(
     make_backend: impl FnOnce(Duration) -> Result<Box<dyn Backend>> + Send + 'static,
 ) -> Result<()> {
     let mut session = terminal::Session::enter()?;
-    engine::install_exit_hook();
+    crate::engine::thread::install_exit_hook();
     crate::sys::cgroup::sweep_orphans();
 
     let (tx, rx) = mpsc::channel::<Msg>();
@@ -97,7 +96,7 @@ pub fn run(
     let engine = std::thread::Builder::new()
         .name("schedlab-engine".into())
         .spawn(move || match make_backend(interval) {
-            Ok(backend) => engine::run(backend, interval, cmd_rx, |e| {
+            Ok(backend) => crate::engine::thread::run(backend, interval, cmd_rx, |e| {
                 etx.send(Msg::Engine(e)).is_ok()
             }),
             Err(e) => {
