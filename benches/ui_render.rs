@@ -17,7 +17,7 @@ use criterion::Criterion;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use schedlab::engine::thread::Event;
+use schedlab::engine::Event;
 use schedlab::model::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};
 use schedlab::scenario::{Scenario, PRESETS};
 use schedlab::ui::app::App;

@@ -10,7 +10,7 @@ use ratatui::backend::TestBackend;
 use ratatui::style::Color;
 use ratatui::Terminal;
 
-use schedlab::engine::thread::{Command, Event};
+use schedlab::engine::{Command, Event};
 use schedlab::model::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};
 use schedlab::scenario::Scenario;
 use schedlab::ui::app::{App, Mode};
@@ -369,7 +369,7 @@ fn mouse_click_selects_a_row() {
 
 /// A 60 s replay of the seed's situation, played to 30 s.
 fn replay_app() -> (App, Vec<Frame>) {
-    use schedlab::engine::thread::ReplayStatus;
+    use schedlab::engine::ReplayStatus;
     let mut app = App::new(
         "replay of contest-fork-load",
         Duration::from_millis(500),
@@ -396,7 +396,7 @@ fn replay_app() -> (App, Vec<Frame>) {
 
 #[test]
 fn replay_keys_ask_the_engine_and_a_seek_rebuilds_the_history() {
-    use schedlab::engine::thread::{Playback, ReplayStatus};
+    use schedlab::engine::{Playback, ReplayStatus};
     let (mut app, recording) = replay_app();
     assert_eq!(app.workloads[1].series.len(), 60);
     // Space pauses playback instead of freezing the view; the seek keys go to the engine.

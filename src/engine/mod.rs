@@ -1,5 +1,104 @@
-//! The engine every frontend is a client of: the Lab, which owns the workloads, the probe and
-//! the model.
+//! The engine every frontend is a client of: the Lab (workloads, probe, model), the contract
+//! it is driven through, the engine thread, and replay.
+//!
+//! A frontend sends [`Command`]s and receives [`Event`]s; the thread ([`thread::run`]) drives a
+//! [`Backend`]: the live Lab ([`live`]) or a recording ([`replay`]).
 
 pub mod lab;
+pub mod live;
 pub mod thread;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use crate::model::Frame;
+use crate::scenario::WorkloadDecl;
+use crate::supervisor::Knobs;
+
+/// What the UI asks of the engine.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    Add(WorkloadDecl),
+    /// Start a stopped or finished workload again (same id, same knobs).
+    Restart(u32),
+    Stop(u32),
+    Remove(u32),
+    /// New knobs for a workload: applied live when possible; a new placement restarts it.
+    SetKnobs(u32, Knobs),
+    SetInterval(Duration),
+    /// Pause or seek a replay (a live backend refuses).
+    Playback(Playback),
+    /// Stop everything and end the thread.
+    Quit,
+}
+
+/// What the engine tells the UI.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    Frame(Frame),
+    /// A workload was added under this id.
+    Added(u32, WorkloadDecl),
+    Removed(u32),
+    /// A workload now runs with these knobs.
+    Knobs(u32, Knobs),
+    /// Something worth a line on screen.
+    Notice(String),
+    /// A command failed; the reason, in one line.
+    Error(String),
+    /// Where a replay stands: sent first, and after every playback command.
+    Replay(ReplayStatus),
+    /// The recording's Frames up to a new position, after a seek: the UI rebuilds its
+    /// history from them, so the charts end where the table is.
+    History(Vec<Frame>),
+}
+
+/// What a replay's keys ask for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Playback {
+    TogglePause,
+    /// This many recorded intervals forward (negative: back); pauses playback.
+    Step(i32),
+    /// This fraction of the recording forward (negative: back); playback goes on as it was.
+    SeekFraction(f64),
+}
+
+/// A replay's length and whether it plays; the position is the shown Frame's time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReplayStatus {
+    pub duration: f64,
+    pub paused: bool,
+}
+
+/// What the engine drives: the Lab, or a stand-in in tests.
+pub trait Backend: Send {
+    fn add(&mut self, decl: WorkloadDecl) -> Result<u32>;
+    fn restart(&mut self, id: u32) -> Result<()>;
+    fn stop(&mut self, id: u32) -> Result<()>;
+    fn remove(&mut self, id: u32) -> Result<()>;
+    /// Applies new knobs; returns a line saying what happened ("reniced 5 threads").
+    fn set_knobs(&mut self, id: u32, knobs: &Knobs) -> Result<String>;
+    /// The knobs a workload has now (after a refused change, the old ones).
+    fn knobs(&self, id: u32) -> Option<Knobs>;
+    fn set_interval(&mut self, interval: Duration);
+    /// Samples now and derives the Frame for the interval since the last sample.
+    fn tick(&mut self) -> Frame;
+    /// The process groups and cgroup directories of every live workload, for the exit path.
+    fn live_groups(&self) -> Vec<LiveGroup>;
+    /// Some for a replay of a recording; a live run has no position to show.
+    fn replay_status(&self) -> Option<ReplayStatus> {
+        None
+    }
+    /// Pauses or seeks a replay; returns the Frames up to the new position when it moved.
+    fn playback(&mut self, _p: Playback) -> Result<Option<Vec<Frame>>> {
+        bail!("only a replay can be paused or seeked")
+    }
+}
+
+/// A live workload as the exit path sees it: enough to kill it without the engine's help.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveGroup {
+    pub pgid: u32,
+    pub cgroup_dirs: Vec<PathBuf>,
+}

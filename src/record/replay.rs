@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::engine::thread::{Backend, LiveGroup, Playback, ReplayStatus};
+use crate::engine::{Backend, LiveGroup, Playback, ReplayStatus};
 use crate::model::Frame;
 use crate::record::recording::Replay;
 use crate::scenario::WorkloadDecl;
@@ -235,7 +235,8 @@ mod tests {
 
     #[test]
     fn the_engine_sends_no_frame_while_paused() {
-        use crate::engine::thread::{run, Command, Event};
+        use crate::engine::thread::run;
+        use crate::engine::{Command, Event};
         use std::sync::mpsc;
         let dir = tempfile::tempdir().unwrap();
         let b = ReplayBackend::new(Replay::open(&recording(&dir, 11)).unwrap());

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ratatui::layout::Rect;
 
-use crate::engine::thread::{Command, Event, Playback, ReplayStatus};
+use crate::engine::{Command, Event, Playback, ReplayStatus};
 use crate::model::{Frame, WorkloadFrame, WorkloadState};
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::knobs::placement_words;

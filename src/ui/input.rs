@@ -9,7 +9,7 @@ use crossterm::event::{
 use super::app::{App, Mode};
 use super::form::Outcome;
 use super::picker::TEMPLATES;
-use crate::engine::thread::Playback;
+use crate::engine::Playback;
 
 /// Every key of the main screen and what it does, grouped as the help screen shows them.
 pub const KEYS: &[(&str, &str, &str)] = &[

@@ -33,7 +33,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame as TermFrame;
 
-use crate::engine::thread::{Backend, Command, Event};
+use crate::engine::{Backend, Command, Event};
 use crate::scenario::Scenario;
 
 use app::{App, Mode};
@@ -87,7 +87,7 @@ pub fn run(
     make_backend: impl FnOnce(Duration) -> Result<Box<dyn Backend>> + Send + 'static,
 ) -> Result<()> {
     let mut session = terminal::Session::enter()?;
-    crate::engine::thread::install_exit_hook();
+    crate::engine::live::install_exit_hook();
     crate::sys::cgroup::sweep_orphans();
 
     let (tx, rx) = mpsc::channel::<Msg>();

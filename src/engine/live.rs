@@ -1,0 +1,183 @@
+//! The live Backend: the Lab with live knobs and cgroup placement wired in, and the registry
+//! of live process groups and cgroups that the exit hook kills when the dashboard is ended by
+//! a signal or a panic.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::{Backend, LiveGroup};
+use crate::engine::lab::Lab;
+use crate::model::Frame;
+use crate::scenario::WorkloadDecl;
+use crate::supervisor::{Knobs, Placement};
+
+/// What the exit hook kills when the dashboard is ended by a signal or a panic, while the
+/// engine thread may be busy: kept up to date after every command.
+pub(super) static LIVE: Mutex<Vec<LiveGroup>> = Mutex::new(Vec::new());
+
+/// Registers the exit hook that kills every live workload (lifeline runs it on SIGTERM,
+/// SIGHUP, SIGINT and panics). A SIGKILL of the dashboard leaves it to the supervisor's
+/// lifeline pipe: each workload gets SIGTERM when the pipe's writer, us, is gone.
+pub fn install_exit_hook() {
+    crate::sys::lifeline::on_exit(kill_live_groups);
+}
+
+fn kill_live_groups() {
+    let groups = match LIVE.try_lock() {
+        Ok(mut g) => std::mem::take(&mut *g),
+        Err(std::sync::TryLockError::Poisoned(p)) => std::mem::take(&mut *p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    for g in &groups {
+        if g.pgid > 1 {
+            unsafe { libc::kill(-(g.pgid as libc::pid_t), libc::SIGKILL) };
+        }
+    }
+    // cgroups outlive their tasks unless removed; give the killed tasks a moment to exit.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    for g in &groups {
+        for dir in &g.cgroup_dirs {
+            for pid in read_ids(&dir.join("cgroup.procs")) {
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
+        }
+        for dir in g.cgroup_dirs.iter().rev() {
+            while std::fs::remove_dir(dir).is_err() && dir.exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+}
+
+fn read_ids(path: &std::path::Path) -> Vec<u32> {
+    std::fs::read_to_string(path)
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub(super) fn publish_live(backend: &dyn Backend) {
+    let groups = backend.live_groups();
+    if let Ok(mut live) = LIVE.lock() {
+        *live = groups;
+    }
+}
+
+/// The real engine: the Lab, with live knobs and cgroup placement wired in.
+impl Backend for Lab {
+    fn add(&mut self, decl: WorkloadDecl) -> Result<u32> {
+        let id = Lab::add(self, decl)?;
+        sync_cgroup(self, id);
+        Ok(id)
+    }
+
+    fn restart(&mut self, id: u32) -> Result<()> {
+        let r = Lab::restart(self, id);
+        sync_cgroup(self, id);
+        r
+    }
+
+    fn stop(&mut self, id: u32) -> Result<()> {
+        Lab::stop(self, id);
+        Ok(())
+    }
+
+    fn remove(&mut self, id: u32) -> Result<()> {
+        Lab::remove(self, id);
+        Ok(())
+    }
+
+    fn set_knobs(&mut self, id: u32, knobs: &Knobs) -> Result<String> {
+        let Some(old) = Backend::knobs(self, id) else {
+            bail!("no workload {id}");
+        };
+        let name = self
+            .decl_mut(id)
+            .map(|d| d.name.clone())
+            .unwrap_or_default();
+        let in_cgroup = self.running(id).is_some_and(|r| r.cgroup().is_some());
+        let live = old.placement == knobs.placement
+            || (in_cgroup
+                && matches!(
+                    (&old.placement, &knobs.placement),
+                    (Placement::Cgroup { .. }, Placement::Cgroup { .. })
+                ));
+        if !live {
+            // A process group cannot change session or cgroup from outside: start it anew.
+            set_decl_knobs(self, id, knobs.clone());
+            if let Err(e) = Lab::restart(self, id) {
+                set_decl_knobs(self, id, old);
+                let back = Lab::restart(self, id);
+                sync_cgroup(self, id);
+                return Err(e.context(match back {
+                    Ok(()) => format!("{name}: kept its old placement"),
+                    Err(_) => format!("{name}: could not restart it"),
+                }));
+            }
+            sync_cgroup(self, id);
+            return Ok(format!(
+                "{name}: restarted in {}",
+                crate::supervisor::knobs::placement_words(&knobs.placement)
+            ));
+        }
+        match self.running_mut(id) {
+            Some(run) => {
+                let n = run
+                    .set_knobs(knobs)
+                    .with_context(|| format!("{name}: knobs unchanged"))?;
+                set_decl_knobs(self, id, knobs.clone());
+                Ok(format!("{name}: new knobs on {n} threads"))
+            }
+            None => {
+                set_decl_knobs(self, id, knobs.clone());
+                Ok(format!("{name}: new knobs from its next start"))
+            }
+        }
+    }
+
+    fn knobs(&self, id: u32) -> Option<Knobs> {
+        self.workloads()
+            .into_iter()
+            .find(|w| w.id == id)
+            .map(|w| w.decl.knobs)
+    }
+
+    fn set_interval(&mut self, interval: Duration) {
+        Lab::set_interval(self, interval);
+    }
+
+    fn tick(&mut self) -> Frame {
+        Lab::tick(self)
+    }
+
+    fn live_groups(&self) -> Vec<LiveGroup> {
+        self.workloads()
+            .iter()
+            .filter_map(|w| self.running(w.id))
+            .map(|r| LiveGroup {
+                pgid: r.pgid(),
+                cgroup_dirs: r.cgroup().map(|g| g.dirs().to_vec()).unwrap_or_default(),
+            })
+            .collect()
+    }
+}
+
+fn set_decl_knobs(lab: &mut Lab, id: u32, knobs: Knobs) {
+    if let Some(d) = lab.decl_mut(id) {
+        d.knobs = knobs;
+    }
+}
+
+/// Tells the probe where a workload's own cgroup is (exact accounting, its weight).
+fn sync_cgroup(lab: &mut Lab, id: u32) {
+    let dir = lab
+        .running(id)
+        .and_then(|r| r.cgroup())
+        .map(|g| g.dir().to_path_buf());
+    lab.set_cgroup(id, dir);
+}
