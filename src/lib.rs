@@ -3,6 +3,7 @@
 //! Data flows one way: workloads (child processes) → kernel → [`probe`] → Sample →
 //! [`model`] → Frame → [`ui`] and the exporters. See DESIGN in the README.
 
+pub mod cli;
 pub mod compare;
 pub mod contest;
 pub mod engine;

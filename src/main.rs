@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use schedlab::sys::{lifeline, sysv};
-use schedlab::{compare, contest, record, run, ui, workload};
+use schedlab::{cli, compare, contest, run, ui, workload};
 
 #[derive(Parser)]
 #[command(
@@ -54,9 +54,9 @@ enum Cmd {
     /// Compare two result files: each difference, its 95% CI, significant or within noise.
     Compare(compare::Args),
     /// Draw a recording as a picture: throughput, CPU share vs fair share, context switches.
-    Plot(record::cli::PlotArgs),
+    Plot(cli::replay::PlotArgs),
     /// Play a recording back.
-    Replay(record::cli::ReplayArgs),
+    Replay(cli::replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -84,8 +84,8 @@ fn main() -> ExitCode {
         Some(Cmd::Cleanup) => ("cleanup", cleanup()),
         Some(Cmd::Run(a)) => ("run", run::main(a)),
         Some(Cmd::Compare(a)) => ("compare", compare::main(a)),
-        Some(Cmd::Plot(a)) => ("plot", record::cli::plot_main(a)),
-        Some(Cmd::Replay(a)) => ("replay", record::cli::replay_main(a)),
+        Some(Cmd::Plot(a)) => ("plot", cli::replay::plot_main(a)),
+        Some(Cmd::Replay(a)) => ("replay", cli::replay::replay_main(a)),
     };
     lifeline::settle();
     match result {

@@ -2,7 +2,6 @@
 //! CSV, text), the OpenMetrics endpoint, and plots.
 
 pub mod atomic;
-pub mod cli;
 pub mod metrics;
 pub mod plot;
 pub mod recording;

@@ -1,0 +1,3 @@
+//! The commands that are not the dashboard, one file each.
+
+pub mod replay;
