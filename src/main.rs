@@ -54,7 +54,7 @@ enum Cmd {
     /// Compare two result files: each difference, its 95% CI, significant or within noise.
     Compare(compare::Args),
     /// Draw a recording as a picture: throughput, CPU share vs fair share, context switches.
-    Plot(cli::replay::PlotArgs),
+    Plot(cli::plot::PlotArgs),
     /// Play a recording back.
     Replay(cli::replay::ReplayArgs),
 }
@@ -84,7 +84,7 @@ fn main() -> ExitCode {
         Some(Cmd::Cleanup) => ("cleanup", cleanup()),
         Some(Cmd::Run(a)) => ("run", run::main(a)),
         Some(Cmd::Compare(a)) => ("compare", compare::main(a)),
-        Some(Cmd::Plot(a)) => ("plot", cli::replay::plot_main(a)),
+        Some(Cmd::Plot(a)) => ("plot", cli::plot::plot_main(a)),
         Some(Cmd::Replay(a)) => ("replay", cli::replay::replay_main(a)),
     };
     lifeline::settle();

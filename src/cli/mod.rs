@@ -1,3 +1,4 @@
 //! The commands that are not the dashboard, one file each.
 
+pub mod plot;
 pub mod replay;
