@@ -1,10 +1,13 @@
 //! `schedlab replay`: a recording played back in the dashboard, or printed.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::engine::replay::ReplayBackend;
+use crate::engine::Backend;
 use crate::record::recording::Replay;
 use crate::record::results::num;
 
@@ -33,9 +36,7 @@ pub fn replay_main(args: ReplayArgs) -> Result<()> {
     use std::io::IsTerminal;
     let format = match args.format {
         Some(f) => f,
-        None if std::io::stdout().is_terminal() => {
-            return crate::record::replay::dashboard(&args.recording)
-        }
+        None if std::io::stdout().is_terminal() => return dashboard(&args.recording),
         None => ReplayFormat::Text,
     };
     let replay = Replay::open(&args.recording)?;
@@ -49,6 +50,26 @@ pub fn replay_main(args: ReplayArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Opens the dashboard on a recording.
+pub fn dashboard(path: &Path) -> Result<()> {
+    let replay = Replay::open(path)?;
+    let mut scenario = replay.header().scenario.clone();
+    // The header line says it is a replay, and of which run.
+    scenario.name = format!(
+        "replay of {}{}",
+        scenario.name,
+        if replay.complete() {
+            ""
+        } else {
+            " (cut short)"
+        }
+    );
+    let interval = Duration::from_millis(scenario.interval_ms);
+    crate::ui::run(scenario, interval, move |_| {
+        Ok(Box::new(ReplayBackend::new(replay)) as Box<dyn Backend>)
+    })
 }
 
 /// The time series as CSV, one row per workload per interval, for a spreadsheet.

@@ -6,6 +6,7 @@
 
 pub mod lab;
 pub mod live;
+pub mod replay;
 pub mod thread;
 
 use std::path::PathBuf;

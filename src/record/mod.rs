@@ -5,5 +5,4 @@ pub mod atomic;
 pub mod metrics;
 pub mod plot;
 pub mod recording;
-pub mod replay;
 pub mod results;

@@ -3,7 +3,6 @@
 //! commands that would start, stop or change a workload are refused with one line. Playback
 //! can be paused, stepped one interval, and moved by a tenth of the recording.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -108,26 +107,6 @@ impl Backend for ReplayBackend {
         self.started = true;
         Ok(Some(self.replay.history().to_vec()))
     }
-}
-
-/// Opens the dashboard on a recording.
-pub fn dashboard(path: &Path) -> Result<()> {
-    let replay = Replay::open(path)?;
-    let mut scenario = replay.header().scenario.clone();
-    // The header line says it is a replay, and of which run.
-    scenario.name = format!(
-        "replay of {}{}",
-        scenario.name,
-        if replay.complete() {
-            ""
-        } else {
-            " (cut short)"
-        }
-    );
-    let interval = Duration::from_millis(scenario.interval_ms);
-    crate::ui::run(scenario, interval, move |_| {
-        Ok(Box::new(ReplayBackend::new(replay)) as Box<dyn Backend>)
-    })
 }
 
 #[cfg(test)]
