@@ -10,7 +10,6 @@ pub mod engine;
 pub mod model;
 pub mod probe;
 pub mod record;
-pub mod run;
 pub mod scenario;
 pub mod supervisor;
 pub mod sys;

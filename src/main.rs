@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use schedlab::cli::run;
 use schedlab::sys::{lifeline, sysv};
-use schedlab::{cli, compare, contest, run, ui, workload};
+use schedlab::{cli, compare, contest, ui, workload};
 
 #[derive(Parser)]
 #[command(

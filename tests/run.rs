@@ -322,7 +322,7 @@ fn every_preset_runs_two_seconds_headless() {
             continue;
         }
         let r = RunResults::from_json(&String::from_utf8_lossy(&out.stdout), name).unwrap();
-        let (sc, _) = schedlab::run::load_scenario(name).unwrap();
+        let (sc, _) = schedlab::cli::run::load_scenario(name).unwrap();
         for w in &r.workloads {
             let decl = sc.workloads.iter().find(|d| d.name == w.name).unwrap();
             if decl.start_delay >= 2.0 {

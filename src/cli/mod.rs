@@ -2,3 +2,4 @@
 
 pub mod plot;
 pub mod replay;
+pub mod run;
