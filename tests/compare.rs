@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use schedlab::compare::{compare, Verdict};
+use schedlab::cli::compare::{compare, Verdict};
 use schedlab::record::results::{
     Host, Metric, MetricResult, RunResults, ScenarioInfo, WorkloadResult,
 };

@@ -1,5 +1,6 @@
 //! The commands that are not the dashboard, one file each.
 
+pub mod compare;
 pub mod plot;
 pub mod replay;
 pub mod run;
