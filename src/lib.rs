@@ -4,7 +4,6 @@
 //! [`model`] → Frame → [`ui`] and the exporters. See DESIGN in the README.
 
 pub mod cli;
-pub mod contest;
 pub mod engine;
 pub mod model;
 pub mod probe;

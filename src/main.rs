@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use schedlab::cli::{compare, run};
+use schedlab::cli::{compare, contest, run};
 use schedlab::sys::{lifeline, sysv};
-use schedlab::{cli, contest, ui, workload};
+use schedlab::{cli, ui, workload};
 
 #[derive(Parser)]
 #[command(

@@ -1,6 +1,7 @@
 //! The commands that are not the dashboard, one file each.
 
 pub mod compare;
+pub mod contest;
 pub mod plot;
 pub mod replay;
 pub mod run;
