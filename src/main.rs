@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use schedlab::cli::{compare, contest, run};
-use schedlab::sys::{lifeline, sysv};
+use schedlab::sys::lifeline;
 use schedlab::{cli, ui, workload};
 
 #[derive(Parser)]
@@ -82,7 +82,7 @@ fn main() -> ExitCode {
         Some(Cmd::Contest(a)) => ("contest", contest::main(a)),
         Some(Cmd::Msgbench(a)) => ("msgbench", workload::msgbench::main(a)),
         Some(Cmd::IpcPingpong(a)) => ("ipc-pingpong", workload::pingpong::main(a)),
-        Some(Cmd::Cleanup) => ("cleanup", cleanup()),
+        Some(Cmd::Cleanup) => ("cleanup", cli::cleanup::main()),
         Some(Cmd::Run(a)) => ("run", run::main(a)),
         Some(Cmd::Compare(a)) => ("compare", compare::main(a)),
         Some(Cmd::Plot(a)) => ("plot", cli::plot::plot_main(a)),
@@ -97,10 +97,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn cleanup() -> anyhow::Result<()> {
-    let removed = sysv::sweep_orphans()?;
-    println!("removed {removed} SysV objects left by dead schedlab processes");
-    Ok(())
 }

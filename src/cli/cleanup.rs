@@ -1,0 +1,9 @@
+//! `schedlab cleanup`: removes SysV objects left by schedlab processes that were killed outright.
+
+use crate::sys::sysv;
+
+pub fn main() -> anyhow::Result<()> {
+    let removed = sysv::sweep_orphans()?;
+    println!("removed {removed} SysV objects left by dead schedlab processes");
+    Ok(())
+}
