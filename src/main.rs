@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 
 use schedlab::cli::{compare, contest, run};
 use schedlab::sys::lifeline;
-use schedlab::{cli, ui, workload};
+use schedlab::{cli, workload};
 
 #[derive(Parser)]
 #[command(
@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Open the dashboard on a scenario file (the built-in default when none is given).
-    Tui(ui::TuiArgs),
+    Tui(cli::tui::TuiArgs),
     /// The chatroom benchmark's server (chat_s): serves runs one after another.
     ChatServer(workload::chat::ServerArgs),
     /// The chatroom benchmark's client (chat_c): runs the rooms and prints the throughput.
@@ -70,8 +70,8 @@ fn main() -> ExitCode {
     lifeline::arm_injected_panic(command.unwrap_or("tui"));
     let cli = Cli::parse_from(args);
     let (name, result) = match cli.command {
-        None => ("tui", ui::main(ui::TuiArgs::default())),
-        Some(Cmd::Tui(a)) => ("tui", ui::main(a)),
+        None => ("tui", cli::tui::main(cli::tui::TuiArgs::default())),
+        Some(Cmd::Tui(a)) => ("tui", cli::tui::main(a)),
         Some(Cmd::ChatServer(a)) => ("chat-server", workload::chat::server_main(a)),
         Some(Cmd::ChatClient(a)) => ("chat-client", workload::chat::client_main(a)),
         Some(Cmd::ChatBench(a)) => ("chat-bench", workload::chat::bench_main(a)),

@@ -6,3 +6,4 @@ pub mod contest;
 pub mod plot;
 pub mod replay;
 pub mod run;
+pub mod tui;

@@ -6,8 +6,9 @@
 //! [`app::App`] and draws. Drawing never waits for sampling, and the UI never reads /proc.
 //!
 //! One file per concern: `app` (state), `input` (keys), `terminal` (taking the terminal over
-//! and giving it back), and one per panel: `status`,
-//! `table`, `charts`, `help`, `popup` (picker and forms), with `theme` and `fmt` for looks.
+//! and giving it back), and one per panel: `status`, `table`, `charts`, `help`, `popup`
+//! (picker and forms), with `theme` and `fmt` for looks. It is a client of [`crate::engine`];
+//! `schedlab tui` and `schedlab replay` open it from [`crate::cli`].
 
 pub mod app;
 pub mod charts;
@@ -23,7 +24,6 @@ pub mod table;
 pub mod terminal;
 pub mod theme;
 
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -39,37 +39,11 @@ use crate::scenario::Scenario;
 use app::{App, Mode};
 use theme::Theme;
 
-/// Arguments of `schedlab tui`.
-#[derive(clap::Args, Debug, Default)]
-pub struct TuiArgs {
-    /// A scenario file (TOML). Without one: contest's fork_load against a -j4 reference job,
-    /// in one session.
-    pub scenario: Option<PathBuf>,
-    /// Sampling interval in milliseconds, 100 to 10000 (default: the scenario's).
-    #[arg(short, long, value_parser = clap::value_parser!(u64).range(100..=10_000))]
-    pub interval: Option<u64>,
-    /// Start even when the size guard finds it too big for this machine.
-    #[arg(long)]
-    pub force: bool,
-}
-
 /// The smallest terminal the dashboard draws in.
 pub const MIN_WIDTH: u16 = 72;
 pub const MIN_HEIGHT: u16 = 20;
 /// Lines the charts keep however many workloads the table lists.
 const MIN_CHART_HEIGHT: u16 = 9;
-
-pub fn main(args: TuiArgs) -> Result<()> {
-    let scenario = match &args.scenario {
-        None => Scenario::builtin_default(),
-        Some(path) => Scenario::load(path)?,
-    };
-    crate::sys::guard::check_scenario(&scenario, args.force)?;
-    let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
-    run(scenario, interval, |interval| {
-        Ok(Box::new(crate::engine::lab::Lab::new(interval)?) as Box<dyn Backend>)
-    })
-}
 
 /// What the UI thread waits on.
 enum Msg {

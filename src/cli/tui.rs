@@ -1,0 +1,36 @@
+//! `schedlab tui`: the dashboard on a scenario file (the built-in default when none is given),
+//! driving the live Lab.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::engine::Backend;
+use crate::scenario::Scenario;
+
+/// Arguments of `schedlab tui`.
+#[derive(clap::Args, Debug, Default)]
+pub struct TuiArgs {
+    /// A scenario file (TOML). Without one: contest's fork_load against a -j4 reference job,
+    /// in one session.
+    pub scenario: Option<PathBuf>,
+    /// Sampling interval in milliseconds, 100 to 10000 (default: the scenario's).
+    #[arg(short, long, value_parser = clap::value_parser!(u64).range(100..=10_000))]
+    pub interval: Option<u64>,
+    /// Start even when the size guard finds it too big for this machine.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn main(args: TuiArgs) -> Result<()> {
+    let scenario = match &args.scenario {
+        None => Scenario::builtin_default(),
+        Some(path) => Scenario::load(path)?,
+    };
+    crate::sys::guard::check_scenario(&scenario, args.force)?;
+    let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
+    crate::ui::run(scenario, interval, |interval| {
+        Ok(Box::new(crate::engine::lab::Lab::new(interval)?) as Box<dyn Backend>)
+    })
+}
