@@ -12,6 +12,7 @@ use crate::engine::lab::Lab;
 use crate::model::Frame;
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{Knobs, Placement};
+use crate::sys::cgroup;
 
 /// What the exit hook kills when the dashboard is ended by a signal or a panic, while the
 /// engine thread may be busy: kept up to date after every command.
@@ -38,27 +39,8 @@ fn kill_live_groups() {
     // cgroups outlive their tasks unless removed; give the killed tasks a moment to exit.
     let deadline = Instant::now() + Duration::from_millis(500);
     for g in &groups {
-        for dir in &g.cgroup_dirs {
-            for pid in read_ids(&dir.join("cgroup.procs")) {
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            }
-        }
-        for dir in g.cgroup_dirs.iter().rev() {
-            while std::fs::remove_dir(dir).is_err() && dir.exists() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        }
+        cgroup::kill_and_remove_dirs(&g.cgroup_dirs, deadline);
     }
-}
-
-fn read_ids(path: &std::path::Path) -> Vec<u32> {
-    std::fs::read_to_string(path)
-        .map(|s| {
-            s.split_whitespace()
-                .filter_map(|w| w.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 pub(super) fn publish_live(backend: &dyn Backend) {

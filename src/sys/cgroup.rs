@@ -377,6 +377,22 @@ pub fn raw(fds: &[OwnedFd]) -> Vec<RawFd> {
     fds.iter().map(AsRawFd::as_raw_fd).collect()
 }
 
+/// The exit path's kill-and-remove, for groups whose [`WorkloadCgroup`] another thread may
+/// still hold: SIGKILLs every process in `dirs`, then removes them innermost first, retrying
+/// until `deadline` while the killed tasks exit.
+pub fn kill_and_remove_dirs(dirs: &[PathBuf], deadline: Instant) {
+    for dir in dirs {
+        for pid in read_ids(&dir.join("cgroup.procs")) {
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+    }
+    for dir in dirs.iter().rev() {
+        while std::fs::remove_dir(dir).is_err() && dir.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 /// A removed group still busy for a moment (its last task exiting) answers EBUSY.
 fn rmdir_patiently(dir: &Path, deadline: Instant) -> Result<()> {
     loop {
