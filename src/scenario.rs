@@ -28,6 +28,8 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::supervisor::{Knobs, Placement, Policy};
+use crate::sys::guard::{self, Demand};
+use crate::workload::chat::limits;
 use crate::workload::kind::{IpcKind, Pin, WorkloadKind};
 
 /// One workload in a scenario.
@@ -646,6 +648,56 @@ impl WorkloadFile {
             placement,
         })
     }
+}
+
+/// Refuses a scenario whose workloads, all alive at once, do not fit.
+pub fn check_scenario(scenario: &Scenario, force: bool) -> anyhow::Result<()> {
+    guard::check(
+        &format!("scenario `{}`", scenario.name),
+        scenario_demand(scenario),
+        force,
+    )
+}
+
+/// Every workload of the scenario alive at once: the worst case the run can reach.
+pub fn scenario_demand(scenario: &Scenario) -> Demand {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    scenario
+        .workloads
+        .iter()
+        .map(|w| match &w.kind {
+            WorkloadKind::Chat { rooms, .. } => {
+                Demand::threads(*rooms as u64 * limits::THREADS_PER_ROOM * 2)
+            }
+            WorkloadKind::Hackbench {
+                groups,
+                fds,
+                threads,
+                ..
+            } => {
+                let n = *groups as u64 * *fds as u64 * 2;
+                if *threads {
+                    Demand::threads(n)
+                } else {
+                    Demand::processes(n)
+                }
+            }
+            WorkloadKind::ForkLoad { forkers } => {
+                Demand::processes(2 * forkers.unwrap_or(1) as u64)
+            }
+            WorkloadKind::RefJob { jobs, .. } => Demand::processes(*jobs as u64 + 1),
+            WorkloadKind::CpuHog { threads } => Demand::threads(*threads as u64),
+            WorkloadKind::Pingpong { pairs, threads, .. } => {
+                let n = 2 * pairs.map_or(cpus, u64::from);
+                if *threads {
+                    Demand::threads(n)
+                } else {
+                    Demand::processes(n)
+                }
+            }
+            WorkloadKind::Msgbench { .. } | WorkloadKind::Command { .. } => Demand::processes(1),
+        })
+        .fold(Demand::default(), Demand::plus)
 }
 
 #[cfg(test)]

@@ -132,7 +132,7 @@ fn repeat_limit(sc: &Scenario, flag: Option<f64>) -> Result<Option<f64>> {
 pub fn main(args: Args) -> Result<()> {
     let (scenario, file) = load_scenario(&args.scenario)?;
     let limit = repeat_limit(&scenario, args.duration)?;
-    crate::sys::guard::check_scenario(&scenario, args.force)?;
+    crate::scenario::check_scenario(&scenario, args.force)?;
 
     // Everything that can fail on the user's input fails before any workload starts.
     let mut output = args.output.as_deref().map(AtomicFile::create).transpose()?;

@@ -28,7 +28,7 @@ pub fn main(args: TuiArgs) -> Result<()> {
         None => Scenario::builtin_default(),
         Some(path) => Scenario::load(path)?,
     };
-    crate::sys::guard::check_scenario(&scenario, args.force)?;
+    crate::scenario::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     crate::ui::run(scenario, interval, |interval| {
         Ok(Box::new(crate::engine::lab::Lab::new(interval)?) as Box<dyn Backend>)

@@ -10,9 +10,7 @@
 
 use anyhow::{bail, Result};
 
-use crate::scenario::Scenario;
 use crate::workload::chat::limits;
-use crate::workload::kind::WorkloadKind;
 
 /// Memory one thread of a load generator comes to cost: a small stack, its kernel stack,
 /// slack. Conservative on purpose: the guard is for typos (1,000 groups), not for tuning.
@@ -71,56 +69,6 @@ pub fn check(what: &str, demand: Demand, force: bool) -> Result<()> {
         bail!("{what} is too big for this machine: {why}; add --force to start it anyway");
     }
     Ok(())
-}
-
-/// Refuses a scenario whose workloads, all alive at once, do not fit.
-pub fn check_scenario(scenario: &Scenario, force: bool) -> Result<()> {
-    check(
-        &format!("scenario `{}`", scenario.name),
-        scenario_demand(scenario),
-        force,
-    )
-}
-
-/// Every workload of the scenario alive at once: the worst case the run can reach.
-pub fn scenario_demand(scenario: &Scenario) -> Demand {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    scenario
-        .workloads
-        .iter()
-        .map(|w| match &w.kind {
-            WorkloadKind::Chat { rooms, .. } => {
-                Demand::threads(*rooms as u64 * limits::THREADS_PER_ROOM * 2)
-            }
-            WorkloadKind::Hackbench {
-                groups,
-                fds,
-                threads,
-                ..
-            } => {
-                let n = *groups as u64 * *fds as u64 * 2;
-                if *threads {
-                    Demand::threads(n)
-                } else {
-                    Demand::processes(n)
-                }
-            }
-            WorkloadKind::ForkLoad { forkers } => {
-                Demand::processes(2 * forkers.unwrap_or(1) as u64)
-            }
-            WorkloadKind::RefJob { jobs, .. } => Demand::processes(*jobs as u64 + 1),
-            WorkloadKind::CpuHog { threads } => Demand::threads(*threads as u64),
-            WorkloadKind::Pingpong { pairs, threads, .. } => {
-                let n = 2 * pairs.map_or(cpus, u64::from);
-                if *threads {
-                    Demand::threads(n)
-                } else {
-                    Demand::processes(n)
-                }
-            }
-            WorkloadKind::Msgbench { .. } | WorkloadKind::Command { .. } => Demand::processes(1),
-        })
-        .fold(Demand::default(), Demand::plus)
 }
 
 /// What the machine has left: tasks (and the limit that decides) and available memory.
