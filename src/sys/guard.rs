@@ -10,8 +10,6 @@
 
 use anyhow::{bail, Result};
 
-use crate::workload::chat::limits;
-
 /// Memory one thread of a load generator comes to cost: a small stack, its kernel stack,
 /// slack. Conservative on purpose: the guard is for typos (1,000 groups), not for tuning.
 pub const BYTES_PER_THREAD: u64 = 96 * 1024;
@@ -82,7 +80,7 @@ pub struct Headroom {
 }
 
 pub fn headroom() -> Headroom {
-    let mut tasks = limits::free_tasks();
+    let mut tasks = free_tasks();
     if let Some(n) = nproc_headroom() {
         if tasks.as_ref().map_or(true, |(t, _)| n.0 < *t) {
             tasks = Some(n);
@@ -90,7 +88,7 @@ pub fn headroom() -> Headroom {
     }
     Headroom {
         tasks,
-        mem_available: limits::mem_available(),
+        mem_available: mem_available(),
         address_space: address_space(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()) as u64,
     }
@@ -187,6 +185,82 @@ fn nproc_headroom() -> Option<(u64, String)> {
             lim.rlim_cur
         ),
     ))
+}
+
+/// Tasks the system (and our pids cgroup) can still create, and the limit that decides it.
+pub(crate) fn free_tasks() -> Option<(u64, String)> {
+    let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let total: u64 = loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split('/')
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let mut best: Option<(u64, String)> = None;
+    let mut consider = |free: u64, why: String| {
+        if best.as_ref().map_or(true, |(b, _)| free < *b) {
+            best = Some((free, why));
+        }
+    };
+    if let Some(max) = read_u64("/proc/sys/kernel/threads-max") {
+        consider(
+            max.saturating_sub(total),
+            format!("kernel.threads-max ({max}, {total} tasks exist)"),
+        );
+    }
+    if let Some(max) = read_u64("/proc/sys/kernel/pid_max") {
+        consider(
+            max.saturating_sub(total),
+            format!("kernel.pid_max ({max}, {total} tasks exist)"),
+        );
+    }
+    if let Some((max, current, path)) = pids_cgroup() {
+        consider(
+            max.saturating_sub(current),
+            format!("the pids cgroup {path} (pids.max {max}, {current} in use)"),
+        );
+    }
+    best
+}
+
+/// pids.max and pids.current of our cgroup (v1 pids controller or v2), when limited.
+fn pids_cgroup() -> Option<(u64, u64, String)> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let dirs: Vec<String> = if controllers.split(',').any(|c| c == "pids") {
+            vec![format!("/sys/fs/cgroup/pids{path}")]
+        } else if controllers.is_empty() {
+            vec![
+                format!("/sys/fs/cgroup{path}"),
+                format!("/sys/fs/cgroup/unified{path}"),
+            ]
+        } else {
+            continue;
+        };
+        for dir in dirs {
+            if let (Some(max), Some(cur)) = (
+                read_u64(&format!("{dir}/pids.max")),
+                read_u64(&format!("{dir}/pids.current")),
+            ) {
+                return Some((max, cur, dir));
+            }
+        }
+    }
+    None
+}
+
+pub(crate) fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+pub(crate) fn read_u64(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]

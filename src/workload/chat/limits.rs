@@ -8,6 +8,7 @@ use std::io;
 use std::thread::JoinHandle;
 
 use super::protocol::USERS_PER_ROOM;
+use crate::sys::guard::{free_tasks, mem_available, read_u64};
 
 /// Stack of every chat thread: the originals used 16 KiB; Rust's formatting on an error path
 /// wants a little more. Small stacks are what let thousands of threads fit.
@@ -130,82 +131,6 @@ fn open_files() -> u64 {
 fn own_maps() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/maps").ok()?;
     Some(text.lines().count() as u64)
-}
-
-/// Tasks the system (and our pids cgroup) can still create, and the limit that decides it.
-pub(crate) fn free_tasks() -> Option<(u64, String)> {
-    let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let total: u64 = loadavg
-        .split_whitespace()
-        .nth(3)?
-        .split('/')
-        .nth(1)?
-        .parse()
-        .ok()?;
-    let mut best: Option<(u64, String)> = None;
-    let mut consider = |free: u64, why: String| {
-        if best.as_ref().map_or(true, |(b, _)| free < *b) {
-            best = Some((free, why));
-        }
-    };
-    if let Some(max) = read_u64("/proc/sys/kernel/threads-max") {
-        consider(
-            max.saturating_sub(total),
-            format!("kernel.threads-max ({max}, {total} tasks exist)"),
-        );
-    }
-    if let Some(max) = read_u64("/proc/sys/kernel/pid_max") {
-        consider(
-            max.saturating_sub(total),
-            format!("kernel.pid_max ({max}, {total} tasks exist)"),
-        );
-    }
-    if let Some((max, current, path)) = pids_cgroup() {
-        consider(
-            max.saturating_sub(current),
-            format!("the pids cgroup {path} (pids.max {max}, {current} in use)"),
-        );
-    }
-    best
-}
-
-/// pids.max and pids.current of our cgroup (v1 pids controller or v2), when limited.
-fn pids_cgroup() -> Option<(u64, u64, String)> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    for line in text.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let dirs: Vec<String> = if controllers.split(',').any(|c| c == "pids") {
-            vec![format!("/sys/fs/cgroup/pids{path}")]
-        } else if controllers.is_empty() {
-            vec![
-                format!("/sys/fs/cgroup{path}"),
-                format!("/sys/fs/cgroup/unified{path}"),
-            ]
-        } else {
-            continue;
-        };
-        for dir in dirs {
-            if let (Some(max), Some(cur)) = (
-                read_u64(&format!("{dir}/pids.max")),
-                read_u64(&format!("{dir}/pids.current")),
-            ) {
-                return Some((max, cur, dir));
-            }
-        }
-    }
-    None
-}
-
-pub(crate) fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-fn read_u64(path: &str) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// Starts a chat thread with a small stack; a refusal names the limits that may be the cause.
