@@ -1,7 +1,19 @@
 //! schedlab: the classic Linux scheduler workloads, run faithfully and watched live.
 //!
 //! Data flows one way: workloads (child processes) → kernel → [`probe`] → Sample →
-//! [`model`] → Frame → [`ui`] and the exporters. See DESIGN in the README.
+//! [`model`] → Frame → [`engine`] → [`ui`] and [`cli`], with the recordings and exporters in
+//! [`record`]. The pieces, in that order:
+//!
+//! - [`workload`]: the load generators; the same code runs standalone and under the engine.
+//! - [`scenario`]: scenario files (TOML) and presets: which workloads, knobs, and how long.
+//! - [`supervisor`]: starts workloads in process groups of their own, and makes sure they end.
+//! - [`probe`]: everything that reads the kernel (/proc, cgroups, PSI) into raw Samples.
+//! - [`model`]: pure maths from Samples to Frames: rates, CPU shares, fair share, statistics.
+//! - [`engine`]: the Lab, the Backend/Command/Event contract, the engine thread, and replay.
+//! - [`record`]: what leaves the terminal: recordings, result files, OpenMetrics, plots.
+//! - [`ui`]: the ratatui dashboard: draws Frames and turns keys into Commands.
+//! - [`cli`]: one file per command: tui, run, contest, compare, replay, plot, cleanup.
+//! - [`sys`]: host plumbing under them all: cgroups, counters, size guard, SysV, lifeline.
 
 pub mod cli;
 pub mod engine;

@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use schedlab::cli::{compare, contest, run};
 use schedlab::sys::lifeline;
 use schedlab::{cli, workload};
 
@@ -43,7 +42,7 @@ enum Cmd {
     /// A plain CPU hog.
     CpuHog(workload::cpuhog::Args),
     /// contest: time a reference job alone and under each load.
-    Contest(contest::Args),
+    Contest(cli::contest::Args),
     /// msgbench: timed batches of msgget, msgsnd, msgctl over many queues.
     Msgbench(workload::msgbench::Args),
     /// Message, semaphore or pipe ping-pong between pairs of tasks.
@@ -51,9 +50,9 @@ enum Cmd {
     /// Remove SysV objects left by schedlab processes that were killed outright.
     Cleanup,
     /// Run a scenario without the dashboard, N times, and print statistics across repeats.
-    Run(run::Args),
+    Run(cli::run::Args),
     /// Compare two result files: each difference, its 95% CI, significant or within noise.
-    Compare(compare::Args),
+    Compare(cli::compare::Args),
     /// Draw a recording as a picture: throughput, CPU share vs fair share, context switches.
     Plot(cli::plot::PlotArgs),
     /// Play a recording back.
@@ -79,12 +78,12 @@ fn main() -> ExitCode {
         Some(Cmd::ForkLoad(a)) => ("fork-load", workload::fork_load::main(a)),
         Some(Cmd::RefJob(a)) => ("ref-job", workload::refjob::main(a)),
         Some(Cmd::CpuHog(a)) => ("cpu-hog", workload::cpuhog::main(a)),
-        Some(Cmd::Contest(a)) => ("contest", contest::main(a)),
+        Some(Cmd::Contest(a)) => ("contest", cli::contest::main(a)),
         Some(Cmd::Msgbench(a)) => ("msgbench", workload::msgbench::main(a)),
         Some(Cmd::IpcPingpong(a)) => ("ipc-pingpong", workload::pingpong::main(a)),
         Some(Cmd::Cleanup) => ("cleanup", cli::cleanup::main()),
-        Some(Cmd::Run(a)) => ("run", run::main(a)),
-        Some(Cmd::Compare(a)) => ("compare", compare::main(a)),
+        Some(Cmd::Run(a)) => ("run", cli::run::main(a)),
+        Some(Cmd::Compare(a)) => ("compare", cli::compare::main(a)),
         Some(Cmd::Plot(a)) => ("plot", cli::plot::plot_main(a)),
         Some(Cmd::Replay(a)) => ("replay", cli::replay::replay_main(a)),
     };

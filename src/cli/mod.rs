@@ -1,4 +1,5 @@
-//! The commands that are not the dashboard, one file each.
+//! The commands, one file each: `tui` opens the dashboard on the live engine, `replay` on a
+//! recording; the others (run, contest, compare, plot, cleanup) print or write their results.
 
 pub mod cleanup;
 pub mod compare;
