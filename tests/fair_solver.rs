@@ -45,29 +45,24 @@ fn fair_task(demand: f64, nice: i32, cpus: CpuSet, group: usize) -> Task {
 /// Up to 4 CPUs, up to 3 groups under the root (one with a quota sometimes), up to 24 tasks
 /// with any demand, nice, CPU set, group.
 fn instance() -> impl Strategy<Value = (usize, Vec<Group>, Vec<Task>)> {
-    (1usize..=4, 0usize..=3, any::<bool>(), 0.05f64..2.0).prop_flat_map(
-        |(n, ngroups, quota, q)| {
-            let mut groups = vec![Group::root()];
-            for g in 0..ngroups {
-                groups.push(Group {
-                    parent: 0,
-                    weight: [100.0, 1024.0, 3072.0][g % 3],
-                    quota: (quota && g == 0).then_some(q),
-                });
-            }
-            let ng = groups.len();
-            let tasks = prop::collection::vec(
-                (0.0f64..=1.0, -20i32..=19, any::<u8>(), 0..ng),
-                0..24,
-            )
+    (1usize..=4, 0usize..=3, any::<bool>(), 0.05f64..2.0).prop_flat_map(|(n, ngroups, quota, q)| {
+        let mut groups = vec![Group::root()];
+        for g in 0..ngroups {
+            groups.push(Group {
+                parent: 0,
+                weight: [100.0, 1024.0, 3072.0][g % 3],
+                quota: (quota && g == 0).then_some(q),
+            });
+        }
+        let ng = groups.len();
+        let tasks = prop::collection::vec((0.0f64..=1.0, -20i32..=19, any::<u8>(), 0..ng), 0..24)
             .prop_map(move |v| {
                 v.into_iter()
                     .map(|(d, nice, bits, g)| fair_task(d, nice, set_of(bits, n), g))
                     .collect::<Vec<_>>()
             });
-            (Just(n), Just(groups), tasks)
-        },
-    )
+        (Just(n), Just(groups), tasks)
+    })
 }
 
 fn subsets(n: usize) -> impl Iterator<Item = CpuSet> {

@@ -171,7 +171,10 @@ mod tests {
         assert!(a.is_subset(&all) && !all.is_subset(&a));
         assert_eq!(a.union(&CpuSet::parse_list("1").unwrap()), all);
         assert_eq!(all.intersection(&a), a);
-        assert!(CpuSet::parse_list("5").unwrap().intersection(&all).is_empty());
+        assert!(CpuSet::parse_list("5")
+            .unwrap()
+            .intersection(&all)
+            .is_empty());
         assert_eq!(all.iter().collect::<Vec<_>>(), vec![0, 1]);
     }
 }

@@ -314,22 +314,25 @@ fn fill(
 
     // The tree, top-down order, children counts.
     let parent: Vec<usize> = (0..nn)
-        .map(|g| if g == 0 { 0 } else { tree[g].parent.min(nn - 1) })
+        .map(|g| {
+            if g == 0 {
+                0
+            } else {
+                tree[g].parent.min(nn - 1)
+            }
+        })
         .collect();
-    let depth: Vec<usize> = {
-        let mut d = vec![0usize; nn];
-        for g in 1..nn {
-            // Parents come first; a malformed tree (a parent after its child) is cut at 64.
-            let mut k = g;
-            let mut n = 0;
+    // Each node's depth; a malformed tree (a loop of parents) is cut at 64.
+    let depth: Vec<usize> = (0..nn)
+        .map(|g| {
+            let (mut k, mut n) = (g, 0);
             while k != 0 && n < 64 {
                 k = parent[k];
                 n += 1;
             }
-            d[g] = n;
-        }
-        d
-    };
+            n
+        })
+        .collect();
     let mut order: Vec<usize> = (0..nn).collect();
     order.sort_by_key(|&g| depth[g]);
 

@@ -168,6 +168,46 @@ fn find_hierarchy(mountinfo: &str, self_cgroup: &str) -> Result<Hierarchy> {
     }
 }
 
+/// Where the cpu controller's hierarchy is mounted, as the probe reads tasks' groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuMount {
+    /// The mount point, and the hierarchy path mounted there ("/" but inside some
+    /// containers).
+    pub point: PathBuf,
+    pub root: String,
+    pub v2: bool,
+}
+
+impl CpuMount {
+    /// The directory of a path of the hierarchy (as /proc/PID/cgroup prints it).
+    pub fn dir(&self, path: &str) -> PathBuf {
+        dir_of(
+            &Mount {
+                root: self.root.clone(),
+                point: self.point.clone(),
+                v2: self.v2,
+                controllers: Vec::new(),
+            },
+            path,
+        )
+    }
+}
+
+/// The hierarchy the cpu controller is bound to, from a mountinfo text: a v1 hierarchy with
+/// `cpu` among its controllers, else a v2 one that has the controller.
+pub fn cpu_mount(mountinfo: &str) -> Option<CpuMount> {
+    let mounts = parse_mountinfo(mountinfo);
+    let pick = mounts
+        .iter()
+        .find(|m| !m.v2 && m.controllers.iter().any(|c| c == "cpu"))
+        .or_else(|| mounts.iter().find(|m| m.v2 && v2_has_cpu(&m.point)))?;
+    Some(CpuMount {
+        point: pick.point.clone(),
+        root: pick.root.clone(),
+        v2: pick.v2,
+    })
+}
+
 /// Where workload cgroups go on this machine.
 pub fn hierarchy() -> Result<Hierarchy> {
     let mountinfo =
