@@ -320,6 +320,41 @@ impl WorkloadCgroup {
         Ok(())
     }
 
+    /// Sets (or, with None, lifts) a bandwidth limit, in % of one CPU per 100 ms period.
+    pub fn set_quota(&mut self, pct: Option<u32>) -> Result<()> {
+        const PERIOD_US: u64 = 100_000;
+        if let Some(p) = pct {
+            if !(1..=crate::supervisor::MAX_CPU_QUOTA).contains(&p) {
+                bail!(
+                    "cpu quota must be 1..{} (% of one CPU), not {p}",
+                    crate::supervisor::MAX_CPU_QUOTA
+                );
+            }
+        }
+        let quota_us = pct.map(|p| u64::from(p) * PERIOD_US / 100);
+        let writes: Vec<(&str, String)> = match self.version {
+            Version::V2 => vec![(
+                "cpu.max",
+                match quota_us {
+                    Some(q) => format!("{q} {PERIOD_US}"),
+                    None => format!("max {PERIOD_US}"),
+                },
+            )],
+            Version::V1 => vec![
+                ("cpu.cfs_period_us", PERIOD_US.to_string()),
+                (
+                    "cpu.cfs_quota_us",
+                    quota_us.map_or_else(|| "-1".to_string(), |q| q.to_string()),
+                ),
+            ],
+        };
+        for (file, value) in writes {
+            let path = self.dirs[0].join(file);
+            fs::write(&path, &value).with_context(|| format!("writing {value} to {}", path.display()))?;
+        }
+        Ok(())
+    }
+
     /// Opens each hierarchy's `cgroup.procs`, for a child to join between fork and exec by
     /// writing "0" (= the writer) to them: see [`join_from_child`].
     pub fn open_procs(&self) -> Result<Vec<OwnedFd>> {
