@@ -639,7 +639,10 @@ impl WorkloadFile {
                 "cgroup_weight applies only with placement = \"cgroup\"".into(),
             ));
         }
-        let cpu_quota = match (&self.cpu_quota, matches!(placement, Placement::Cgroup { .. })) {
+        let cpu_quota = match (
+            &self.cpu_quota,
+            matches!(placement, Placement::Cgroup { .. }),
+        ) {
             (None, _) => None,
             (Some(q), true) => Some(int_in(
                 q,

@@ -163,8 +163,16 @@ fn two_cgroups_weighted_100_and_300_split_one_cpu_a_quarter_and_three() {
         return skip("case 3", "cgroups need root");
     }
     let toml = [
-        hog("light", 1, "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 100"),
-        hog("heavy", 1, "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 300"),
+        hog(
+            "light",
+            1,
+            "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 100",
+        ),
+        hog(
+            "heavy",
+            1,
+            "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 300",
+        ),
     ]
     .concat();
     let frames = run_case(&format!("name = \"case3\"\n{toml}"), Duration::from_secs(1));
@@ -198,7 +206,11 @@ fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
         return skip("cases 5 and 8", "real-time policies need root");
     }
     let toml = [
-        hog("fifo", 1, "affinity = [1]\npolicy = \"fifo\"\nrt_priority = 10"),
+        hog(
+            "fifo",
+            1,
+            "affinity = [1]\npolicy = \"fifo\"\nrt_priority = 10",
+        ),
         hog("normal", 1, "affinity = [1]"),
     ]
     .concat();
@@ -247,7 +259,10 @@ fn a_hog_capped_by_cpu_max_at_20_percent_is_due_its_quota() {
         w.throttled_pct,
         w.runq_wait_pct
     );
-    assert!(w.runq_wait_pct < 20.0, "throttled time counted as waiting: {w:?}");
+    assert!(
+        w.runq_wait_pct < 20.0,
+        "throttled time counted as waiting: {w:?}"
+    );
 }
 
 #[test]
@@ -279,8 +294,8 @@ fn the_default_scenario_is_due_the_whole_machine_steadily() {
     let frames = run_case(toml, Duration::from_secs(30));
     let cpus = frames[0].machine.cpus as f64;
     for f in &frames {
-        let due: f64 = f.workloads.iter().map(|w| w.window_fair).sum::<f64>()
-            + f.machine.rest_window_fair;
+        let due: f64 =
+            f.workloads.iter().map(|w| w.window_fair).sum::<f64>() + f.machine.rest_window_fair;
         assert!(
             (due - cpus).abs() <= 0.1,
             "at {:.1} s the shares add up to {due:.2} of {cpus} CPUs",

@@ -53,7 +53,10 @@ fn replayed_frames_equal_the_live_ones() {
     let replayed = Recording::read(&path).unwrap().replayed().remove(0);
     assert_eq!(replayed.len(), live.len());
     for (k, (a, b)) in live.iter().zip(&replayed).enumerate() {
-        assert_eq!(a, b, "Frame {k} differs between the live run and its replay");
+        assert_eq!(
+            a, b,
+            "Frame {k} differs between the live run and its replay"
+        );
     }
     // The mix had something to say: starting, running, done and stopped rows all came out of
     // the model, and the late workload's stop shows.

@@ -350,7 +350,8 @@ impl WorkloadCgroup {
         };
         for (file, value) in writes {
             let path = self.dirs[0].join(file);
-            fs::write(&path, &value).with_context(|| format!("writing {value} to {}", path.display()))?;
+            fs::write(&path, &value)
+                .with_context(|| format!("writing {value} to {}", path.display()))?;
         }
         Ok(())
     }
