@@ -1,4 +1,4 @@
-//! `schedlab msgbench`: the seed's report, consistent with itself, and no queue left behind.
+//! `schedlab msgbench`: Nadia Derbey's report, consistent with itself, and no queue left behind.
 
 #[path = "pingpong_support/mod.rs"]
 mod support;
