@@ -1,7 +1,8 @@
-//! Every relative link in README.md and docs/*.md resolves: to a file or folder of the
-//! repository, and, when it carries a `#fragment` into a Markdown page, to a heading of that
+//! README.md and docs/*.md stay true to the repository. Every relative link resolves: to a
+//! file or folder, and, when it carries a `#fragment` into a Markdown page, to a heading of that
 //! page (the anchor GitHub gives it). Links inside code are not links; absolute URLs are not
-//! checked (no network in tests).
+//! checked (no network in tests). And every `schedlab COMMAND --flag` written in code exists:
+//! the command is one `schedlab --help` lists, and each flag is one its `--help` names.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -297,6 +298,201 @@ fn broken(page: &Path, dest: &str) -> Option<String> {
             known.join(", ")
         ))
     }
+}
+
+/// The code of a page, line by line: whole lines of fenced blocks, and inline code spans.
+fn code_segments(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut in_fence = false;
+    for (n, line) in text.lines().enumerate() {
+        if is_fence(line) {
+            in_fence = !in_fence;
+        } else if in_fence {
+            out.push((n + 1, line.to_owned()));
+        } else {
+            let mut rest = line;
+            while let Some(open) = rest.find('`') {
+                let run = rest[open..].chars().take_while(|c| *c == '`').count();
+                let fence = &rest[open..open + run];
+                let body = &rest[open + run..];
+                let Some(close) = body.find(fence) else {
+                    break;
+                };
+                out.push((n + 1, body[..close].trim().to_owned()));
+                rest = &body[close + run..];
+            }
+        }
+    }
+    out
+}
+
+/// `schedlab SUBCOMMAND ARGS...` in a piece of code: the subcommand, the flags written after
+/// it, up to the end of the command (a shell pipe, `;`, `&`, a redirection, a comment), and
+/// whether the code starts with it (`$ ` aside), so it can only be a command. Output lines such
+/// as `schedlab run: error: ...` name a command but no flags.
+fn commands_in(code: &str) -> Vec<(String, Vec<String>, bool)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("schedlab ") {
+        let start = from + at;
+        from = start + "schedlab ".len();
+        let before = code[..start].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || "_-:.".contains(c)) {
+            continue;
+        }
+        let mut words = code[from..].split_whitespace();
+        let Some(sub) = words.next() else {
+            continue;
+        };
+        let output_line = sub.ends_with(':');
+        let sub = sub.trim_end_matches(':');
+        let is_word = sub.starts_with(|c: char| c.is_ascii_lowercase())
+            && sub.chars().all(|c| c.is_ascii_lowercase() || c == '-');
+        if !is_word {
+            continue;
+        }
+        let mut flags = Vec::new();
+        let mut depth = 0i32;
+        for word in words.take_while(|_| !output_line) {
+            let ends_command = ["|", "||", "&", "&&", ";"].contains(&word)
+                || word.starts_with('>')
+                || word.starts_with('#');
+            if ends_command && depth <= 0 {
+                break;
+            }
+            depth += word.matches('[').count() as i32 - word.matches(']').count() as i32;
+            for piece in word.split('|') {
+                let flag = piece
+                    .trim_start_matches('[')
+                    .trim_end_matches(['[', ']', '.', ',', ')', ';'])
+                    .split('=')
+                    .next()
+                    .unwrap();
+                let name = flag.trim_start_matches('-');
+                let dashes = flag.len() - name.len();
+                if (1..=2).contains(&dashes) && name.starts_with(|c: char| c.is_ascii_alphabetic())
+                {
+                    flags.push(flag.to_owned());
+                }
+            }
+        }
+        let leading = code.trim_start().trim_start_matches("$ ").len() == code[start..].len();
+        out.push((sub.to_owned(), flags, leading));
+    }
+    out
+}
+
+/// `schedlab ARGS`'s standard output (help text).
+fn schedlab_help(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("cannot run schedlab");
+    assert!(out.status.success(), "schedlab {args:?} failed: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The subcommands `schedlab --help` lists.
+fn subcommands() -> Vec<String> {
+    schedlab_help(&["--help"])
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+/// Whether `flag` appears in `help` as a word of its own (`-g,`, `--pipe `, `` `-pipe` ``).
+fn names_flag(help: &str, flag: &str) -> bool {
+    help.match_indices(flag).any(|(i, _)| {
+        let before = help[..i].chars().next_back();
+        let after = help[i + flag.len()..].chars().next();
+        let part_of_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-');
+        !part_of_word(before) && !part_of_word(after)
+    })
+}
+
+#[test]
+fn every_command_and_flag_named_in_code_exists() {
+    let known = subcommands();
+    assert!(known.iter().any(|s| s == "run"), "no commands in {known:?}");
+    let mut helps: HashMap<String, String> = HashMap::new();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for page in pages() {
+        let text = fs::read_to_string(repo().join(&page)).unwrap();
+        for (line, code) in code_segments(&text) {
+            for (sub, flags, leading) in commands_in(&code) {
+                let at = format!("{}:{line}: `{code}`", page.display());
+                if !known.contains(&sub) {
+                    // Mid-line, `schedlab median` is a table's column, not a command.
+                    if leading {
+                        failures.push(format!("{at}: no command `schedlab {sub}`"));
+                    }
+                    continue;
+                }
+                let help = helps
+                    .entry(sub.clone())
+                    .or_insert_with(|| schedlab_help(&[&sub, "--help"]));
+                for flag in flags {
+                    checked += 1;
+                    if !names_flag(help, &flag) {
+                        failures.push(format!("{at}: `schedlab {sub} --help` names no {flag}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} command(s) or flag(s) that do not exist:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 30, "only {checked} flags found");
+}
+
+#[test]
+fn commands_are_read_as_a_shell_would() {
+    assert_eq!(
+        commands_in("schedlab hackbench [-p|--pipe] [-T|--threads | -P|--process] [GROUPS]"),
+        [(
+            "hackbench".to_owned(),
+            ["-p", "--pipe", "-T", "--threads", "-P", "--process"]
+                .map(String::from)
+                .to_vec(),
+            true
+        )]
+    );
+    assert_eq!(
+        commands_in("schedlab chat-client 127.0.0.1 30 1000 9999 | grep -v Average"),
+        [("chat-client".to_owned(), vec![], true)]
+    );
+    assert_eq!(
+        commands_in("target/release/schedlab run x.toml --format=csv >/dev/null & pid=$!"),
+        [("run".to_owned(), vec!["--format".to_owned()], false)]
+    );
+    assert_eq!(
+        commands_in("$ schedlab run: error: bad.toml:1:15: interval_ms --not-a-flag"),
+        [("run".to_owned(), vec![], true)]
+    );
+    assert!(commands_in("schedlab-nil, schedlab's, `schedlab`, schedlab_x -y").is_empty());
+    assert_eq!(
+        commands_in("size  C median  schedlab median  schedlab/C"),
+        [("median".to_owned(), vec![], false)]
+    );
+    assert_eq!(
+        code_segments("a `schedlab run -o F` b ``x ` y``\n```\nschedlab cleanup\n```\n"),
+        [
+            (1, "schedlab run -o F".to_owned()),
+            (1, "x ` y".to_owned()),
+            (3, "schedlab cleanup".to_owned())
+        ]
+    );
+    assert!(names_flag("  -g, --groups <GROUPS>", "-g"));
+    assert!(names_flag("(the original's `-pipe`)", "-pipe"));
+    assert!(!names_flag("  --pipe-size", "--pipe"));
 }
 
 #[test]
