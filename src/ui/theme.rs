@@ -136,7 +136,8 @@ impl Theme {
 pub enum Verdict {
     /// Due too little CPU for a ratio to mean anything.
     Idle,
-    /// Received under 60% of its fair share: the seed's fork_load (8% of 20% due = 0.4).
+    /// Received under 60% of its fair share: fork_load in the 2002 contest thread (8% of 20%
+    /// due = 0.4).
     Starved,
     /// 60% to 90%.
     Short,
