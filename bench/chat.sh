@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Chatroom benchmark throughput: schedlab chat-client/chat-server against a C implementation of
 # the same protocol (bench/c/chat_c.c, chat_s.c), runs alternating between the two, for 10 rooms
-# x 100 messages and the seed's 30 x 1000. Prints, per size, each side's median messages/s with
-# its spread (min..max) and the ratio of medians (schedlab / C; 1.00 = par, above = faster).
+# x 100 messages and the 2002 chatroom thread's 30 x 1000. Prints, per size, each side's median
+# messages/s with its spread (min..max) and the ratio of medians (schedlab / C; 1.00 = par,
+# above = faster).
 #
 # usage: bench/chat.sh [RUNS]        RUNS of each side per size (default 5)
 # env:   CHAT_SIZES="10x100 30x1000"  CHAT_PORT_C=29997  CHAT_PORT_S=29998

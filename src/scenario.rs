@@ -91,9 +91,9 @@ pub const INTERVAL_MS: std::ops::RangeInclusive<u64> = 100..=10_000;
 const DEFAULT_INTERVAL_MS: u64 = 500;
 
 impl Scenario {
-    /// The scenario `schedlab` opens with no arguments: the seed's fork_load debate. Four
-    /// reference-job workers and one fork loop, all in one session, so on two CPUs each of the
-    /// five runnable tasks is due 40% of a CPU.
+    /// The scenario `schedlab` opens with no arguments: the 2002 contest thread's fork_load
+    /// debate. Four reference-job workers and one fork loop, all in one session, so on two CPUs
+    /// each of the five runnable tasks is due 40% of a CPU.
     pub fn builtin_default() -> Self {
         Self::from_toml(PRESETS[0].1, "assets/scenarios/contest-fork-load.toml")
             .expect("the built-in default scenario parses (tested)")

@@ -35,7 +35,7 @@ fn two_rooms_fifty_messages_give_exact_counts_on_both_sides() {
     let expected_start = "Creating room number 1 ...\n20 connections so far.\n\
         Creating room number 2 ...\n40 connections so far.\nRunning the test ...\nTest complete.\n";
     assert!(report.starts_with(expected_start), "{report}");
-    // The seed's awk reads the 4th field of the last line.
+    // Scripts read the 4th field of the last line (`awk '{print $4}'`).
     let last = report.lines().last().unwrap();
     assert!(last.starts_with("Average throughput : "), "{last}");
     assert!(last.ends_with(" messages per second"), "{last}");

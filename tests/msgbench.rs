@@ -1,4 +1,4 @@
-//! `schedlab msgbench`: the seed's report, consistent with itself, and no queue left behind.
+//! `schedlab msgbench`: Nadia Derbey's report, consistent with itself, and no queue left behind.
 
 #[path = "pingpong_support/mod.rs"]
 mod support;
@@ -224,7 +224,7 @@ fn sigkill_mid_run_is_swept_by_cleanup() {
         "queues left after cleanup"
     );
     assert!(!ledger.exists(), "ledger left after cleanup");
-    // The known gap (RELIABILITY.md): a SIGKILL that lands while msgget runs leaves the one
+    // The known gap (docs/reliability.md): a SIGKILL that lands while msgget runs leaves the one
     // queue it created unrecorded. At most that one new, empty queue is allowed, and removed.
     let stray: Vec<(i32, u64)> = queues()
         .into_iter()

@@ -1,6 +1,6 @@
-//! The probe and the model on fake /proc trees: golden Frames for the seed's fork_load story,
-//! reaped children counted once, and the faults (vanished tasks, unreadable files, a reused
-//! pid, a dead workload) reported instead of panicking.
+//! The probe and the model on fake /proc trees: golden Frames for the 2002 contest thread's
+//! fork_load, reaped children counted once, and the faults (vanished tasks, unreadable files, a
+//! reused pid, a dead workload) reported instead of panicking.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! limits, bad input, the size guard. Each case checks that nothing of its run is left: no
 //! process carrying its tag, no SysV object that was not there before; and each test checks
 //! the whole machine's SysV ids and this build's processes before and after (see
-//! RELIABILITY.md for the table of faults and the tests that prove each).
+//! docs/reliability.md for the table of faults and the tests that prove each).
 //!
 //! Cases run one at a time (the snapshot compares the whole machine). Total time on 2 CPUs:
 //! about two minutes in a debug build.
@@ -410,7 +410,7 @@ fn remove_the_queue_a_sigkill_caught_unrecorded(
     if let [id] = new_empty[..] {
         eprintln!(
             "WARNING {label}: queue {id} was created by a msgget the SIGKILL interrupted before \
-             its id was recorded; removed by the test (known gap, see RELIABILITY.md)"
+             its id was recorded; removed by the test (known gap, see docs/reliability.md)"
         );
         unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
     }

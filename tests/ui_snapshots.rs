@@ -1,5 +1,5 @@
 //! Whole screens of the dashboard, drawn with ratatui's TestBackend from a deterministic
-//! model of the seed's situation: contest's fork_load against a -j4 reference job in one
+//! model of the 2002 contest thread: contest's fork_load against a -j4 reference job in one
 //! session on a 2-CPU machine. Five runnable tasks of equal weight: each is due 40% of a CPU;
 //! the fork loop receives 16% (the O(1) kernels' 8%-of-20% story, scaled to two CPUs).
 
@@ -417,7 +417,7 @@ fn mouse_click_selects_a_row() {
     assert_eq!(app.selected, 1);
 }
 
-/// A 60 s replay of the seed's situation, played to 30 s.
+/// A 60 s replay of the 2002 contest thread's situation, played to 30 s.
 fn replay_app() -> (App, Vec<Frame>) {
     use schedlab::engine::ReplayStatus;
     let mut app = App::new(

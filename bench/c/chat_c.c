@@ -1,5 +1,5 @@
 /*
- * chat_c: a C chat client speaking the chatroom benchmark 1.0.1 protocol (REFERENCE.md §1),
+ * chat_c: a C chat client speaking the chatroom benchmark 1.0.1 protocol (docs/workloads.md),
  * written for bench/chat.sh as the peer schedlab's chat-client is measured against.
  * Per user one connection with a send thread and a receive thread (64 KiB stacks, like
  * schedlab's), all waiting on a SysV barrier; the clock starts just before the release and

@@ -1,5 +1,5 @@
 /*
- * chat_s: a C chat server speaking the chatroom benchmark 1.0.1 protocol (REFERENCE.md §1),
+ * chat_s: a C chat server speaking the chatroom benchmark 1.0.1 protocol (docs/workloads.md),
  * written for bench/chat.sh as the peer schedlab's chat-server is measured against.
  * Same shape as schedlab's: per data connection a receive thread that reads a 100-byte message
  * and posts the connection's semaphore in its room's SysV set, and a send thread that waits on

@@ -1,4 +1,4 @@
-/* A small C hackbench for bench/loads.sh: the workload REFERENCE.md section 2 describes,
+/* A small C hackbench for bench/loads.sh: the workload docs/workloads.md describes,
  * written for this benchmark (not the original's code), so schedlab can be compared with a
  * C program of the same size and shape as well as with `perf bench sched messaging`, a much
  * larger process that runs 1.5-2x slower here in process and pipe modes.

@@ -1,4 +1,5 @@
-//! contest: time a reference job alone and under each load (seed 003, REFERENCE.md section 3).
+//! contest: time a reference job alone and under each load, as Con Kolivas's contest (2002)
+//! did; docs/workloads.md has its columns.
 //!
 //! The job (the built-in ref-job standing in for `make -j4 bzImage`, or any command) runs
 //! first with no load, then once per load named: the load starts `--lead` seconds before the

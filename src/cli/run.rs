@@ -22,7 +22,8 @@ use crate::workload::kind::WorkloadKind;
 /// Arguments of `schedlab run`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Example, the seed's ten chat_c runs with their standard deviation:\n  \
+    after_help = "Example, the ten chat_c runs of the 2002 chatroom benchmark thread, with their \
+    standard deviation:\n  \
     schedlab run assets/scenarios/chat-30x1000.toml --repeat 10 --format json"
 )]
 pub struct Args {

@@ -8,8 +8,8 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 pub const CONFIDENCE: f64 = 0.95;
 
 /// A figure whose coefficient of variation across repeats exceeds this is flagged as too
-/// noisy to trust: the seed's loopback runs swing by several percent from run to run, so a
-/// difference smaller than that spread means nothing.
+/// noisy to trust: loopback chat runs (those of the 2002 chatroom benchmark thread) swing by
+/// several percent from run to run, so a difference smaller than that spread means nothing.
 pub const NOISY_CV: f64 = 0.05;
 
 /// A metric over n repeats.
@@ -178,7 +178,7 @@ mod tests {
         assert!(summarize(&[f64::NAN]).is_none());
     }
 
-    /// The seed thread's ten chat_c runs per kernel (seed 000, Paolo Ciarrocchi).
+    /// Paolo Ciarrocchi's ten chat_c runs per kernel, from the 2002 chatroom benchmark thread.
     const K2533: [f64; 10] = [
         60402.0, 63981.0, 60271.0, 61403.0, 61235.0, 60603.0, 61258.0, 61675.0, 62447.0, 64523.0,
     ];
@@ -198,7 +198,7 @@ mod tests {
         // Reference values computed by hand (Python's statistics module; t from a table).
         let s = summarize(&K2533).unwrap();
         assert_eq!(s.n, 10);
-        assert!(close(s.mean, 61779.8, 1e-9), "the seed's awk average");
+        assert!(close(s.mean, 61779.8, 1e-9), "the 2002 thread's average");
         assert!(close(s.std_dev.unwrap(), 1456.6817543078287, 1e-6));
         assert_eq!((s.min, s.max), (60271.0, 64523.0));
         assert!(close(s.ci95_low.unwrap(), 60737.75264728079, 1e-3));

@@ -1,4 +1,4 @@
-//! contest's fork_load: fork, exec a nil program, wait, repeat (seed 003).
+//! contest's fork_load: fork, exec a nil program, wait, repeat (Con Kolivas, 2002).
 //!
 //! Each forker is a process, as in the original: it forks, the child execs a program that
 //! only returns 0, the forker waits for it and counts it, and repeats. At most one child per

@@ -1,4 +1,4 @@
-//! hackbench: groups of senders and receivers over socketpairs or pipes (seed 000).
+//! hackbench: groups of senders and receivers over socketpairs or pipes (Rusty Russell, 2002).
 //!
 //! Each group has `fds` receivers (20), each owning one socketpair (AF_UNIX, SOCK_STREAM) or
 //! pipe, and `fds` senders, each writing `loops` messages of `datasize` bytes to every
@@ -19,7 +19,7 @@ use crate::workload::children;
 /// Arguments of `schedlab hackbench`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Number of groups, the seed's positional argument (overrides -g).
+    /// Number of groups, the original hackbench's positional argument (overrides -g).
     #[arg(value_name = "GROUPS")]
     pub groups_arg: Option<u32>,
     /// Number of groups of senders and receivers.
@@ -34,7 +34,7 @@ pub struct Args {
     /// Senders and receivers per group (file descriptors per side).
     #[arg(short = 'f', long, default_value_t = 20)]
     pub fds: u32,
-    /// Use pipes instead of socketpairs (the seed's `-pipe`).
+    /// Use pipes instead of socketpairs (the original's `-pipe`).
     #[arg(short = 'p', long)]
     pub pipe: bool,
     /// Senders and receivers are threads of this process.
@@ -188,7 +188,7 @@ fn raise_fd_limit(needed: usize) -> Result<()> {
     Ok(())
 }
 
-/// (read end, write end) of a pipe or a socketpair, like the seed's fdpair().
+/// (read end, write end) of a pipe or a socketpair, like the original's fdpair().
 fn fdpair(pipe: bool) -> Result<(RawFd, RawFd)> {
     let mut fds = [0; 2];
     let rc = if pipe {
@@ -300,7 +300,7 @@ fn ready(ready_w: RawFd, wake_r: RawFd) -> bool {
 // The message loop calls read(2) and write(2) through `syscall` rather than glibc's
 // wrappers: those take pthread's asynchronous-cancellation path (about 30 more instructions
 // a call) once a process has ever had a second thread, and that mark survives fork. The
-// seed's children never had one; ours inherit it from the lifeline's signal thread. The
+// original's children never had one; ours inherit it from the lifeline's signal thread. The
 // kernel sees the very same calls.
 #[inline]
 fn sys_read(fd: RawFd, buf: &mut [u8]) -> isize {
@@ -332,7 +332,7 @@ fn read_full(fd: RawFd, buf: &mut [u8]) -> std::result::Result<bool, i32> {
     Ok(true)
 }
 
-/// Writes all of `buf`, as the seed's sender does after a short write.
+/// Writes all of `buf`, as the original's sender does after a short write.
 #[inline]
 fn write_full(fd: RawFd, buf: &[u8]) -> bool {
     let mut done = 0;
@@ -521,7 +521,7 @@ fn run_threads(shape: Shape, slots: &mut Vec<CounterSlot>) -> Result<Duration> {
     Ok(elapsed)
 }
 
-/// Rewrites the seed's single-dash spelling (`hackbench -pipe 10`) into the modern one.
+/// Rewrites the 2002 original's single-dash spelling (`hackbench -pipe 10`) into the modern one.
 pub fn rewrite_legacy_args(mut args: Vec<OsString>) -> Vec<OsString> {
     if args.get(1).is_some_and(|a| a == "hackbench") {
         for a in args.iter_mut().skip(2) {

@@ -1,8 +1,8 @@
 //! msgbench: timed batches of msgget, msgsnd, msgctl(IPC_STAT), msgctl(MSG_STAT) and
-//! msgctl(IPC_RMID) over many queues (Nadia Derbey's benchmark from seed 004).
+//! msgctl(IPC_RMID) over many queues (Nadia Derbey's benchmark, 2008).
 //!
 //! Each batch creates `queues` queues, sends one message to each, stats each by id and by
-//! index, and removes them, timing each of the five loops. The report is the seed's: one
+//! index, and removes them, timing each of the five loops. The report is the original's: one
 //! `T op iterations in S seconds = R/sec` line per operation, then per-batch statistics in
 //! microseconds.
 
@@ -15,10 +15,10 @@ use anyhow::{bail, Context, Result};
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::sysv::{self, LedgerRange, MsgQueue};
 
-/// The seed ran with `kernel.msgmni` raised to 32768, the most a kernel without
+/// The 2008 runs raised `kernel.msgmni` to 32768, the most a kernel without
 /// `ipcmni_extend` allows; more would only measure memory.
 pub const DEFAULT_QUEUE_CAP: usize = 32_768;
-/// The seed's run: 1000 batches.
+/// The 2008 runs: 1000 batches.
 pub const DEFAULT_BATCHES: u64 = 1000;
 /// Bytes of text in the one message each queue gets.
 const MESSAGE_LEN: usize = 8;
@@ -26,7 +26,7 @@ const MESSAGE_LEN: usize = 8;
 /// Arguments of `schedlab msgbench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Batches to run (the seed ran 1000).
+    /// Batches to run (the 2008 original ran 1000).
     #[arg(short = 'n', long = "batches", value_name = "BATCHES")]
     pub batches: Option<String>,
     /// Queues per batch [default: as many as kernel.msgmni leaves free, at most 32768].
@@ -114,7 +114,7 @@ impl Samples {
     }
 }
 
-/// The seed's report: five rate lines, each followed by a blank line, then the table.
+/// The original's report: five rate lines, each followed by a blank line, then the table.
 pub fn report(summaries: &[(Op, Summary)]) -> String {
     let mut out = String::new();
     for (op, s) in summaries {

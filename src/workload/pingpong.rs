@@ -1,5 +1,5 @@
-//! Message, semaphore and pipe ping-pong between pairs of tasks (seed 004: Manfred Spraul's
-//! pmsg and psem; `perf bench sched pipe` for pipes).
+//! Message, semaphore and pipe ping-pong between pairs of tasks (Manfred Spraul's pmsg
+//! and psem, 2008; `perf bench sched pipe` for pipes).
 //!
 //! Each pair bounces a token: the pinger sends and waits for the reply, the ponger waits and
 //! replies. `--pin same` puts both tasks of pair k on CPU k (every switch is a local wake-up),

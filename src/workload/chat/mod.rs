@@ -1,5 +1,5 @@
 //! The chatroom benchmark 1.0.1: client and server, wire-compatible with chat_c and chat_s
-//! (REFERENCE.md §1), and chat-bench, the two together for the dashboard.
+//! (docs/workloads.md), and chat-bench, the two together for the dashboard.
 
 mod bench;
 mod client;
@@ -52,7 +52,8 @@ pub struct ServerArgs {
     after_help = "Each room has 20 users; each user is one TCP connection with a send \
     and a receive thread, on both sides. Each user sends MESSAGES messages of 100 bytes; the \
     server relays each to the 19 other users of the room. Prints the original's report; \
-    `Average throughput` counts messages sent plus received per second. The seed's loop: \
+    `Average throughput` counts messages sent plus received per second. The loop of the \
+    2002 chatroom benchmark thread: \
     `schedlab chat-client 127.0.0.1 30 1000 9999 | grep Average | awk '{print $4}'`."
 )]
 pub struct ClientArgs {

@@ -1,4 +1,4 @@
-//! The chat 1.0.1 wire protocol and the client's report, as pure data (REFERENCE.md §1).
+//! The chat 1.0.1 wire protocol and the client's report, as pure data (docs/workloads.md).
 //!
 //! Everything travels over TCP on one port: an 8-byte start message on a control connection
 //! (two native-endian i32: rooms, then messages per user), `rooms * 20` data connections that
@@ -128,7 +128,7 @@ impl Report {
         }
     }
 
-    /// The last line alone; its 4th whitespace field is the number (the seed's awk reads it).
+    /// The last line alone; its 4th whitespace field is the number (`awk '{print $4}'` reads it).
     pub fn throughput_line(&self) -> String {
         format!(
             "Average throughput : {:.0} messages per second",
