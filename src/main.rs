@@ -51,7 +51,7 @@ enum Cmd {
     Cleanup,
     /// Run a scenario without the dashboard, N times, and print statistics across repeats.
     Run(cli::run::Args),
-    /// Compare two result files: each difference, its 95% CI, significant or within noise.
+    /// Compare result files with the first: %change ± %stddev, significant or within noise.
     Compare(cli::compare::Args),
     /// Draw a recording as a picture: throughput, CPU share vs fair share, context switches.
     Plot(cli::plot::PlotArgs),

@@ -1,9 +1,12 @@
 //! compare: a known difference is significant, two samples of one distribution are noise,
-//! and bad files are one clear error.
+//! many files against the first find the one that moved, the Markdown table renders, the
+//! exit status follows --fail-on-regression, and bad files are one clear error.
 
 use std::process::Command;
 
-use schedlab::cli::compare::{compare, Verdict};
+use schedlab::cli::compare::{
+    compare, compare_many, parse_gate, regressions, to_markdown, Verdict,
+};
 use schedlab::record::results::{
     Host, Metric, MetricResult, RunResults, ScenarioInfo, WorkloadResult,
 };
@@ -138,4 +141,205 @@ fn the_command_prints_the_verdicts_and_refuses_bad_files() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent.json"));
+}
+
+/// A result file with throughput and run-queue wait for one chat workload.
+fn results2(kernel: &str, throughput: Vec<f64>, wait: Vec<f64>) -> RunResults {
+    let mut r = results(kernel, throughput);
+    r.workloads[0]
+        .metrics
+        .push(MetricResult::new(Metric::RunqWaitPct, "msg", wait).unwrap());
+    r
+}
+
+const WAIT: [f64; 10] = [20.1, 19.5, 21.0, 20.4, 19.8, 20.6, 20.0, 19.7, 20.9, 20.2];
+
+/// The baseline, a file whose runs are the baseline's 1% lower (within their 2.4% spread), and
+/// one 10% slower with 30% more run-queue wait.
+fn three() -> [RunResults; 3] {
+    let scale = |xs: &[f64], k: f64| xs.iter().map(|x| x * k).collect::<Vec<_>>();
+    [
+        results2("6.17", K2533.to_vec(), WAIT.to_vec()),
+        results2("6.18", scale(&K2533, 0.99), scale(&WAIT, 1.01)),
+        results2("6.18-rc", scale(&K2533, 0.90), scale(&WAIT, 1.30)),
+    ]
+}
+
+#[test]
+fn many_files_against_the_first_find_the_one_shift() {
+    let files = three();
+    let c = compare_many(&files.iter().collect::<Vec<_>>());
+    assert_eq!(c.rows.len(), 4, "2 files x 2 metrics");
+    let row = |candidate, metric| {
+        c.rows
+            .iter()
+            .find(|r| r.candidate == candidate && r.metric == metric)
+            .unwrap()
+    };
+    let noise = row(1, Metric::Throughput);
+    assert_eq!(noise.verdict, Verdict::WithinNoise);
+    assert!((noise.diff_pct.unwrap() + 1.0).abs() < 1e-9);
+    assert_eq!(row(1, Metric::RunqWaitPct).verdict, Verdict::WithinNoise);
+    let shift = row(2, Metric::Throughput);
+    assert_eq!(shift.verdict, Verdict::Significant);
+    assert!((shift.diff_pct.unwrap() + 10.0).abs() < 1e-9);
+    assert_eq!(shift.judgement(), "significant, worse");
+    let wait = row(2, Metric::RunqWaitPct);
+    assert_eq!(wait.verdict, Verdict::Significant);
+    assert_eq!(wait.judgement(), "significant, worse", "more wait is worse");
+    // %stddev is the file's own spread: scaling every run keeps it.
+    let base_sd = shift.a.pct_std_dev().unwrap();
+    assert!((shift.pct_std_dev.unwrap() - base_sd).abs() < 1e-9);
+
+    // Regressions: only where worse beyond the threshold and not noise.
+    let labels: Vec<String> = ["6.17", "6.18", "6.18-rc"].map(String::from).into();
+    let gate = |s: &str| parse_gate(s).unwrap();
+    let r = regressions(&c, &[gate("throughput:5")], &labels);
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].candidate, r[0].file.as_str()), (2, "6.18-rc"));
+    assert!((r[0].worse_pct - 10.0).abs() < 1e-9);
+    assert!(regressions(&c, &[gate("throughput:10.5")], &labels).is_empty());
+    // 6.18 is 1% slower, but within noise: a zero threshold still does not fire on it.
+    assert_eq!(regressions(&c, &[gate("throughput:0")], &labels).len(), 1);
+    assert_eq!(
+        regressions(&c, &[gate("runq_wait_pct:25%")], &labels).len(),
+        1
+    );
+    assert!(regressions(&c, &[gate("runq_wait_pct:35")], &labels).is_empty());
+}
+
+#[test]
+fn the_markdown_table_is_fit_for_a_mailing_list() {
+    let files = three();
+    let c = compare_many(&files.iter().collect::<Vec<_>>());
+    let labels: Vec<String> = ["6.17", "6.18", "6.18-rc"].map(String::from).into();
+    let md = to_markdown(&c, &files, &labels);
+    insta::assert_snapshot!(md);
+}
+
+#[test]
+fn gates_need_a_metric_with_a_direction() {
+    assert!(parse_gate("throughput").unwrap_err().contains("METRIC:PCT"));
+    assert!(parse_gate("speed:5")
+        .unwrap_err()
+        .contains("no metric `speed`"));
+    let e = parse_gate("cpu_received:5").unwrap_err();
+    assert!(e.contains("no better direction"), "{e}");
+    assert!(
+        e.contains("throughput, fairness_ratio, runq_wait_pct"),
+        "{e}"
+    );
+    assert!(parse_gate("throughput:-1").is_err());
+    assert_eq!(parse_gate("fairness_ratio:5").unwrap().pct, 5.0);
+}
+
+#[test]
+fn the_exit_status_says_whether_a_threshold_was_crossed() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<_> = three()
+        .iter()
+        .zip(["6.17.json", "6.18.json", "6.18-rc.json"])
+        .map(|(r, name)| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, r.to_json()).unwrap();
+            p
+        })
+        .collect();
+    let run = |files: &[&std::path::PathBuf], extra: &[&str]| {
+        schedlab()
+            .arg("compare")
+            .args(files)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let (base, noise, slower) = (&paths[0], &paths[1], &paths[2]);
+
+    let out = run(
+        &[base, noise, slower],
+        &["--fail-on-regression", "throughput:5"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("schedlab compare: regression: chat in 6.18-rc: throughput 10.0% worse"),
+        "{err}"
+    );
+    // The report is printed all the same.
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("baseline: 6.17: scenario chat-30x1000, kernel 6.17"),
+        "{text}"
+    );
+    assert!(text.contains("-10.0% ± 2.4%"), "{text}");
+    assert!(text.contains("significant, worse"), "{text}");
+    assert!(text.contains("within noise"), "{text}");
+
+    for (files, gates, want) in [
+        // Under the threshold, within noise, or an improvement: success.
+        (vec![base, slower], vec!["throughput:12"], 0),
+        (vec![base, noise], vec!["throughput:0"], 0),
+        (vec![slower, base], vec!["throughput:0"], 0),
+        // Wait is lower-is-better: 30% more of it crosses 10%.
+        (vec![base, slower], vec!["runq_wait_pct:10"], 3),
+        (
+            vec![base, noise, slower],
+            vec!["throughput:50", "runq_wait_pct:10"],
+            3,
+        ),
+        (vec![base, noise], vec![], 0),
+    ] {
+        let mut extra = Vec::new();
+        for g in &gates {
+            extra.extend(["--fail-on-regression", g]);
+        }
+        let out = run(&files, &extra);
+        assert_eq!(
+            out.status.code(),
+            Some(want),
+            "{files:?} {gates:?}: {out:?}"
+        );
+    }
+
+    // A metric without a direction is a usage error, before any file is read.
+    let out = run(&[base, slower], &["--fail-on-regression", "cs_per_sec:5"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no better direction"));
+
+    // One run each: nothing to test against, so the threshold alone decides.
+    let one = dir.path().join("one.json");
+    let one_slower = dir.path().join("one-slower.json");
+    std::fs::write(&one, results("a", vec![100.0]).to_json()).unwrap();
+    std::fs::write(&one_slower, results("b", vec![90.0]).to_json()).unwrap();
+    let out = run(
+        &[&one, &one_slower],
+        &["--fail-on-regression", "throughput:5"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot tell"));
+
+    // JSON and Markdown are the same comparison.
+    let out = run(&[base, noise, slower], &["--json"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"].as_array().unwrap().len(), 3);
+    assert_eq!(v["files"][2]["label"], "6.18-rc");
+    assert_eq!(v["test"], "welch");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().any(|r| r["candidate"] == 2
+        && r["metric"] == "throughput"
+        && r["verdict"] == "significant"));
+    assert_eq!(rows[0]["better"], "higher");
+    let out = run(&[base, noise, slower], &["--markdown"]);
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        md.contains("| chat | throughput (msg/s, higher is better) |"),
+        "{md}"
+    );
+    assert!(
+        run(&[base], &[]).status.code() == Some(2),
+        "two files at least"
+    );
 }

@@ -1,45 +1,92 @@
-//! The OpenMetrics endpoint, over real HTTP on loopback.
+//! The metrics endpoint, over real HTTP on loopback: counters integrated from Frames, both
+//! exposition formats by content negotiation, promtool's lint, hostile clients, and the Grafana
+//! dashboard asking only for series that exist.
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use schedlab::record::metrics::MetricsServer;
+use schedlab::record::metrics::{common_labels, MetricsServer};
 
-fn get(addr: std::net::SocketAddr, path: &str, accept: &str) -> (String, String) {
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0";
+
+fn get_raw(addr: SocketAddr, request: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\n\r\n"
-    )
-    .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
     let mut resp = String::new();
     s.read_to_string(&mut resp).unwrap();
+    resp
+}
+
+fn get(addr: SocketAddr, path: &str, accept: &str) -> (String, String) {
+    let resp = get_raw(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\n\r\n"),
+    );
     let (head, body) = resp.split_once("\r\n\r\n").unwrap();
     (head.to_owned(), body.to_owned())
 }
 
-/// Checks the exposition grammar line by line and returns, per family, its samples' labels.
-fn parse(body: &str) -> BTreeMap<String, Vec<String>> {
-    let mut families: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut typed = std::collections::HashSet::new();
-    for line in body.lines() {
-        if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let (name, kind) = rest.split_once(' ').unwrap();
-            assert_eq!(kind, "gauge");
-            assert!(typed.insert(name.to_owned()), "family {name} typed twice");
-            families.entry(name.to_owned()).or_default();
+/// One family as the exposition declares it.
+#[derive(Debug, Default)]
+struct Family {
+    kind: String,
+    unit: Option<String>,
+    /// Each sample: its name (with `_total` for a counter), labels, value.
+    samples: Vec<(String, String, f64)>,
+}
+
+/// Checks the grammar of either format line by line and returns the families by name (the
+/// family name: without `_total` in OpenMetrics, with it in the text format).
+fn parse(body: &str, openmetrics: bool) -> BTreeMap<String, Family> {
+    let mut families: BTreeMap<String, Family> = BTreeMap::new();
+    let mut current = String::new();
+    let lines: Vec<&str> = body.lines().collect();
+    if openmetrics {
+        assert_eq!(lines.last(), Some(&"# EOF"), "OpenMetrics ends with # EOF");
+    } else {
+        assert!(!body.contains("# EOF") && !body.contains("# UNIT"));
+    }
+    for (i, line) in lines.iter().enumerate() {
+        if *line == "# EOF" {
+            assert_eq!(i, lines.len() - 1, "# EOF only at the end");
             continue;
         }
-        if line.starts_with("# HELP ") || line == "# EOF" {
+        // A family's metadata lines (HELP, TYPE, UNIT, in any order) come before its samples.
+        let meta = ["# HELP ", "# TYPE ", "# UNIT "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p).map(|rest| (&p[2..6], rest)));
+        if let Some((what, rest)) = meta {
+            let (name, text) = rest.split_once(' ').unwrap();
+            if name != current {
+                assert!(
+                    !families.contains_key(name),
+                    "family {name} declared twice: its samples must be together"
+                );
+                current = name.to_owned();
+                families.insert(name.to_owned(), Family::default());
+            }
+            let family = families.get_mut(name).unwrap();
+            match what {
+                "TYPE" => {
+                    assert!(["counter", "gauge"].contains(&text), "{line}");
+                    family.kind = text.to_owned();
+                }
+                "UNIT" => {
+                    assert!(name.ends_with(&format!("_{text}")), "{line}");
+                    family.unit = Some(text.to_owned());
+                }
+                _ => assert!(!text.is_empty(), "{line}"),
+            }
             continue;
         }
         let (series, value) = line.rsplit_once(' ').expect("name{labels} value");
-        value
+        let value = value
             .parse::<f64>()
             .unwrap_or_else(|_| panic!("bad value in {line}"));
         let (name, labels) = series.split_once('{').expect("labels");
@@ -48,57 +95,310 @@ fn parse(body: &str) -> BTreeMap<String, Vec<String>> {
             name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
             "{line}"
         );
-        assert!(typed.contains(name), "sample before its TYPE: {line}");
-        families
-            .get_mut(name)
-            .unwrap()
-            .push(labels.trim_end_matches('}').to_owned());
+        let family = families.get_mut(&current).expect("a sample after its TYPE");
+        let want = if openmetrics && family.kind == "counter" {
+            format!("{current}_total")
+        } else {
+            current.clone()
+        };
+        assert_eq!(name, want, "sample of another family: {line}");
+        if family.kind == "counter" {
+            assert!(value >= 0.0, "a counter is never negative: {line}");
+        }
+        family.samples.push((
+            name.to_owned(),
+            labels.trim_end_matches('}').to_owned(),
+            value,
+        ));
     }
     families
 }
 
+fn value(families: &BTreeMap<String, Family>, family: &str, labels_contain: &[&str]) -> f64 {
+    let f = &families[family];
+    let hits: Vec<_> = f
+        .samples
+        .iter()
+        .filter(|(_, l, _)| labels_contain.iter().all(|want| l.contains(want)))
+        .collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "{family} {labels_contain:?}: {:?}",
+        f.samples
+    );
+    hits[0].2
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6 * b.abs().max(1.0)
+}
+
+fn server() -> MetricsServer {
+    MetricsServer::start_labelled(
+        "127.0.0.1:0",
+        common_labels("lab1", "6.18.0-test", "contest"),
+    )
+    .unwrap()
+}
+
 #[test]
-fn scrape_returns_one_series_per_workload() {
-    let server = MetricsServer::start("127.0.0.1:0", "contest").unwrap();
+fn counters_accumulate_and_both_formats_say_the_same() {
+    let server = server();
     let addr = server.local_addr();
     assert!(addr.ip().is_loopback());
 
-    // Before the first frame: valid text, no samples.
+    // Before the first frame: valid, the families declared, no workload sample.
     let (head, body) = get(addr, "/metrics", "text/plain");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(parse(&body).values().all(|v| v.is_empty()));
-
-    let frames = common::frames();
-    server.publish(frames.last().unwrap());
-    let (head, body) = get(
-        addr,
-        "/metrics",
-        "application/openmetrics-text; version=1.0.0",
-    );
     assert!(
-        head.contains("Content-Type: application/openmetrics-text"),
+        head.contains("Content-Type: text/plain; version=0.0.4"),
         "{head}"
     );
-    assert!(body.ends_with("# EOF\n"));
-    let families = parse(&body);
-    let per_workload: Vec<_> = families
-        .iter()
-        .filter(|(n, _)| n.starts_with("schedlab_workload_"))
-        .collect();
-    assert!(per_workload.len() >= 6);
-    for (name, labels) in per_workload {
-        assert_eq!(labels.len(), 2, "{name}: one series per workload");
-        assert!(labels[0].contains("workload=\"ref-job\""), "{name}");
-        assert!(labels[1].contains(r#"workload="fork \"loop\"""#), "{name}");
+    let empty = parse(&body, false);
+    assert!(!body.contains("workload="), "{body}");
+    assert_eq!(
+        value(&empty, "schedlab_samples_total", &["host=\"lab1\""]),
+        0.0
+    );
+
+    for f in common::frames() {
+        server.publish(&f);
     }
-    assert!(body.contains("schedlab_workload_ops_per_second{scenario=\"contest\",workload=\"ref-job\",unit=\"unit\"} 410\n"));
-    assert!(body.contains(
-        "schedlab_workload_fairness_ratio{scenario=\"contest\",workload=\"fork \\\"loop\\\"\"} 2\n"
-    ));
-    assert_eq!(families["schedlab_jain_index"].len(), 1);
+    let (head, om_body) = get(addr, "/metrics", OPENMETRICS);
+    assert!(
+        head.contains("Content-Type: application/openmetrics-text; version=1.0.0"),
+        "{head}"
+    );
+    let om = parse(&om_body, true);
+    let (_, text_body) = get(addr, "/metrics", "*/*");
+    let text = parse(&text_body, false);
+
+    // Ten frames of half a second: ref-job got 1.2 CPUs, so 6 CPU seconds; due 1.6 -> 8.
+    for (families, suffix) in [(&om, ""), (&text, "_total")] {
+        let f = |name: &str| format!("{name}{suffix}");
+        let cpu = f("schedlab_workload_cpu_received_seconds");
+        assert_eq!(families[&cpu].kind, "counter");
+        assert!(close(value(families, &cpu, &["workload=\"ref-job\""]), 6.0));
+        assert!(close(
+            value(
+                families,
+                &f("schedlab_workload_cpu_due_seconds"),
+                &["workload=\"ref-job\""]
+            ),
+            8.0
+        ));
+        // 885 forks/s for 5 s; the label says what one operation is.
+        assert!(close(
+            value(
+                families,
+                &f("schedlab_workload_operations"),
+                &[r#"workload="fork \"loop\"""#, "operation=\"fork\""]
+            ),
+            4425.0
+        ));
+        let switches = f("schedlab_workload_context_switches");
+        assert!(close(
+            value(
+                families,
+                &switches,
+                &["workload=\"ref-job\"", "switch=\"involuntary\""]
+            ),
+            1500.0
+        ));
+        assert!(close(
+            value(
+                families,
+                &switches,
+                &["workload=\"ref-job\"", "switch=\"voluntary\""]
+            ),
+            10.0
+        ));
+        // 40% of a task-interval waiting, over 5 s.
+        assert!(close(
+            value(
+                families,
+                &f("schedlab_workload_runqueue_wait_seconds"),
+                &["workload=\"ref-job\""]
+            ),
+            2.0
+        ));
+        assert_eq!(
+            value(families, &f("schedlab_samples"), &["scenario=\"contest\""]),
+            10.0
+        );
+        // Levels are gauges, from the latest frame.
+        assert_eq!(families["schedlab_workload_tasks"].kind, "gauge");
+        assert_eq!(
+            value(
+                families,
+                "schedlab_workload_tasks",
+                &["workload=\"ref-job\""]
+            ),
+            4.0
+        );
+        assert_eq!(
+            value(
+                families,
+                "schedlab_workload_fairness_ratio",
+                &[r#"workload="fork \"loop\"""#]
+            ),
+            2.0
+        );
+        // Every series carries host, kernel and scenario, so fleets stay apart.
+        for fam in families.values() {
+            for (name, labels, _) in &fam.samples {
+                assert!(
+                    labels.starts_with("host=\"lab1\",kernel=\"6.18.0-test\",scenario=\"contest\""),
+                    "{name}{{{labels}}}"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        om["schedlab_workload_cpu_received_seconds"].unit.as_deref(),
+        Some("seconds")
+    );
+    assert_eq!(
+        om["schedlab_workload_fairness_ratio"].unit.as_deref(),
+        Some("ratio")
+    );
+    // The same series in both formats.
+    let names = |fs: &BTreeMap<String, Family>| -> BTreeSet<(String, String)> {
+        fs.values()
+            .flat_map(|f| f.samples.iter().map(|(n, l, _)| (n.clone(), l.clone())))
+            .collect()
+    };
+    assert_eq!(names(&om), names(&text));
 
     let (head, _) = get(addr, "/nope", "*/*");
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    let resp = get_raw(addr, "POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(resp.starts_with("HTTP/1.1 405"), "{resp}");
+}
+
+#[test]
+fn the_real_host_and_kernel_label_every_series() {
+    let server = MetricsServer::start("127.0.0.1:0", "s").unwrap();
+    server.publish(&common::frames()[0]);
+    let (_, body) = get(server.local_addr(), "/metrics", "text/plain");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let want = format!(
+        "{{host=\"{}\",kernel=\"{}\",scenario=\"s\",workload=\"ref-job\"}}",
+        host.trim(),
+        kernel.trim()
+    );
+    assert!(body.contains(&want), "{want} in {body}");
+}
+
+/// promtool from the prometheus package, or None with a loud note (CI installs it).
+fn promtool() -> Option<Command> {
+    let found = Command::new("promtool")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        eprintln!(
+            "\n*** SKIPPED: promtool not found; install Debian's prometheus package (.ci/run does) ***\n"
+        );
+        return None;
+    }
+    Some(Command::new("promtool"))
+}
+
+#[test]
+fn the_text_format_passes_promtool() {
+    let Some(mut promtool) = promtool() else {
+        return;
+    };
+    let server = server();
+    for f in common::frames() {
+        server.publish(&f);
+    }
+    let (_, body) = get(server.local_addr(), "/metrics", "text/plain");
+    let mut child = promtool
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    // promtool's lint checks names, units, help and counter suffixes; any complaint fails.
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool check metrics: {}{}\n{body}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // promtool reads only the text format (OpenMetrics' `# UNIT` and `_total` samples under
+    // a family without it are lint errors to it); tests/prometheus.rs has Prometheus itself
+    // parse the OpenMetrics exposition.
+}
+
+#[test]
+fn hostile_clients_are_cut_off() {
+    let server = server();
+    let addr = server.local_addr();
+
+    // A request head beyond the size limit is refused.
+    let mut big = String::from("GET /metrics HTTP/1.1\r\n");
+    while big.len() < 20 * 1024 {
+        big.push_str("X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+    }
+    big.push_str("\r\n");
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // The server may close while we still write: only what it answered matters.
+    let _ = s.write_all(big.as_bytes());
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    assert!(
+        String::from_utf8_lossy(&resp).starts_with("HTTP/1.1 431"),
+        "{}",
+        String::from_utf8_lossy(&resp)
+    );
+
+    // A client that connects and says nothing, and one that trickles a byte at a time, are
+    // dropped at the request deadline: a real scrape behind them is still answered.
+    let _silent = TcpStream::connect(addr).unwrap();
+    let mut trickle = TcpStream::connect(addr).unwrap();
+    trickle
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut cut_off = false;
+    for _ in 0..100 {
+        if trickle.write_all(b"G").is_err() {
+            cut_off = true;
+            break;
+        }
+        let mut byte = [0u8; 1];
+        match trickle.read(&mut byte) {
+            Ok(0) => {
+                cut_off = true;
+                break;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => {
+                cut_off = true;
+                break;
+            }
+        }
+    }
+    assert!(cut_off, "a trickling client must not hold the endpoint");
+    let (head, _) = get(addr, "/metrics", "text/plain");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
 }
 
 #[test]
@@ -113,4 +413,68 @@ fn address_in_use_is_one_clear_error() {
     );
     assert!(msg.to_lowercase().contains("in use"), "{msg}");
     assert!(MetricsServer::start("not an address", "x").is_err());
+}
+
+#[test]
+fn the_grafana_dashboard_asks_only_for_series_that_exist() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/grafana/schedlab.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+
+    let server = server();
+    for f in common::frames() {
+        server.publish(&f);
+    }
+    let (_, body) = get(server.local_addr(), "/metrics", "text/plain");
+    let exposed: BTreeSet<String> = parse(&body, false)
+        .values()
+        .flat_map(|f| f.samples.iter().map(|(n, _, _)| n.clone()))
+        .collect();
+
+    let mut exprs = Vec::new();
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("expr" | "query", serde_json::Value::String(s)) => out.push(s.clone()),
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    walk(&dashboard, &mut exprs);
+    assert!(exprs.len() >= 4, "{exprs:?}");
+    for e in &exprs {
+        let mut rest = e.as_str();
+        while let Some(i) = rest.find("schedlab_") {
+            let name: String = rest[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(exposed.contains(&name), "{name} (in `{e}`) is not exposed");
+            rest = &rest[i + name.len()..];
+        }
+    }
+
+    // Three panels per host: a row repeated for each host, holding them.
+    let panels = dashboard["panels"].as_array().unwrap();
+    let rows: Vec<_> = panels.iter().filter(|p| p["type"] == "row").collect();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["repeat"], "host");
+    let charts: Vec<_> = panels
+        .iter()
+        .filter(|p| p["type"] == "timeseries")
+        .collect();
+    assert_eq!(charts.len(), 3);
+    let titles: Vec<_> = charts
+        .iter()
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert!(titles[0].starts_with("Throughput"), "{titles:?}");
+    assert!(titles[1].starts_with("CPU share"), "{titles:?}");
+    assert!(titles[2].starts_with("Context switches"), "{titles:?}");
 }

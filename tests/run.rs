@@ -189,7 +189,10 @@ fn live_metrics_are_served_while_it_runs() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(
-        body.contains("schedlab_workload_cpu_received{scenario=\"s\",workload=\"nap\"}"),
+        body.lines().any(
+            |l| l.starts_with("schedlab_workload_cpu_received_seconds_total{")
+                && l.contains(",scenario=\"s\",workload=\"nap\"}")
+        ),
         "{body}"
     );
 }

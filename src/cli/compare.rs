@@ -1,32 +1,95 @@
-//! `schedlab compare A B`: two result files (two kernels, preempt on and off) side by side,
-//! per workload and metric: the difference, its 95% confidence interval, and whether it is
-//! significant or within noise (Welch's t-test, Welch–Satterthwaite degrees of freedom).
+//! `schedlab compare A B [C ...]`: result files of many kernels, schedulers or settings against
+//! the first, the baseline. Per workload and metric: each file's `%change ± %stddev` against
+//! the baseline and whether the change is significant or within noise (Welch's t-test,
+//! Welch–Satterthwaite degrees of freedom), as a table, JSON or a Markdown table for a mailing
+//! list; `--fail-on-regression METRIC:PCT` turns a regression into an exit status.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::model::stats::{self, Summary, Welch};
-use crate::record::results::{num, Metric, RunResults};
+use crate::record::results::{num, Better, Metric, RunResults};
+
+/// The exit status when a `--fail-on-regression` threshold was crossed (1 is an error, 2 a
+/// usage error).
+pub const REGRESSION_EXIT: i32 = 3;
 
 /// Arguments of `schedlab compare`.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Exit status: 0 when no --fail-on-regression threshold was crossed, \
+    3 when one was, 1 on an error (a missing or bad file).\n\n\
+    Example, three kernels against the first, as a table for a mailing list:\n  \
+    schedlab compare 6.17.json 6.18.json 6.18-eevdf-fix.json --markdown \
+    --fail-on-regression throughput:5"
+)]
 pub struct Args {
-    /// The baseline: a result file from `schedlab run --format json`.
-    pub a: PathBuf,
-    /// The candidate, compared against A (differences are B - A).
-    pub b: PathBuf,
+    /// Result files from `schedlab run --format json`: the first is the baseline, each other is
+    /// compared against it.
+    #[arg(required = true, num_args = 2.., value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Same as --format json.
+    #[arg(long, conflicts_with_all = ["format", "markdown"])]
+    pub json: bool,
+    /// Same as --format markdown: a table fit for a mailing list.
+    #[arg(long, conflicts_with = "format")]
+    pub markdown: bool,
+    /// Exit with status 3 when METRIC got worse than the baseline by more than PCT percent in
+    /// any workload of any file, and the change is significant (or cannot be tested: fewer
+    /// than two runs). Metrics: throughput (higher is better), runq_wait_pct (lower is better),
+    /// fairness_ratio (closer to 1 is better; PCT in points of the ratio). Repeatable.
+    #[arg(long, value_name = "METRIC:PCT", value_parser = parse_gate)]
+    pub fail_on_regression: Vec<Gate>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
     Json,
+    Markdown,
+}
+
+/// A `--fail-on-regression` threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Gate {
+    pub metric: Metric,
+    /// How much worse, in percent, is still tolerated.
+    pub pct: f64,
+}
+
+/// `METRIC:PCT`, for a metric with a better direction.
+pub fn parse_gate(s: &str) -> Result<Gate, String> {
+    let gated: Vec<&str> = Metric::ALL
+        .iter()
+        .filter(|m| m.better() != Better::Neither)
+        .map(|m| m.name())
+        .collect();
+    let (name, pct) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}` is not METRIC:PCT (e.g. throughput:5)"))?;
+    let metric = Metric::from_name(name.trim())
+        .ok_or_else(|| format!("no metric `{}`; one of {}", name.trim(), gated.join(", ")))?;
+    if metric.better() == Better::Neither {
+        return Err(format!(
+            "{} has no better direction to regress from; one of {}",
+            metric.name(),
+            gated.join(", ")
+        ));
+    }
+    match pct.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(pct) if pct.is_finite() && pct >= 0.0 => Ok(Gate { metric, pct }),
+        _ => Err(format!(
+            "`{}` is not a percentage (e.g. throughput:5)",
+            pct.trim()
+        )),
+    }
 }
 
 /// What the test says about one difference.
@@ -51,35 +114,77 @@ impl Verdict {
     }
 }
 
-/// One workload and metric present in both files.
+/// One workload and metric of one file against the baseline.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
+    /// Which file, by its place on the command line (1 = the first after the baseline).
+    pub candidate: usize,
     pub workload: String,
     pub metric: Metric,
     pub unit: String,
+    /// Which way is better for this metric.
+    pub better: Better,
+    /// The baseline.
     pub a: Summary,
+    /// This file.
     pub b: Summary,
-    /// (B - A) / A in percent, when A's mean is not zero.
+    /// (B - A) / |A| in percent, when A's mean is not zero.
     pub diff_pct: Option<f64>,
+    /// B's own standard deviation in percent of its mean.
+    pub pct_std_dev: Option<f64>,
     pub welch: Option<Welch>,
+    pub verdict: Verdict,
+}
+
+impl Row {
+    /// The verdict, with which way it went when the metric has a better direction.
+    pub fn judgement(&self) -> String {
+        let worse = self.better.worse_pct(self.a.mean, self.b.mean);
+        match (self.verdict, worse) {
+            (Verdict::Significant, Some(w)) if w > 0.0 => "significant, worse".into(),
+            (Verdict::Significant, Some(w)) if w < 0.0 => "significant, better".into(),
+            (v, _) => v.text().into(),
+        }
+    }
+
+    /// How much worse than the baseline in percent, when the metric has a direction.
+    pub fn worse_pct(&self) -> Option<f64> {
+        self.better.worse_pct(self.a.mean, self.b.mean)
+    }
+}
+
+/// A threshold crossed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Regression {
+    pub candidate: usize,
+    pub file: String,
+    pub workload: String,
+    pub metric: Metric,
+    /// How much worse than the baseline, in percent.
+    pub worse_pct: f64,
+    /// The threshold it crossed.
+    pub threshold_pct: f64,
     pub verdict: Verdict,
 }
 
 /// Everything compared, plus what could not be paired.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
+    /// One row per file after the baseline, workload and metric present in both.
     pub rows: Vec<Row>,
-    /// Workloads present in only one file ("A: name" or "B: name").
+    /// Workloads present in only some of the files, said in words.
     pub unmatched: Vec<String>,
 }
 
-/// Pairs workloads by name and metrics by kind, and tests each difference.
-pub fn compare(a: &RunResults, b: &RunResults) -> Comparison {
-    let mut rows = Vec::new();
-    let mut unmatched = Vec::new();
-    for wa in &a.workloads {
-        let Some(wb) = b.workloads.iter().find(|w| w.name == wa.name) else {
-            unmatched.push(format!("A: {}", wa.name));
+/// One file against the baseline: workloads paired by name, metrics by kind, each
+/// difference tested.
+fn pair(base: &RunResults, other: &RunResults, candidate: usize, c: &mut Comparison) {
+    for wa in &base.workloads {
+        let Some(wb) = other.workloads.iter().find(|w| w.name == wa.name) else {
+            c.unmatched.push(format!(
+                "{}: in the baseline, not in file {candidate}",
+                wa.name
+            ));
             continue;
         };
         for ma in &wa.metrics {
@@ -93,11 +198,14 @@ pub fn compare(a: &RunResults, b: &RunResults) -> Comparison {
                 Some(_) => Verdict::WithinNoise,
                 None => Verdict::CannotTell,
             };
-            rows.push(Row {
+            c.rows.push(Row {
+                candidate,
                 workload: wa.name.clone(),
                 metric: ma.metric,
                 unit: ma.unit.clone(),
-                diff_pct: (sa.mean != 0.0).then(|| (sb.mean - sa.mean) / sa.mean.abs() * 100.0),
+                better: ma.metric.better(),
+                diff_pct: stats::pct_change(sa.mean, sb.mean),
+                pct_std_dev: sb.pct_std_dev(),
                 a: sa,
                 b: sb,
                 welch,
@@ -105,12 +213,79 @@ pub fn compare(a: &RunResults, b: &RunResults) -> Comparison {
             });
         }
     }
-    for wb in &b.workloads {
-        if !a.workloads.iter().any(|w| w.name == wb.name) {
-            unmatched.push(format!("B: {}", wb.name));
+    for wb in &other.workloads {
+        if !base.workloads.iter().any(|w| w.name == wb.name) {
+            c.unmatched.push(format!(
+                "{}: in file {candidate}, not in the baseline",
+                wb.name
+            ));
         }
     }
-    Comparison { rows, unmatched }
+}
+
+/// Two files: B against the baseline A.
+pub fn compare(a: &RunResults, b: &RunResults) -> Comparison {
+    compare_many(&[a, b])
+}
+
+/// Every file after the first against the first.
+pub fn compare_many(files: &[&RunResults]) -> Comparison {
+    let mut c = Comparison {
+        rows: Vec::new(),
+        unmatched: Vec::new(),
+    };
+    if let Some((base, others)) = files.split_first() {
+        for (i, other) in others.iter().enumerate() {
+            pair(base, other, i + 1, &mut c);
+        }
+    }
+    c
+}
+
+/// The rows that cross a threshold: worse by more than it, and not within noise.
+pub fn regressions(c: &Comparison, gates: &[Gate], labels: &[String]) -> Vec<Regression> {
+    let mut out = Vec::new();
+    for row in &c.rows {
+        for gate in gates.iter().filter(|g| g.metric == row.metric) {
+            let Some(worse) = row.worse_pct() else {
+                continue;
+            };
+            if worse > gate.pct && row.verdict != Verdict::WithinNoise {
+                out.push(Regression {
+                    candidate: row.candidate,
+                    file: labels.get(row.candidate).cloned().unwrap_or_default(),
+                    workload: row.workload.clone(),
+                    metric: row.metric,
+                    worse_pct: worse,
+                    threshold_pct: gate.pct,
+                    verdict: row.verdict,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A short name per file for column heads: the file name without `.json`, or `file N` when
+/// two files would look the same.
+pub fn labels(paths: &[&Path]) -> Vec<String> {
+    let stems: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            p.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.display().to_string())
+        })
+        .collect();
+    (0..stems.len())
+        .map(|i| {
+            if stems.iter().filter(|s| **s == stems[i]).count() > 1 {
+                format!("file {i}")
+            } else {
+                stems[i].clone()
+            }
+        })
+        .collect()
 }
 
 fn signed(x: f64) -> String {
@@ -122,62 +297,219 @@ fn signed(x: f64) -> String {
     }
 }
 
-/// The comparison as a table per workload.
-pub fn to_text(c: &Comparison, a: &RunResults, b: &RunResults, names: (&str, &str)) -> String {
-    let mut out = String::new();
-    for (tag, r, name) in [("A", a, names.0), ("B", b, names.1)] {
-        let _ = writeln!(
-            out,
-            "{tag}: {name}: scenario {}, kernel {}, {} CPUs, {} repeat{}",
-            r.scenario.name,
-            r.host.kernel,
-            r.host.cpus,
-            r.repeats,
-            if r.repeats == 1 { "" } else { "s" }
-        );
-    }
-    if a.scenario.name != b.scenario.name {
-        let _ = writeln!(out, "note: the two files ran different scenarios");
-    }
-    let mut current = None;
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |d| format!("{d:+.1}%"))
+}
+
+fn spread(x: Option<f64>) -> String {
+    x.map_or("± -".into(), |s| format!("± {s:.1}%"))
+}
+
+fn describe(r: &RunResults) -> String {
+    format!(
+        "scenario {}, kernel {}, {} CPUs, {} repeat{}",
+        r.scenario.name,
+        r.host.kernel,
+        r.host.cpus,
+        r.repeats,
+        if r.repeats == 1 { "" } else { "s" }
+    )
+}
+
+/// The workloads and metrics in the baseline's order, each with its rows.
+fn groups<'a>(c: &'a Comparison, base: &RunResults) -> Vec<(&'a str, Metric, Vec<&'a Row>)> {
+    let mut out: Vec<(&str, Metric, Vec<&Row>)> = Vec::new();
     for row in &c.rows {
-        if current != Some(&row.workload) {
-            current = Some(&row.workload);
-            let _ = writeln!(out, "\n{}", row.workload);
+        match out
+            .iter_mut()
+            .find(|(w, m, _)| *w == row.workload && *m == row.metric)
+        {
+            Some((_, _, rows)) => rows.push(row),
+            None => out.push((&row.workload, row.metric, vec![row])),
+        }
+    }
+    let place = |w: &str, m: Metric| {
+        (
+            base.workloads.iter().position(|x| x.name == w),
+            Metric::ALL.iter().position(|x| *x == m),
+        )
+    };
+    out.sort_by_key(|(w, m, _)| place(w, *m));
+    out
+}
+
+const TEST_NOTE: &str = "significant: Welch's t-test, two-sided p < 0.05; within noise: the runs' spread covers the difference";
+
+/// A table per workload: per metric the baseline's mean and spread, then one line per file
+/// with its difference, `%change ± %stddev`, the 95% CI of the difference, p and the verdict.
+pub fn to_text(c: &Comparison, files: &[RunResults], labels: &[String]) -> String {
+    let mut out = String::new();
+    for (i, (r, label)) in files.iter().zip(labels).enumerate() {
+        let tag = if i == 0 {
+            "baseline".to_owned()
+        } else {
+            format!("{i}")
+        };
+        let _ = writeln!(out, "{tag}: {label}: {}", describe(r));
+    }
+    let Some(base) = files.first() else {
+        return out;
+    };
+    if files.iter().any(|r| r.scenario.name != base.scenario.name) {
+        let _ = writeln!(out, "note: the files ran different scenarios");
+    }
+    let width = labels
+        .iter()
+        .map(|l| l.len())
+        .max()
+        .unwrap_or(0)
+        .clamp(8, 24);
+    let mut current = None;
+    for (workload, _, rows) in groups(c, base) {
+        if current != Some(workload) {
+            current = Some(workload);
+            let _ = writeln!(out, "\n{workload}");
             let _ = writeln!(
                 out,
-                "  {:<26} {:>11} {:>11} {:>11} {:>8} {:>25} {:>7}  verdict",
-                "metric", "A mean", "B mean", "B - A", "diff %", "95% CI of B - A", "p"
+                "  {:<26} {:<width$} {:>11} {:>11} {:>18} {:>25} {:>7}  verdict",
+                "metric", "file", "mean", "diff", "%change ± %stddev", "95% CI of diff", "p"
             );
         }
-        let (ci, p) = match &row.welch {
-            Some(w) => (
-                format!("{} .. {}", signed(w.ci95_low), signed(w.ci95_high)),
-                format!("{:.3}", w.p_value),
-            ),
-            None => ("-".into(), "-".into()),
-        };
+        let first = rows[0];
         let _ = writeln!(
             out,
-            "  {:<26} {:>11} {:>11} {:>11} {:>8} {:>25} {:>7}  {}",
-            format!("{} ({})", row.metric.name(), row.unit),
-            num(row.a.mean),
-            num(row.b.mean),
-            signed(row.b.mean - row.a.mean),
-            row.diff_pct.map_or("-".into(), |d| format!("{d:+.1}%")),
-            ci,
-            p,
-            row.verdict.text()
+            "  {:<26} {:<width$} {:>11} {:>11} {:>18}",
+            format!("{} ({})", first.metric.name(), first.unit),
+            labels.first().map_or("", |l| l.as_str()),
+            num(first.a.mean),
+            "",
+            spread(first.a.pct_std_dev()),
         );
+        for row in rows {
+            let (ci, p) = match &row.welch {
+                Some(w) => (
+                    format!("{} .. {}", signed(w.ci95_low), signed(w.ci95_high)),
+                    format!("{:.3}", w.p_value),
+                ),
+                None => ("-".into(), "-".into()),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<26} {:<width$} {:>11} {:>11} {:>18} {:>25} {:>7}  {}",
+                "",
+                labels.get(row.candidate).map_or("", |l| l.as_str()),
+                num(row.b.mean),
+                signed(row.b.mean - row.a.mean),
+                format!("{} {}", pct(row.diff_pct), spread(row.pct_std_dev)),
+                ci,
+                p,
+                row.judgement()
+            );
+        }
     }
     for u in &c.unmatched {
-        let _ = writeln!(out, "\nonly in {u}");
+        let _ = writeln!(out, "\nnot compared: {u}");
     }
+    let _ = writeln!(out, "\n{TEST_NOTE}");
+    out
+}
+
+/// Markdown cells must not contain a bare `|`.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// One table, a row per workload and metric, a column per file: the baseline's mean ± its
+/// %stddev, then each file's %change ± its own %stddev and a mark when the change is
+/// significant. Plain enough to read in a mail as it is.
+pub fn to_markdown(c: &Comparison, files: &[RunResults], labels: &[String]) -> String {
+    let mut out = String::new();
+    let Some(base) = files.first() else {
+        return out;
+    };
+    for (i, (r, label)) in files.iter().zip(labels).enumerate() {
+        let role = if i == 0 { " (baseline)" } else { "" };
+        let _ = writeln!(out, "- **{}**{role}: {}", cell(label), describe(r));
+    }
+    let _ = writeln!(out);
+    let _ = write!(out, "| workload | metric |");
+    for (i, label) in labels.iter().enumerate() {
+        let head = if i == 0 {
+            format!(" {} mean ± %stddev |", cell(label))
+        } else {
+            format!(" {} %change ± %stddev |", cell(label))
+        };
+        out.push_str(&head);
+    }
+    let _ = writeln!(out);
+    let _ = write!(out, "| --- | --- |");
+    for _ in labels {
+        out.push_str(" ---: |");
+    }
+    let _ = writeln!(out);
+    for (workload, metric, rows) in groups(c, base) {
+        let first = rows[0];
+        let direction = match first.better {
+            Better::Higher => ", higher is better",
+            Better::Lower => ", lower is better",
+            Better::TowardOne => ", closer to 1 is better",
+            Better::Neither => "",
+        };
+        let _ = write!(
+            out,
+            "| {} | {} ({}{direction}) | {} {} |",
+            cell(workload),
+            metric.name(),
+            cell(&first.unit),
+            num(first.a.mean),
+            spread(first.a.pct_std_dev())
+        );
+        for candidate in 1..labels.len() {
+            let text = match rows.iter().find(|r| r.candidate == candidate) {
+                None => "-".to_owned(),
+                Some(r) => {
+                    let mark = match r.verdict {
+                        Verdict::Significant => " *",
+                        Verdict::WithinNoise => "",
+                        Verdict::CannotTell => " ?",
+                    };
+                    format!("{} {}{mark}", pct(r.diff_pct), spread(r.pct_std_dev))
+                }
+            };
+            let _ = write!(out, " {text} |");
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "\nsignificant: Welch's t-test, two-sided p < 0.05; within noise: the runs' spread covers the difference"
+        "`*` significant, Welch's t-test, two-sided p < 0.05; `?` cannot tell, fewer than two runs; \
+         no mark: within noise. %stddev is each file's own standard deviation in percent of its mean."
     );
+    for u in &c.unmatched {
+        let _ = writeln!(out, "\nNot compared: {}", cell(u));
+    }
     out
+}
+
+/// What `--format json` prints.
+#[derive(Serialize)]
+struct Report<'a> {
+    files: Vec<FileInfo<'a>>,
+    test: &'static str,
+    rows: &'a [Row],
+    unmatched: &'a [String],
+    regressions: &'a [Regression],
+}
+
+#[derive(Serialize)]
+struct FileInfo<'a> {
+    path: String,
+    label: &'a str,
+    kernel: &'a str,
+    scenario: &'a str,
+    cpus: usize,
+    repeats: usize,
 }
 
 pub fn main(args: Args) -> Result<()> {
@@ -186,19 +518,65 @@ pub fn main(args: Args) -> Result<()> {
             std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
         RunResults::from_json(&text, &p.display().to_string())
     };
-    let (a, b) = (load(&args.a)?, load(&args.b)?);
-    let c = compare(&a, &b);
-    match args.format {
-        Format::Text => print!(
-            "{}",
-            to_text(
-                &c,
-                &a,
-                &b,
-                (&args.a.display().to_string(), &args.b.display().to_string())
-            )
-        ),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&c)?),
+    let files = args.files.iter().map(load).collect::<Result<Vec<_>>>()?;
+    let paths: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
+    let labels = labels(&paths);
+    let c = compare_many(&files.iter().collect::<Vec<_>>());
+    let regressed = regressions(&c, &args.fail_on_regression, &labels);
+    let format = if args.json {
+        Format::Json
+    } else if args.markdown {
+        Format::Markdown
+    } else {
+        args.format
+    };
+    let text = match format {
+        Format::Text => to_text(&c, &files, &labels),
+        Format::Markdown => to_markdown(&c, &files, &labels),
+        Format::Json => {
+            let report = Report {
+                files: files
+                    .iter()
+                    .zip(&paths)
+                    .zip(&labels)
+                    .map(|((r, p), label)| FileInfo {
+                        path: p.display().to_string(),
+                        label,
+                        kernel: &r.host.kernel,
+                        scenario: &r.scenario.name,
+                        cpus: r.host.cpus,
+                        repeats: r.repeats,
+                    })
+                    .collect(),
+                test: "welch",
+                rows: &c.rows,
+                unmatched: &c.unmatched,
+                regressions: &regressed,
+            };
+            let mut s = serde_json::to_string_pretty(&report)?;
+            s.push('\n');
+            s
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("cannot write the comparison")?;
+    if regressed.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    for r in &regressed {
+        eprintln!(
+            "schedlab compare: regression: {} in {}: {} {:.1}% worse than the baseline (threshold {}%), {}",
+            r.workload,
+            r.file,
+            r.metric.name(),
+            r.worse_pct,
+            r.threshold_pct,
+            r.verdict.text()
+        );
+    }
+    // A status of its own, so a script (or `git bisect run`) tells a regression from an error.
+    std::process::exit(REGRESSION_EXIT);
 }

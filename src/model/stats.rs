@@ -101,6 +101,18 @@ impl Summary {
             _ => None,
         }
     }
+
+    /// The relative standard deviation in percent (the coefficient of variation x 100), as
+    /// `%stddev` tables print it; None with one run or a zero mean.
+    pub fn pct_std_dev(&self) -> Option<f64> {
+        self.cv.map(|cv| cv * 100.0)
+    }
+}
+
+/// `x` against `base` in percent: (x - base) / |base| x 100; None when base is zero or either
+/// is not a number.
+pub fn pct_change(base: f64, x: f64) -> Option<f64> {
+    (base != 0.0 && base.is_finite() && x.is_finite()).then(|| (x - base) / base.abs() * 100.0)
 }
 
 /// Welch's t-test of B against A (unequal variances, Welch–Satterthwaite degrees of freedom).
@@ -244,6 +256,21 @@ mod tests {
         assert!(close(w.p_value, 0.0002197580639267116, 1e-7));
         assert!(w.significant);
         assert!(w.ci95_low > 0.0 && w.ci95_high < 6000.0);
+    }
+
+    #[test]
+    fn percent_change_and_relative_spread() {
+        assert_eq!(pct_change(200.0, 210.0), Some(5.0));
+        assert_eq!(pct_change(-200.0, -210.0), Some(-5.0), "against |base|");
+        assert_eq!(pct_change(0.0, 1.0), None);
+        assert_eq!(pct_change(1.0, f64::NAN), None);
+        let s = summarize(&K2533).unwrap();
+        assert!(close(
+            s.pct_std_dev().unwrap(),
+            2.357_860_909_727_498,
+            1e-10
+        ));
+        assert_eq!(summarize(&[1.0]).unwrap().pct_std_dev(), None);
     }
 
     #[test]

@@ -1,28 +1,439 @@
-//! Live per-workload metrics over HTTP in the Prometheus / OpenMetrics text format, so a fleet
-//! of machines can be scraped and compared. `run --metrics-addr` and the dashboard start a
-//! [`MetricsServer`] and [`MetricsServer::publish`] every Frame; a scrape returns the latest.
+//! Live metrics over HTTP in the shape Prometheus expects (docs/metrics.md): cumulative
+//! counters (`_total`) from which any rate is `rate()`, so a scrape every 15 s loses nothing
+//! that happened in between; gauges only for levels; every series labelled with host, kernel
+//! release and scenario, and the workload's series with its name. `run --metrics-addr` starts
+//! a [`MetricsServer`] and [`MetricsServer::publish`]es every Frame into it.
 //!
-//! One small thread answers `GET /metrics`, one request per connection. It binds exactly the
-//! address it is given (a bare port means loopback).
+//! The counters are integrated here from the Frames' per-interval figures (CPUs received ×
+//! interval = CPU seconds, and so on), so the model needs no field of its own for them. What
+//! is exported is the tables below: adding a figure is one line in one of them.
+//!
+//! One small thread answers `GET /metrics`, one request per connection, with a deadline and a
+//! size limit so a stalled or hostile client cannot hold it. It binds exactly the address it is
+//! given (a bare port means loopback).
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::model::Frame;
+use crate::model::{Frame, WorkloadFrame};
 
-/// Content types: OpenMetrics when the scraper asks for it, else Prometheus text 0.0.4.
-const OPENMETRICS_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-const PROMETHEUS_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// A counter: what one interval of `dt` seconds adds to it.
+struct Counter<T: 'static> {
+    /// The family's name; its samples carry `_total` after it.
+    name: &'static str,
+    /// OpenMetrics unit, which the name ends with ("" = none).
+    unit: &'static str,
+    help: &'static str,
+    /// A label of this series besides the common ones. Consecutive entries with the same
+    /// name are one family.
+    label: Label,
+    add: fn(&T, f64) -> f64,
+}
+
+/// A gauge: a level read from the latest Frame (None = no sample).
+struct Gauge<T: 'static> {
+    name: &'static str,
+    unit: &'static str,
+    help: &'static str,
+    get: fn(&T) -> Option<f64>,
+}
+
+/// A series' own label.
+#[derive(Clone, Copy)]
+enum Label {
+    None,
+    /// `name="value"`, written as is.
+    Fixed(&'static str),
+    /// `operation="msg"`: what one of the workload's operations is; no series without one.
+    Operation,
+}
+
+const WORKLOAD_COUNTERS: &[Counter<WorkloadFrame>] = &[
+    Counter {
+        name: "schedlab_workload_cpu_received_seconds",
+        unit: "seconds",
+        help: "CPU time the workload received (schedstat, or its cgroup); its rate is CPUs received.",
+        label: Label::None,
+        add: |w, dt| w.cpu_received * dt,
+    },
+    Counter {
+        name: "schedlab_workload_cpu_due_seconds",
+        unit: "seconds",
+        help: "CPU time the weighted max-min fairness model says it was due; its rate is CPUs due.",
+        label: Label::None,
+        add: |w, dt| w.cpu_fair * dt,
+    },
+    Counter {
+        name: "schedlab_workload_operations",
+        unit: "",
+        help: "Operations counted by the workload itself (label operation: what one is).",
+        label: Label::Operation,
+        add: |w, dt| w.ops_per_sec * dt,
+    },
+    Counter {
+        name: "schedlab_workload_context_switches",
+        unit: "",
+        help: "Context switches over all the workload's threads (label switch: voluntary or involuntary).",
+        label: Label::Fixed("switch=\"voluntary\""),
+        add: |w, dt| w.voluntary_cs_per_sec * dt,
+    },
+    Counter {
+        name: "schedlab_workload_context_switches",
+        unit: "",
+        help: "",
+        label: Label::Fixed("switch=\"involuntary\""),
+        add: |w, dt| w.involuntary_cs_per_sec * dt,
+    },
+    Counter {
+        name: "schedlab_workload_runqueue_wait_seconds",
+        unit: "seconds",
+        help: "Time its tasks spent runnable but waiting on a run queue, summed over its tasks.",
+        label: Label::None,
+        add: |w, dt| w.runq_wait_pct / 100.0 * dt,
+    },
+];
+
+const WORKLOAD_GAUGES: &[Gauge<WorkloadFrame>] = &[
+    Gauge {
+        name: "schedlab_workload_tasks",
+        unit: "",
+        help: "Live tasks (threads) of the workload.",
+        get: |w| Some(w.tasks as f64),
+    },
+    Gauge {
+        name: "schedlab_workload_fairness_ratio",
+        unit: "ratio",
+        help:
+            "CPU received over CPU due in the last sampling interval (1 = fair, below = starved).",
+        get: |w| Some(w.fairness_ratio),
+    },
+];
+
+const MACHINE_COUNTERS: &[Counter<Frame>] = &[
+    Counter {
+        name: "schedlab_samples",
+        unit: "",
+        help: "Samples taken: one per sampling interval.",
+        label: Label::None,
+        add: |_, _| 1.0,
+    },
+    Counter {
+        name: "schedlab_machine_context_switches",
+        unit: "",
+        help: "Context switches on the whole machine (/proc/stat ctxt).",
+        label: Label::None,
+        add: |f, dt| f.machine.ctxt_per_sec * dt,
+    },
+    Counter {
+        name: "schedlab_other_tasks_cpu_received_seconds",
+        unit: "seconds",
+        help: "CPU time received by every task outside schedlab's workloads.",
+        label: Label::None,
+        add: |f, dt| f.machine.rest_cpu_received * dt,
+    },
+    Counter {
+        name: "schedlab_other_tasks_cpu_due_seconds",
+        unit: "seconds",
+        help: "CPU time the fairness model says the tasks outside schedlab's workloads were due.",
+        label: Label::None,
+        add: |f, dt| f.machine.rest_cpu_fair * dt,
+    },
+    Counter {
+        name: "schedlab_observer_cpu_seconds",
+        unit: "seconds",
+        help: "CPU time schedlab itself used to observe (the observer's cost).",
+        label: Label::None,
+        add: |f, dt| f.observer_cpu_pct / 100.0 * dt,
+    },
+];
+
+const MACHINE_GAUGES: &[Gauge<Frame>] = &[
+    Gauge {
+        name: "schedlab_cpus",
+        unit: "",
+        help: "CPUs the workloads may use (the fairness model's capacity).",
+        get: |f| Some(f.machine.cpus as f64),
+    },
+    Gauge {
+        name: "schedlab_jain_index",
+        unit: "",
+        help: "Jain's fairness index over the workloads' fairness ratios (1 = perfectly fair).",
+        get: |f| Some(f.jain_index),
+    },
+    Gauge {
+        name: "schedlab_machine_procs_running",
+        unit: "",
+        help: "Runnable tasks on the whole machine (/proc/stat procs_running).",
+        get: |f| Some(f64::from(f.machine.procs_running)),
+    },
+    Gauge {
+        name: "schedlab_machine_cpu_pressure_some_avg10",
+        unit: "",
+        help: "CPU pressure: PSI cpu some avg10, in percent (absent without PSI).",
+        get: |f| f.machine.psi_some_avg10,
+    },
+];
+
+/// Everything one workload has accumulated, by table index.
+#[derive(Clone, Debug)]
+struct WorkloadTotals {
+    name: String,
+    ops_unit: String,
+    /// In the latest Frame; a workload that left is no longer exposed (its totals are kept,
+    /// so a workload of that name that comes back, as in the next repeat, counts on).
+    live: bool,
+    counters: [f64; WORKLOAD_COUNTERS.len()],
+    levels: [Option<f64>; WORKLOAD_GAUGES.len()],
+}
+
+/// The counters accumulated from every Frame published so far, and the latest levels.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    workloads: Vec<WorkloadTotals>,
+    machine: [f64; MACHINE_COUNTERS.len()],
+    /// None before the first Frame.
+    machine_levels: Option<[Option<f64>; MACHINE_GAUGES.len()]>,
+}
+
+/// A counter only goes up: an interval adds nothing unless its figure is a real, positive one.
+fn increment(v: f64) -> f64 {
+    if v.is_finite() && v > 0.0 {
+        v
+    } else {
+        0.0
+    }
+}
+
+impl Totals {
+    /// Adds one Frame: its interval to every counter, its levels to the gauges. No allocation
+    /// except the first time a workload name appears: this runs beside the measurement.
+    pub fn add(&mut self, f: &Frame) {
+        let dt = if f.interval.is_finite() && f.interval > 0.0 {
+            f.interval
+        } else {
+            0.0
+        };
+        for w in &mut self.workloads {
+            w.live = false;
+        }
+        for wf in &f.workloads {
+            let i = match self.workloads.iter().position(|w| w.name == wf.name) {
+                Some(i) => i,
+                None => {
+                    self.workloads.push(WorkloadTotals {
+                        name: wf.name.clone(),
+                        ops_unit: wf.ops_unit.clone(),
+                        live: false,
+                        counters: [0.0; WORKLOAD_COUNTERS.len()],
+                        levels: [None; WORKLOAD_GAUGES.len()],
+                    });
+                    self.workloads.len() - 1
+                }
+            };
+            let w = &mut self.workloads[i];
+            w.live = true;
+            if dt > 0.0 {
+                for (total, c) in w.counters.iter_mut().zip(WORKLOAD_COUNTERS) {
+                    *total += increment((c.add)(wf, dt));
+                }
+            }
+            for (level, g) in w.levels.iter_mut().zip(WORKLOAD_GAUGES) {
+                *level = (g.get)(wf);
+            }
+        }
+        if dt > 0.0 {
+            for (total, c) in self.machine.iter_mut().zip(MACHINE_COUNTERS) {
+                *total += increment((c.add)(f, dt));
+            }
+        }
+        self.machine_levels = Some(std::array::from_fn(|i| (MACHINE_GAUGES[i].get)(f)));
+    }
+}
+
+/// The two exposition formats a scraper can ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0.0: `# UNIT`, counter families named without `_total`, `# EOF`.
+    OpenMetrics,
+    /// The classic Prometheus text format 0.0.4.
+    Text,
+}
+
+impl Format {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+
+    /// OpenMetrics when an Accept header prefers it to the text format (by q value; ties go
+    /// to OpenMetrics, which Prometheus lists first), the text format otherwise.
+    pub fn negotiate<'a>(accept_headers: impl IntoIterator<Item = &'a str>) -> Format {
+        let (mut openmetrics, mut text) = (0.0_f64, 0.0_f64);
+        for header in accept_headers {
+            for range in header.split(',') {
+                let mut parts = range.split(';');
+                let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+                let q = parts
+                    .filter_map(|p| p.trim().strip_prefix("q="))
+                    .find_map(|q| q.trim().parse::<f64>().ok())
+                    .unwrap_or(1.0);
+                match media.as_str() {
+                    "application/openmetrics-text" => openmetrics = openmetrics.max(q),
+                    "text/plain" | "text/*" | "*/*" => text = text.max(q),
+                    _ => {}
+                }
+            }
+        }
+        if openmetrics > 0.0 && openmetrics >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
+    }
+}
+
+/// The exposition of `totals`, every series labelled with `common` (`host="..",...`).
+pub fn exposition(totals: &Totals, common: &str, format: Format) -> String {
+    let mut out = String::with_capacity(4096);
+    let live: Vec<&WorkloadTotals> = totals.workloads.iter().filter(|w| w.live).collect();
+    let series = |w: &WorkloadTotals, label: Label| -> Option<String> {
+        let own = match label {
+            Label::None => String::new(),
+            Label::Fixed(l) => format!(",{l}"),
+            Label::Operation if w.ops_unit.is_empty() => return None,
+            Label::Operation => format!(",operation=\"{}\"", escape(&w.ops_unit)),
+        };
+        Some(format!("{common},workload=\"{}\"{own}", escape(&w.name)))
+    };
+
+    for (i, c) in WORKLOAD_COUNTERS.iter().enumerate() {
+        if i == 0 || WORKLOAD_COUNTERS[i - 1].name != c.name {
+            metadata(&mut out, format, c.name, "counter", c.unit, c.help);
+        }
+        for w in &live {
+            if let Some(labels) = series(w, c.label) {
+                sample(&mut out, c.name, "_total", &labels, w.counters[i]);
+            }
+        }
+    }
+    for (i, g) in WORKLOAD_GAUGES.iter().enumerate() {
+        metadata(&mut out, format, g.name, "gauge", g.unit, g.help);
+        for w in &live {
+            if let (Some(v), Some(labels)) = (w.levels[i], series(w, Label::None)) {
+                sample(&mut out, g.name, "", &labels, v);
+            }
+        }
+    }
+    for (i, c) in MACHINE_COUNTERS.iter().enumerate() {
+        if i == 0 || MACHINE_COUNTERS[i - 1].name != c.name {
+            metadata(&mut out, format, c.name, "counter", c.unit, c.help);
+        }
+        let labels = match c.label {
+            Label::Fixed(l) => format!("{common},{l}"),
+            Label::None | Label::Operation => common.to_owned(),
+        };
+        sample(&mut out, c.name, "_total", &labels, totals.machine[i]);
+    }
+    for (i, g) in MACHINE_GAUGES.iter().enumerate() {
+        metadata(&mut out, format, g.name, "gauge", g.unit, g.help);
+        if let Some(v) = totals.machine_levels.and_then(|l| l[i]) {
+            sample(&mut out, g.name, "", common, v);
+        }
+    }
+    if format == Format::OpenMetrics {
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+/// A family's metadata. The text format names a counter by its samples (`x_total`) and has no
+/// unit line; OpenMetrics names the family (`x`) and declares the unit.
+fn metadata(out: &mut String, format: Format, name: &str, kind: &str, unit: &str, help: &str) {
+    match format {
+        Format::Text => {
+            let suffix = if kind == "counter" { "_total" } else { "" };
+            let _ = writeln!(out, "# HELP {name}{suffix} {help}");
+            let _ = writeln!(out, "# TYPE {name}{suffix} {kind}");
+        }
+        Format::OpenMetrics => {
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            if !unit.is_empty() {
+                let _ = writeln!(out, "# UNIT {name} {unit}");
+            }
+            let _ = writeln!(out, "# HELP {name} {help}");
+        }
+    }
+}
+
+fn sample(out: &mut String, name: &str, suffix: &str, labels: &str, v: f64) {
+    let _ = writeln!(out, "{name}{suffix}{{{labels}}} {}", value(v));
+}
+
+/// Label values escape backslash, double quote and newline (both formats).
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `host="..",kernel="..",scenario=".."`: the labels every series carries, so a fleet's
+/// machines and kernels stay apart however the scraper relabels its targets.
+pub fn common_labels(host: &str, kernel: &str, scenario: &str) -> String {
+    format!(
+        "host=\"{}\",kernel=\"{}\",scenario=\"{}\"",
+        escape(host),
+        escape(kernel),
+        escape(scenario)
+    )
+}
+
+/// This machine's name, as `uname -n` says it.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// A request larger than this is refused: a scrape is one short line and a few headers.
+const REQUEST_LIMIT: usize = 8 * 1024;
+/// The whole request must arrive within this, however slowly it trickles in.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+/// A scraper that stops reading the answer is dropped after this.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 
 struct Shared {
-    scenario: String,
-    frame: Mutex<Option<Frame>>,
+    common: String,
+    totals: Mutex<Totals>,
+}
+
+impl Shared {
+    fn totals(&self) -> MutexGuard<'_, Totals> {
+        // A panic elsewhere while the lock was held leaves consistent sums: keep serving them.
+        self.totals.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A running metrics endpoint; stops when dropped.
@@ -48,15 +459,26 @@ pub fn parse_addr(addr: &str) -> Result<SocketAddr> {
 }
 
 impl MetricsServer {
-    /// Binds `addr` now (so a busy port fails before any work) and serves in the background.
+    /// Binds `addr` now (so a busy port fails before any work) and serves in the background,
+    /// labelling every series with this host, its kernel release and `scenario`.
     pub fn start(addr: &str, scenario: &str) -> Result<Self> {
+        let common = common_labels(
+            &hostname(),
+            &crate::record::recording::kernel_release(),
+            scenario,
+        );
+        Self::start_labelled(addr, common)
+    }
+
+    /// Like [`MetricsServer::start`], with the common labels given (see [`common_labels`]).
+    pub fn start_labelled(addr: &str, common: String) -> Result<Self> {
         let want = parse_addr(addr)?;
         let listener =
             TcpListener::bind(want).with_context(|| format!("cannot serve metrics on {want}"))?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            scenario: scenario.to_owned(),
-            frame: Mutex::new(None),
+            common,
+            totals: Mutex::new(Totals::default()),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -78,11 +500,9 @@ impl MetricsServer {
         self.addr
     }
 
-    /// Makes `frame` what the next scrape returns.
+    /// Adds `frame` to the counters and makes its levels what the next scrape returns.
     pub fn publish(&self, frame: &Frame) {
-        if let Ok(mut f) = self.shared.frame.lock() {
-            *f = Some(frame.clone());
-        }
+        self.shared.totals().add(frame);
     }
 }
 
@@ -108,186 +528,103 @@ fn serve(listener: TcpListener, shared: &Shared, stop: &AtomicBool) {
     }
 }
 
-fn answer(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    // A scraper that stalls must not stall the next one for long.
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+/// The request head (up to the blank line), or None when it exceeds [`REQUEST_LIMIT`].
+fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<String>> {
+    let deadline = Instant::now() + REQUEST_DEADLINE;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+    loop {
+        if buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+        if buf.len() > REQUEST_LIMIT {
+            return Ok(None);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        stream.set_read_timeout(Some(left))?;
         let n = stream.read(&mut chunk)?;
         if n == 0 {
             break;
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    let request = String::from_utf8_lossy(&buf);
-    let mut first = request.lines().next().unwrap_or("").split_whitespace();
-    let (method, path) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
-    let path = path.split('?').next().unwrap_or("");
-    let (status, ctype, body) = match (method, path) {
-        ("GET", "/metrics") => {
-            let openmetrics = request.lines().any(|l| {
-                let l = l.to_ascii_lowercase();
-                l.starts_with("accept:") && l.contains("application/openmetrics-text")
-            });
-            let frame = shared.frame.lock().map(|f| f.clone()).unwrap_or(None);
-            let body = exposition(frame.as_ref(), &shared.scenario, openmetrics);
-            let ctype = if openmetrics {
-                OPENMETRICS_TYPE
-            } else {
-                PROMETHEUS_TYPE
-            };
-            ("200 OK", ctype, body)
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+fn answer(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
+    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    let plain = "text/plain; charset=utf-8";
+    let head = read_head(&mut stream)?;
+    let refused = head.is_none();
+    let (status, ctype, body) = match head {
+        None => (
+            "431 Request Header Fields Too Large",
+            plain,
+            "request too large\n".to_owned(),
+        ),
+        Some(head) => {
+            let mut first = head.lines().next().unwrap_or("").split_whitespace();
+            let (method, path) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
+            let path = path.split('?').next().unwrap_or("");
+            match (method, path) {
+                ("GET", "/metrics") => {
+                    let accept = head.lines().skip(1).filter_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.trim().eq_ignore_ascii_case("accept").then_some(value)
+                    });
+                    let format = Format::negotiate(accept);
+                    let body = exposition(&shared.totals(), &shared.common, format);
+                    ("200 OK", format.content_type(), body)
+                }
+                ("GET", "/") => (
+                    "200 OK",
+                    plain,
+                    "schedlab: metrics at /metrics\n".to_owned(),
+                ),
+                ("GET", _) => (
+                    "404 Not Found",
+                    plain,
+                    "not found: try /metrics\n".to_owned(),
+                ),
+                _ => ("405 Method Not Allowed", plain, "only GET\n".to_owned()),
+            }
         }
-        ("GET", "/") => (
-            "200 OK",
-            "text/plain; charset=utf-8",
-            "schedlab: metrics at /metrics\n".to_owned(),
-        ),
-        ("GET", _) => (
-            "404 Not Found",
-            "text/plain; charset=utf-8",
-            "not found: try /metrics\n".to_owned(),
-        ),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain; charset=utf-8",
-            "only GET\n".to_owned(),
-        ),
     };
     write!(
         stream,
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
-    stream.flush()
-}
-
-/// A gauge family: name, help, and how to read it from a workload.
-type Family = (
-    &'static str,
-    &'static str,
-    fn(&crate::model::WorkloadFrame) -> f64,
-);
-
-const WORKLOAD_FAMILIES: &[Family] = &[
-    (
-        "schedlab_workload_ops_per_second",
-        "Operations per second from the workload's own counters (label unit: what one is).",
-        |w| w.ops_per_sec,
-    ),
-    (
-        "schedlab_workload_cpu_received",
-        "CPUs the workload received over the last interval (1 = one whole CPU).",
-        |w| w.cpu_received,
-    ),
-    (
-        "schedlab_workload_cpu_fair",
-        "CPUs the weighted max-min fairness model says the workload was due.",
-        |w| w.cpu_fair,
-    ),
-    (
-        "schedlab_workload_fairness_ratio",
-        "CPU received divided by fair share (1 = fair, below = starved).",
-        |w| w.fairness_ratio,
-    ),
-    (
-        "schedlab_workload_voluntary_switches_per_second",
-        "Voluntary context switches per second over all the workload's threads.",
-        |w| w.voluntary_cs_per_sec,
-    ),
-    (
-        "schedlab_workload_involuntary_switches_per_second",
-        "Involuntary context switches per second over all the workload's threads.",
-        |w| w.involuntary_cs_per_sec,
-    ),
-    (
-        "schedlab_workload_runqueue_wait_percent",
-        "Time runnable but waiting, in percent of one task-interval summed over tasks.",
-        |w| w.runq_wait_pct,
-    ),
-    (
-        "schedlab_workload_tasks",
-        "Live tasks (threads) of the workload.",
-        |w| w.tasks as f64,
-    ),
-];
-
-/// The exposition text for the latest Frame (families without samples before the first).
-pub fn exposition(frame: Option<&Frame>, scenario: &str, openmetrics: bool) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let sc = escape(scenario);
-    for (name, help, get) in WORKLOAD_FAMILIES {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} gauge");
-        for w in frame.map_or(&[][..], |f| &f.workloads[..]) {
-            let unit = if *name == "schedlab_workload_ops_per_second" {
-                format!(",unit=\"{}\"", escape(&w.ops_unit))
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                out,
-                "{name}{{scenario=\"{sc}\",workload=\"{}\"{unit}}} {}",
-                escape(&w.name),
-                value(get(w))
-            );
+    stream.flush()?;
+    if refused {
+        // Closing with the rest of the request unread would reset the connection and could
+        // destroy the answer before the client reads it: read what is left, within bounds.
+        stream.shutdown(std::net::Shutdown::Write)?;
+        let deadline = Instant::now() + REQUEST_DEADLINE;
+        let mut chunk = [0u8; 4096];
+        let mut left = 16 * REQUEST_LIMIT;
+        while left > 0 {
+            let time = deadline.saturating_duration_since(Instant::now());
+            if time.is_zero() {
+                break;
+            }
+            stream.set_read_timeout(Some(time))?;
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
         }
     }
-    let machine: [(&str, &str, Option<f64>); 3] = [
-        (
-            "schedlab_machine_context_switches_per_second",
-            "Context switches per second on the whole machine (/proc/stat ctxt).",
-            frame.map(|f| f.machine.ctxt_per_sec),
-        ),
-        (
-            "schedlab_jain_index",
-            "Jain's fairness index over the workloads' fairness ratios (1 = perfectly fair).",
-            frame.map(|f| f.jain_index),
-        ),
-        (
-            "schedlab_observer_cpu_percent",
-            "schedlab's own CPU use, in percent of one CPU.",
-            frame.map(|f| f.observer_cpu_pct),
-        ),
-    ];
-    for (name, help, v) in machine {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} gauge");
-        if let Some(v) = v {
-            let _ = writeln!(out, "{name}{{scenario=\"{sc}\"}} {}", value(v));
-        }
-    }
-    if openmetrics {
-        out.push_str("# EOF\n");
-    }
-    out
-}
-
-/// Label values escape backslash, double quote and newline.
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        format!("{v}")
-    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::WorkloadState;
 
     #[test]
     fn bare_port_means_loopback() {
@@ -303,5 +640,107 @@ mod tests {
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
         assert_eq!(value(f64::INFINITY), "+Inf");
         assert_eq!(value(1.5), "1.5");
+    }
+
+    #[test]
+    fn negotiation_follows_the_accept_header() {
+        // What Prometheus 2.x sends.
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Format::negotiate([prometheus]), Format::OpenMetrics);
+        assert_eq!(Format::negotiate(["*/*"]), Format::Text);
+        assert_eq!(Format::negotiate(Vec::<&str>::new()), Format::Text);
+        assert_eq!(
+            Format::negotiate(["text/plain, application/openmetrics-text;q=0.5"]),
+            Format::Text
+        );
+        assert_eq!(
+            Format::negotiate(["Application/OpenMetrics-Text; version=1.0.0"]),
+            Format::OpenMetrics
+        );
+        assert_eq!(
+            Format::negotiate(["application/openmetrics-text;q=0"]),
+            Format::Text
+        );
+    }
+
+    fn frame(interval: f64, cpu: f64, present: bool) -> Frame {
+        Frame {
+            interval,
+            workloads: present
+                .then(|| WorkloadFrame {
+                    name: "hog".into(),
+                    state: WorkloadState::Running,
+                    tasks: 2,
+                    ops_unit: "loop".into(),
+                    ops_per_sec: 100.0,
+                    cpu_received: cpu,
+                    cpu_fair: 1.0,
+                    fairness_ratio: cpu,
+                    voluntary_cs_per_sec: 4.0,
+                    involuntary_cs_per_sec: 10.0,
+                    runq_wait_pct: 50.0,
+                    ..Default::default()
+                })
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn counters_integrate_the_frames_and_never_go_down() {
+        let mut t = Totals::default();
+        t.add(&frame(0.5, 1.0, true));
+        t.add(&frame(0.25, 2.0, true));
+        // A broken interval and a negative or NaN figure add nothing.
+        t.add(&frame(f64::NAN, 5.0, true));
+        t.add(&frame(0.5, -1.0, true));
+        t.add(&frame(0.5, f64::NAN, true));
+        let w = &t.workloads[0];
+        assert_eq!(
+            w.counters[0],
+            0.5 * 1.0 + 0.25 * 2.0,
+            "CPU seconds received"
+        );
+        assert_eq!(w.counters[1], 1.75, "CPU seconds due");
+        assert_eq!(w.counters[2], 175.0, "operations");
+        assert_eq!(w.counters[5], 0.875, "run-queue wait seconds");
+        assert_eq!(t.machine[0], 4.0, "samples with a real interval");
+
+        // A workload that leaves is not exposed, and counts on when it comes back.
+        t.add(&frame(0.5, 1.0, false));
+        let text = exposition(&t, "host=\"h\"", Format::Text);
+        assert!(!text.contains("workload=\"hog\""), "{text}");
+        t.add(&frame(0.5, 1.0, true));
+        let text = exposition(&t, "host=\"h\"", Format::Text);
+        assert!(text.contains(
+            "schedlab_workload_cpu_received_seconds_total{host=\"h\",workload=\"hog\"} 1.5\n"
+        ));
+    }
+
+    #[test]
+    fn help_texts_need_no_escaping() {
+        // OpenMetrics escapes quotes in HELP and the text format does not: keep them out.
+        let helps = WORKLOAD_COUNTERS
+            .iter()
+            .map(|c| c.help)
+            .chain(MACHINE_COUNTERS.iter().map(|c| c.help))
+            .chain(WORKLOAD_GAUGES.iter().map(|g| g.help))
+            .chain(MACHINE_GAUGES.iter().map(|g| g.help));
+        for h in helps {
+            assert!(!h.contains(['"', '\\', '\n']), "{h}");
+        }
+        for (name, unit) in WORKLOAD_COUNTERS
+            .iter()
+            .map(|c| (c.name, c.unit))
+            .chain(MACHINE_COUNTERS.iter().map(|c| (c.name, c.unit)))
+            .chain(WORKLOAD_GAUGES.iter().map(|g| (g.name, g.unit)))
+            .chain(MACHINE_GAUGES.iter().map(|g| (g.name, g.unit)))
+        {
+            assert!(!name.ends_with("_total"), "{name}");
+            if !unit.is_empty() {
+                assert!(name.ends_with(&format!("_{unit}")), "OpenMetrics: {name}");
+            }
+        }
     }
 }

@@ -53,6 +53,24 @@ impl Metric {
         }
     }
 
+    /// The metric of that name (as [`Metric::name`] spells it).
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Which way is better, so a comparison can say improved or regressed.
+    pub fn better(self) -> Better {
+        match self {
+            Metric::Throughput => Better::Higher,
+            Metric::RunqWaitPct => Better::Lower,
+            Metric::FairnessRatio => Better::TowardOne,
+            // More CPU for one workload is less for another; the fair share is the model's
+            // answer, not a performance; a switch is overhead for a hog but the work itself
+            // for a ping-pong.
+            Metric::CpuReceived | Metric::CpuFair | Metric::CsPerSec => Better::Neither,
+        }
+    }
+
     /// The unit, given what one operation of the workload is.
     pub fn unit(self, ops_unit: &str) -> String {
         match self {
@@ -73,6 +91,48 @@ impl Metric {
             Metric::FairnessRatio => w.fairness_ratio,
             Metric::CsPerSec => w.voluntary_cs_per_sec + w.involuntary_cs_per_sec,
             Metric::RunqWaitPct => w.runq_wait_pct,
+        }
+    }
+}
+
+/// Which way a metric improves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+    /// Closer to 1 (a fairness ratio: below is starved, above took another's share).
+    TowardOne,
+    /// Neither way is better in itself.
+    Neither,
+}
+
+impl Better {
+    pub fn text(self) -> &'static str {
+        match self {
+            Better::Higher => "higher is better",
+            Better::Lower => "lower is better",
+            Better::TowardOne => "closer to 1 is better",
+            Better::Neither => "neither way is better",
+        }
+    }
+
+    /// How much worse `b` is than `a`, in percent: the percent change against the direction
+    /// (infinite when a is zero and b moved the wrong way); for a ratio toward one, how many
+    /// percentage points further from 1 it went. None when neither way is better.
+    pub fn worse_pct(self, a: f64, b: f64) -> Option<f64> {
+        let change = || {
+            stats::pct_change(a, b).unwrap_or(if b == a {
+                0.0
+            } else {
+                (b - a).signum() * f64::INFINITY
+            })
+        };
+        match self {
+            Better::Higher => Some(-change()),
+            Better::Lower => Some(change()),
+            Better::TowardOne => Some(((b - 1.0).abs() - (a - 1.0).abs()) * 100.0),
+            Better::Neither => None,
         }
     }
 }
@@ -460,6 +520,24 @@ mod tests {
         assert_eq!(v[1], 0.4);
         assert_eq!(v[4], 15.0);
         assert!(repeat_values(&frames, "other").is_none());
+    }
+
+    #[test]
+    fn worse_follows_each_metrics_direction() {
+        let worse = |m: Metric, a, b| m.better().worse_pct(a, b);
+        assert_eq!(worse(Metric::Throughput, 200.0, 190.0), Some(5.0));
+        assert_eq!(worse(Metric::Throughput, 200.0, 210.0), Some(-5.0));
+        assert_eq!(worse(Metric::RunqWaitPct, 20.0, 25.0), Some(25.0));
+        assert_eq!(worse(Metric::RunqWaitPct, 0.0, 3.0), Some(f64::INFINITY));
+        assert_eq!(worse(Metric::RunqWaitPct, 0.0, 0.0), Some(0.0));
+        // 0.95 -> 0.80 is 15 points further from fair; 0.9 -> 1.05 is 5 points closer.
+        assert!((worse(Metric::FairnessRatio, 0.95, 0.80).unwrap() - 15.0).abs() < 1e-9);
+        assert!((worse(Metric::FairnessRatio, 0.9, 1.05).unwrap() + 5.0).abs() < 1e-9);
+        assert_eq!(worse(Metric::CpuReceived, 1.0, 0.5), None);
+        for m in Metric::ALL {
+            assert_eq!(Metric::from_name(m.name()), Some(m));
+        }
+        assert_eq!(Metric::from_name("ops"), None);
     }
 
     #[test]
