@@ -189,7 +189,7 @@ pub fn main(args: Args) -> Result<()> {
     let (a, b) = (load(&args.a)?, load(&args.b)?);
     let c = compare(&a, &b);
     match args.format {
-        Format::Text => print!(
+        Format::Text => crate::out!(
             "{}",
             to_text(
                 &c,
@@ -198,7 +198,7 @@ pub fn main(args: Args) -> Result<()> {
                 (&args.a.display().to_string(), &args.b.display().to_string())
             )
         ),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&c)?),
+        Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&c)?),
     }
     Ok(())
 }
