@@ -15,6 +15,10 @@
 //! - [`cli`]: one file per command: tui, run, contest, compare, replay, plot, cleanup.
 //! - [`sys`]: host plumbing under them all: cgroups, counters, size guard, SysV, lifeline.
 
+// Output goes through crate::outln!/out!/errln! (sys::output), which never panic on a closed
+// pipe; tests keep println!/eprintln!, which the test harness captures.
+#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod cli;
 pub mod engine;
 pub mod model;

@@ -1,4 +1,6 @@
 //! The `schedlab` command line: one binary, one subcommand per tool.
+// Output goes through schedlab::outln!/errln!, which never panic on a closed pipe.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
 
 use std::process::ExitCode;
 
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         .and_then(|a| a.to_str())
         .filter(|a| !a.starts_with('-'));
     lifeline::arm_injected_panic(command.unwrap_or("tui"));
+    schedlab::sys::output::set_command(command.unwrap_or("tui"));
     let cli = Cli::parse_from(args);
     let (name, result) = match cli.command {
         None => ("tui", cli::tui::main(cli::tui::TuiArgs::default())),
@@ -92,7 +95,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             // One line, the whole chain of causes: scripts grep it, people read it.
-            eprintln!("schedlab {name}: error: {err:#}");
+            schedlab::errln!("schedlab {name}: error: {err:#}");
             ExitCode::FAILURE
         }
     }

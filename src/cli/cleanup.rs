@@ -4,6 +4,6 @@ use crate::sys::sysv;
 
 pub fn main() -> anyhow::Result<()> {
     let removed = sysv::sweep_orphans()?;
-    println!("removed {removed} SysV objects left by dead schedlab processes");
+    crate::outln!("removed {removed} SysV objects left by dead schedlab processes");
     Ok(())
 }

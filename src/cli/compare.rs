@@ -567,7 +567,7 @@ pub fn main(args: Args) -> Result<()> {
         return Ok(());
     }
     for r in &regressed {
-        eprintln!(
+        crate::errln!(
             "schedlab compare: regression: {} in {}: {} {:.1}% worse than the baseline (threshold {}%), {}",
             r.workload,
             r.file,

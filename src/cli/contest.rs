@@ -149,8 +149,8 @@ pub fn main(args: Args) -> Result<()> {
         Some(cmd) => format!("`{cmd}`"),
         None => format!("schedlab ref-job -j{} --work {}", args.jobs, args.work),
     };
-    println!("Job: {job_text} (own process group in contest's session, nice 0)");
-    println!(
+    crate::outln!("Job: {job_text} (own process group in contest's session, nice 0)");
+    crate::outln!(
         "Loads: {}, nice {}; each started {} s before the job and stopped when it ends",
         if args.own_session {
             "in a session of their own (setsid: own autogroup)"
@@ -160,16 +160,22 @@ pub fn main(args: Args) -> Result<()> {
         args.nice.unwrap_or(0),
         args.lead
     );
-    println!("Autogroup: {}", autogroup_state());
-    println!(
+    crate::outln!("Autogroup: {}", autogroup_state());
+    crate::outln!(
         "CPUs: {}. Loads counts: fork_load children forked, hackbench/chat messages, \
          ping-pong round trips, cpu_hog loops (from the load's start)",
         supervisor::online_cpus()
     );
-    println!();
-    println!(
+    crate::outln!();
+    crate::outln!(
         "{:<14} {:>6} {:>8} {:>6} {:>12} {:>6} {:>6}",
-        "Load", "[runs]", "Time", "CPU%", "Loads", "LCPU%", "Ratio"
+        "Load",
+        "[runs]",
+        "Time",
+        "CPU%",
+        "Loads",
+        "LCPU%",
+        "Ratio"
     );
 
     let alone = measure("noload", None, &job, &args)?;
@@ -193,7 +199,7 @@ pub fn main(args: Args) -> Result<()> {
                 line += &format!(", {} {}", row.load, autogroup_name(id));
             }
         }
-        println!("{line}");
+        crate::outln!("{line}");
     }
     Ok(())
 }
@@ -219,7 +225,7 @@ fn autogroup_state() -> String {
 }
 
 fn print_row(row: &Row, alone: f64) {
-    println!(
+    crate::outln!(
         "{:<14} {:>6} {:>8.2} {:>5.0}% {:>12} {:>5.0}% {:>6.2}",
         row.load,
         format!("[{}]", row.runs),

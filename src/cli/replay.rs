@@ -41,11 +41,11 @@ pub fn replay_main(args: ReplayArgs) -> Result<()> {
     };
     let replay = Replay::open(&args.recording)?;
     match format {
-        ReplayFormat::Text => print!("{}", replay_text(&replay)),
-        ReplayFormat::Csv => print!("{}", frames_csv(replay.frames())),
+        ReplayFormat::Text => crate::out!("{}", replay_text(&replay)),
+        ReplayFormat::Csv => crate::out!("{}", frames_csv(replay.frames())),
         ReplayFormat::Json => {
             for f in replay.frames() {
-                println!("{}", serde_json::to_string(f)?);
+                crate::outln!("{}", serde_json::to_string(f)?);
             }
         }
     }

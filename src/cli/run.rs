@@ -164,7 +164,7 @@ pub fn main(args: Args) -> Result<()> {
         .map(|a| MetricsServer::start(a, &scenario.name))
         .transpose()?;
     if let Some(m) = &metrics {
-        eprintln!("schedlab run: metrics at http://{}/metrics", m.local_addr());
+        crate::errln!("schedlab run: metrics at http://{}/metrics", m.local_addr());
     }
     let mut recording = args
         .record
@@ -248,7 +248,7 @@ pub fn main(args: Args) -> Result<()> {
                 .context("cannot write the results")?;
             out.commit()?;
         }
-        None => print!("{text}"),
+        None => crate::out!("{text}"),
     }
     Ok(())
 }

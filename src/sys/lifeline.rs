@@ -52,10 +52,10 @@ pub fn install() {
                         }
                     });
                 if let Err(err) = spawned {
-                    eprintln!("schedlab: warning: no signal thread ({err}); Ctrl-C may leave objects behind");
+                    crate::errln!("schedlab: warning: no signal thread ({err}); Ctrl-C may leave objects behind");
                 }
             }
-            Err(err) => eprintln!("schedlab: warning: cannot catch signals: {err}"),
+            Err(err) => crate::errln!("schedlab: warning: cannot catch signals: {err}"),
         }
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -116,6 +116,21 @@ pub fn terminate(code: i32) -> ! {
     ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
     run_hooks();
     finish(code)
+}
+
+/// True once a signal, a panic or [`terminate`] has started the clean-up.
+pub fn ending() -> bool {
+    ENDING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Ends the process with `code` from any thread: with the clean-up in the process that
+/// installed the hooks, without it in a forked child (the parent's clean-ups are not its own).
+pub fn end(code: i32) -> ! {
+    if std::process::id() == INSTALLER.load(Ordering::Relaxed) {
+        terminate(code)
+    }
+    // SAFETY: _exit only ends the calling process; nothing of ours needs running first.
+    unsafe { libc::_exit(code) }
 }
 
 /// Called by main before it reports and exits: when a signal or a panic is already ending the

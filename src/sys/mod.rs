@@ -1,8 +1,9 @@
 //! Host plumbing used by many layers: cgroups, shared-memory counters, the size guard, SysV
-//! objects and their ledger, and the lifeline.
+//! objects and their ledger, the lifeline, and stdout/stderr that never panic.
 
 pub mod cgroup;
 pub mod counters;
 pub mod guard;
 pub mod lifeline;
+pub mod output;
 pub mod sysv;

@@ -51,7 +51,7 @@ fn ledger() -> &'static Ledger {
         let (words, path) = match map_ledger_file() {
             Ok(mapped) => mapped,
             Err(err) => {
-                eprintln!("schedlab: warning: no SysV ledger in {LEDGER_DIR} ({err:#}); objects left by a SIGKILL will need `ipcrm`");
+                crate::errln!("schedlab: warning: no SysV ledger in {LEDGER_DIR} ({err:#}); objects left by a SIGKILL will need `ipcrm`");
                 (anonymous_words(), None)
             }
         };

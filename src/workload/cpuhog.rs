@@ -60,6 +60,6 @@ pub fn main(args: Args) -> Result<()> {
     }
     region.mark_finished();
     let secs = start.elapsed().as_secs_f64();
-    println!("Loops: {} in {secs:.3} s with {n} threads", region.total());
+    crate::outln!("Loops: {} in {secs:.3} s with {n} threads", region.total());
     Ok(())
 }

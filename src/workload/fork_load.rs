@@ -290,7 +290,7 @@ pub fn main(args: Args) -> Result<()> {
     report(region.total(), elapsed, n, &control);
     if args.verbose {
         for (i, s) in slots.iter().enumerate() {
-            println!("forker {i}: {} children", s.get());
+            crate::outln!("forker {i}: {} children", s.get());
         }
     }
     match worst {
@@ -308,15 +308,15 @@ const EXIT_PROGRAM_FAILED: i32 = 2;
 
 fn report(total: u64, elapsed: Duration, n: usize, control: &Control) {
     let secs = elapsed.as_secs_f64();
-    println!("Children forked: {total}");
-    println!(
+    crate::outln!("Children forked: {total}");
+    crate::outln!(
         "Rate: {:.0} forks/s over {secs:.3} s with {n} forker{}",
         total as f64 / secs,
         if n == 1 { "" } else { "s" }
     );
     let eagain: u64 = (0..n).map(|i| control.eagain(i).load(Relaxed)).sum();
     if eagain > 0 {
-        println!(
+        crate::outln!(
             "fork failed with EAGAIN {eagain} times (process limit reached); each time the forker waited {} ms",
             BACKOFF.as_millis()
         );

@@ -83,16 +83,17 @@ pub fn main(args: Args) -> Result<()> {
         crate::sys::guard::Demand::processes(tasks)
     };
     crate::sys::guard::check("hackbench", demand, args.force)?;
-    println!(
+    crate::outln!(
         "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)",
         if shape.threads { "threaded" } else { "process" },
         shape.groups,
         shape.fds * 2,
         shape.tasks()
     );
-    println!(
+    crate::outln!(
         "Each sender will pass {} messages of {} bytes",
-        shape.loops, shape.datasize
+        shape.loops,
+        shape.datasize
     );
     // Threads keep every descriptor open at once; processes one group's at a time.
     let groups_open = if shape.threads { shape.groups } else { 1 };
@@ -112,9 +113,9 @@ pub fn main(args: Args) -> Result<()> {
         } else {
             run_processes(shape, &slots)?
         };
-        println!("Time: {}.{:03}", elapsed.as_secs(), elapsed.subsec_millis());
+        crate::outln!("Time: {}.{:03}", elapsed.as_secs(), elapsed.subsec_millis());
         if args.verbose {
-            println!(
+            crate::outln!(
                 "Messages received: {} (expected {})",
                 region.total() - before,
                 shape.messages()

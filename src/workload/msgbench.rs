@@ -250,7 +250,7 @@ pub fn main(args: Args) -> Result<()> {
         .zip(&samples)
         .map(|(&op, s)| (op, s.summary(queues)))
         .collect();
-    print!("{}", report(&summaries));
+    crate::out!("{}", report(&summaries));
     Ok(())
 }
 

@@ -275,7 +275,7 @@ pub fn main(args: Args) -> Result<()> {
             if plan.duration.is_none() {
                 if let Some(t0) = state.t0.get() {
                     let counts: Vec<u64> = slots.iter().map(|s| s.slot().get()).collect();
-                    print!("{}", report(&plan, &counts, t0.elapsed()));
+                    crate::out!("{}", report(&plan, &counts, t0.elapsed()));
                 }
             }
         });
@@ -292,7 +292,7 @@ pub fn main(args: Args) -> Result<()> {
     counters.mark_finished();
     let counts: Vec<u64> = slots.iter().map(|s| s.slot().get()).collect();
     drop(objects);
-    print!("{}", report(&plan, &counts, elapsed));
+    crate::out!("{}", report(&plan, &counts, elapsed));
     Ok(())
 }
 

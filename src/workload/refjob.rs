@@ -80,7 +80,7 @@ pub fn main(args: Args) -> Result<()> {
     if args.runs > 0 {
         region.set_expected_total(units * args.runs as u64);
     }
-    println!(
+    crate::outln!(
         "Reference job: -j{} work {} = {units} units in {} chunks",
         args.jobs,
         args.work,
@@ -89,7 +89,7 @@ pub fn main(args: Args) -> Result<()> {
     let mut run = 0;
     while args.runs == 0 || run < args.runs {
         let t = run_once(units, &mut slots)?;
-        println!(
+        crate::outln!(
             "Time: {:.3} s  CPU: {:.0}%  units: {}",
             t.elapsed.as_secs_f64(),
             t.cpu_percent(),

@@ -69,7 +69,7 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
     while runs.is_none_or_more(done) {
         match client::run(&cfg, &mut pool) {
             Ok(report) => {
-                println!("{}", report.throughput_line());
+                crate::outln!("{}", report.throughput_line());
                 let _ = std::io::stdout().flush();
                 done += 1;
                 failed_in_a_row = 0;
@@ -78,7 +78,7 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
             // abandoned by the server; a looping workload should go on, not die of one.
             Err(err) if failed_in_a_row + 1 < MAX_FAILED_IN_A_ROW => {
                 failed_in_a_row += 1;
-                eprintln!("schedlab chat-bench: run failed, starting another: {err:#}");
+                crate::errln!("schedlab chat-bench: run failed, starting another: {err:#}");
                 std::thread::sleep(Duration::from_millis(200));
             }
             Err(err) => {

@@ -102,11 +102,11 @@ pub fn run(cfg: &ClientConfig, pool: &mut SlotPool) -> Result<Report> {
     }
     let elapsed = outcome?;
     if cfg.verbose {
-        println!("Test complete.");
+        crate::outln!("Test complete.");
     }
     // The server prints its line when it sees END; a server gone by now changes nothing here.
     if let Err(err) = control.write_all(&[END_BYTE]) {
-        eprintln!("schedlab chat-client: warning: could not send END to the server: {err}");
+        crate::errln!("schedlab chat-client: warning: could not send END to the server: {err}");
     }
     Ok(Report {
         sent,
@@ -143,7 +143,7 @@ fn start_and_wait(
     let messages = size.messages as u64;
     for room in 0..size.rooms as usize {
         if cfg.verbose {
-            println!("Creating room number {} ...", room + 1);
+            crate::outln!("Creating room number {} ...", room + 1);
         }
         check_control_alive(control)?;
         for _user in 0..USERS_PER_ROOM {
@@ -172,7 +172,7 @@ fn start_and_wait(
             );
         }
         if cfg.verbose {
-            println!("{} connections so far.", conns.len());
+            crate::outln!("{} connections so far.", conns.len());
         }
     }
 
@@ -197,7 +197,7 @@ fn start_and_wait(
     let region = pool.region();
     region.set_expected_total(region.total() + size.sent() + size.received());
     if cfg.verbose {
-        println!("Running the test ...");
+        crate::outln!("Running the test ...");
         let _ = std::io::stdout().flush();
     }
     let start = Instant::now();

@@ -88,7 +88,7 @@ pub fn server_main(args: ServerArgs) -> Result<()> {
     if let Some(fd) = args.port_fd {
         report_port(fd, bound.port())?;
     } else if addr.port() == 0 {
-        eprintln!("SRV: listening on {bound}");
+        crate::errln!("SRV: listening on {bound}");
     }
     server::serve(
         listener,
@@ -116,7 +116,7 @@ pub fn client_main(args: ClientArgs) -> Result<()> {
         },
         &mut pool,
     )?;
-    print!("{report}");
+    crate::out!("{report}");
     region.mark_finished();
     Ok(())
 }

@@ -71,25 +71,28 @@ pub fn serve(listener: TcpListener, cfg: &ServerConfig) -> Result<()> {
             return Ok(());
         }
         let (control, size, early) = next_start(&listener, &mut pending, cfg.timeout)?;
-        println!(
+        crate::outln!(
             "SRV: client connected, rooms = {} messages = {}",
-            size.rooms, size.messages
+            size.rooms,
+            size.messages
         );
         flush();
         match run(&listener, control, early, size, cfg.timeout, &mut pool) {
             Ok((received, sent)) => {
                 completed += 1;
-                println!("SRV({completed}) {received} messages received, {sent} messages sent");
+                crate::outln!(
+                    "SRV({completed}) {received} messages received, {sent} messages sent"
+                );
                 flush();
                 if received != size.sent() {
-                    eprintln!(
+                    crate::errln!(
                         "SRV({completed}): expected {} messages, received {received}",
                         size.sent()
                     );
                 }
             }
             Err(why) => {
-                eprintln!(
+                crate::errln!(
                     "SRV: run abandoned: {why}; its threads, sockets and semaphores are freed"
                 );
             }
@@ -145,7 +148,7 @@ fn next_start(
             } else if fd.revents == 0 {
                 if now >= pending[i].deadline {
                     let p = &pending[i];
-                    eprintln!(
+                    crate::errln!(
                         "SRV: control connection from {} sent {} of {START_LEN} bytes of the start message, then nothing for {timeout:?}: closed",
                         peer(&p.stream), p.got
                     );
@@ -195,7 +198,7 @@ fn take_run(
         .map(|q| q.stream)
         .collect();
     if !pending.is_empty() {
-        eprintln!(
+        crate::errln!(
             "SRV: closing {} other waiting connection(s): one run at a time",
             pending.len()
         );
@@ -218,7 +221,7 @@ fn consider(p: &mut Pending, deadline: Instant) -> Verdict {
         Progress::Done(msg) => match accept_start(msg) {
             Ok(size) => Verdict::Chosen(size),
             Err(why) => {
-                eprintln!(
+                crate::errln!(
                     "SRV: refused start message from {} (rooms = {} messages = {}): {why}",
                     peer(&p.stream),
                     msg.rooms,
@@ -283,7 +286,7 @@ fn accept_pending(
             Err(err) if err.kind() == ErrorKind::Interrupted => {}
             Err(err) => {
                 // EMFILE and friends: say so, and breathe instead of spinning on poll.
-                eprintln!("SRV: accept: {err}");
+                crate::errln!("SRV: accept: {err}");
                 std::thread::sleep(Duration::from_millis(100));
                 return None;
             }
@@ -301,7 +304,7 @@ fn read_start(p: &mut Pending, deadline: Instant) -> Progress {
     match p.stream.read(&mut p.buf[p.got..]) {
         Ok(0) => {
             if p.got > 0 {
-                eprintln!(
+                crate::errln!(
                     "SRV: control connection from {} closed after {} of {START_LEN} bytes of the start message",
                     peer(&p.stream),
                     p.got
@@ -479,7 +482,7 @@ fn accept_rooms(
             match listener.accept() {
                 Ok((stream, from)) => {
                     if client_ip.is_some_and(|ip| ip != from.ip()) {
-                        eprintln!(
+                        crate::errln!(
                             "SRV: connection from {from} during another client's run: closed"
                         );
                         continue;

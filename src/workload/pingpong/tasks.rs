@@ -441,7 +441,7 @@ fn child_main(
     }
     // A panic here must not run the parent's clean-up (it would remove every object).
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("schedlab ipc-pingpong: a task panicked: {info}");
+        crate::errln!("schedlab ipc-pingpong: a task panicked: {info}");
         unsafe { libc::_exit(101) }
     }));
     unsafe {
