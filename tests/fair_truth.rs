@@ -116,7 +116,14 @@ fn assert_due(frames: &[Frame], name: &str, want: f64) {
 }
 
 fn verdict_of(frames: &[Frame], name: &str) -> Verdict {
-    row(frames.last().unwrap(), name).verdict
+    let w = row(frames.last().unwrap(), name);
+    if w.verdict != Verdict::Fair {
+        eprintln!(
+            "{name}: got {:.3}, due {:.3}, ratio {:.2} {:?}: {:?} {:?}",
+            w.window_received, w.window_fair, w.window_ratio, w.verdict, w.due, w.cause
+        );
+    }
+    w.verdict
 }
 
 fn due_of(frames: &[Frame], name: &str) -> Due {

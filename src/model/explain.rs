@@ -40,6 +40,11 @@ pub fn due(mine: &[usize], tasks: &[Task], sol: &Solution, tree: &Tree, online: 
     let Some((limit, _)) = by_limit.into_iter().next() else {
         return Due::Nothing;
     };
+    // Due within a hair of all it wants (the last free CPU filled as it got there, or the
+    // observer's own sliver): that is all it wants.
+    if fair >= 0.97 * wants && !matches!(limit, Limit::Quota(_) | Limit::Reservation) {
+        return Due::AllItWants { wants };
+    }
     match limit {
         Limit::Idle => Due::Nothing,
         Limit::Demand => Due::AllItWants { wants },
