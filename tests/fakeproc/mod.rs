@@ -118,6 +118,13 @@ impl Process {
         }
     }
 
+    /// In session `sid` (led by another process), whose autogroup has the same id.
+    pub fn session(mut self, sid: u32) -> Process {
+        self.session = sid;
+        self.autogroup = Some((u64::from(sid), 0));
+        self
+    }
+
     pub fn autogroup(mut self, ag: Option<(u64, i32)>) -> Process {
         self.autogroup = ag;
         self
@@ -514,8 +521,9 @@ pub fn pin(mut s: Sample, k: u64) -> Sample {
 
 /// The probe and the model over a fake tree, as the engine runs them (the first Frame from
 /// the first Sample, then one per interval), with the clocks pinned: sweep k happens at
-/// k × `step`, and every time the probe stamped during a sweep (status, schedstat and
-/// switch reads, the rest of the machine's reads) becomes that sweep's.
+/// `EPOCH` + k × `step`, and every time the probe stamped during a sweep (status, schedstat
+/// and switch reads, the rest of the machine's reads) becomes that sweep's. Frame times
+/// count from the first sweep.
 pub struct Session {
     pub probe: Probe,
     pub model: Model,
@@ -525,6 +533,9 @@ pub struct Session {
     pub samples: Vec<Sample>,
     pub frames: Vec<Frame>,
 }
+
+/// Where pinned time starts: a monotonic clock is never 0, which Samples use for "never".
+pub const EPOCH: u64 = 1000 * S;
 
 impl Session {
     pub fn new(probe: Probe, model: Model, step: Duration) -> Session {
@@ -563,11 +574,11 @@ impl Session {
             .iter()
             .position(|&(a, b)| a <= ts && ts <= b)
             .unwrap_or_else(|| panic!("time {ts} is in no sweep"));
-        k as u64 * self.step_ns
+        EPOCH + k as u64 * self.step_ns
     }
 
     fn pin(&self, mut s: Sample) -> Sample {
-        s.t_ns = (self.sweeps.len() as u64 - 1) * self.step_ns;
+        s.t_ns = EPOCH + (self.sweeps.len() as u64 - 1) * self.step_ns;
         s.status_t_ns = self.at(s.status_t_ns);
         for w in &mut s.workloads {
             for p in &mut w.processes {
