@@ -182,6 +182,10 @@ pub fn account(
             let tkey = (p.pid, p.start, th.tid);
             seen_tasks.insert(tkey);
             let tm = memo.tasks.entry(tkey).or_default();
+            if tm.runnable.is_none() {
+                // Its first interval: its state at the start is in the previous Sample.
+                tm.runnable = old.and_then(|o| o.state).map(|c| c == 'R');
+            }
             let fresh_vol = th.vol.zip(Some(th.vol_ns)).filter(|&(_, at)| at > since_ns);
             let (busy, waited) = demand::wanted(
                 Observed {
@@ -365,9 +369,54 @@ pub fn rest_claims(r: &RestSample, memo: &mut HashMap<u32, TaskMemo>) -> Vec<Res
 
 #[cfg(test)]
 mod tests {
-    use super::over_interval;
+    use super::*;
 
     const MS: u64 = 1_000_000;
+
+    fn workload(state: char, read_ns: u64) -> WorkloadSample {
+        WorkloadSample {
+            processes: vec![ProcessSample {
+                pid: 7,
+                threads: vec![TaskSample {
+                    tid: 7,
+                    run_ns: 50 * MS,
+                    wait_ns: 950 * MS,
+                    state: Some(state),
+                    read_ns,
+                    ..TaskSample::default()
+                }],
+                ..ProcessSample::default()
+            }],
+            ..WorkloadSample::default()
+        }
+    }
+
+    #[test]
+    fn a_thread_runnable_at_both_ends_of_its_first_interval_wanted_all_of_it() {
+        // Seen runnable when first read and again 500 ms later, schedstat unmoved: starved,
+        // not idle, from the first interval on.
+        let (t0, t1) = (1000 * MS, 1500 * MS);
+        let mut memo = WorkloadMemo::default();
+        let acc = account(
+            &workload('R', t0),
+            &workload('R', t1),
+            500.0 * MS as f64,
+            t0,
+            &mut memo,
+        );
+        assert_eq!(acc.claims[0].demand, 1.0);
+        assert_eq!(acc.wait_ns, 500.0 * MS as f64);
+        // Asleep when first read: it may have just woken, so only what it used counts.
+        let mut memo = WorkloadMemo::default();
+        let acc = account(
+            &workload('S', t0),
+            &workload('R', t1),
+            500.0 * MS as f64,
+            t0,
+            &mut memo,
+        );
+        assert_eq!(acc.claims[0].demand, 0.0);
+    }
 
     #[test]
     fn a_thread_read_late_is_rescaled_to_the_sample_interval() {

@@ -89,7 +89,13 @@ fn share_of(
             };
         }
     }
-    let bound = |k: usize| sol.limit[k] == Limit::Cpus(set.clone()) && sol.share[k] > TINY;
+    // Its peers are tasks of its own kind: real-time tasks take theirs before fair tasks share
+    // what is left by weight, so neither is part of the other's pool.
+    let bound = |k: usize| {
+        sol.limit[k] == Limit::Cpus(set.clone())
+            && sol.share[k] > TINY
+            && (tasks[k].class == Class::Fair) == fair_class
+    };
     // The node most of it sits in.
     let mut nodes: Vec<(usize, f64)> = Vec::new();
     for &i in mine.iter().filter(|&&i| bound(i)) {
@@ -213,5 +219,59 @@ pub fn cause(e: Evidence) -> Cause {
             names: e.short_ones,
         },
         _ => Cause::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::model::solver::{self, Machine};
+    use crate::model::tree::Placement;
+
+    #[test]
+    fn a_real_time_task_is_due_its_part_of_what_the_fair_reserve_leaves() {
+        // A FIFO hog and a normal hog of one session on one CPU; the fair server keeps 10%.
+        let mut tree = Tree::default();
+        let session = Placement {
+            cgroup: None,
+            autogroup: Some((7, 0)),
+            session: 7,
+        };
+        let group = tree.place(&session, true, &HashMap::new(), None);
+        let hog = |class| Task {
+            group,
+            weight: 1024.0,
+            demand: 1.0,
+            cpus: CpuSet::new(),
+            class,
+        };
+        let tasks = [hog(Class::RealTime(50)), hog(Class::Fair)];
+        let online = CpuSet::first(1);
+        let machine = Machine {
+            cpus: online.clone(),
+            fair_reserve: 0.1,
+        };
+        let sol = solver::solve(&machine, &tree.groups, &tasks);
+        let Due::Share {
+            weight,
+            of_weight,
+            pool,
+            ..
+        } = due(&[0], &tasks, &sol, &tree, &online)
+        else {
+            panic!("{:?}", due(&[0], &tasks, &sol, &tree, &online));
+        };
+        // Not half of the CPU it shares with the fair task: all of what it may take.
+        assert!((sol.share[0] - 0.9).abs() < 1e-9);
+        assert!(
+            (weight / of_weight * pool - 0.9).abs() < 1e-9,
+            "{weight}/{of_weight} × {pool}"
+        );
+        assert!(matches!(
+            due(&[1], &tasks, &sol, &tree, &online),
+            Due::RealTime { taken, .. } if (taken - 0.9).abs() < 1e-9
+        ));
     }
 }
