@@ -17,7 +17,6 @@ use crate::record::metrics::MetricsServer;
 use crate::record::recording::{kernel_release, Header, RecordingWriter};
 use crate::record::results::{Host, RunResults, ScenarioInfo};
 use crate::scenario::{Scenario, PRESETS};
-use crate::workload::kind::WorkloadKind;
 
 /// Arguments of `schedlab run`.
 #[derive(clap::Args, Debug)]
@@ -97,20 +96,6 @@ pub fn load_scenario(arg: &str) -> Result<(Scenario, Option<String>)> {
     )
 }
 
-/// Whether a workload ends by itself.
-pub fn ends_by_itself(kind: &WorkloadKind) -> bool {
-    match kind {
-        WorkloadKind::Chat { runs, .. } => matches!(runs, Some(n) if *n > 0),
-        WorkloadKind::Hackbench { runs, .. } | WorkloadKind::RefJob { runs, .. } => {
-            runs != &Some(0)
-        }
-        WorkloadKind::Msgbench { .. } | WorkloadKind::Command { .. } => true,
-        WorkloadKind::ForkLoad { .. }
-        | WorkloadKind::CpuHog { .. }
-        | WorkloadKind::Pingpong { .. } => false,
-    }
-}
-
 /// How long each repeat may last: the flag, the scenario's, or until its workloads end.
 fn repeat_limit(sc: &Scenario, flag: Option<f64>) -> Result<Option<f64>> {
     let limit = flag.or(sc.duration);
@@ -118,7 +103,7 @@ fn repeat_limit(sc: &Scenario, flag: Option<f64>) -> Result<Option<f64>> {
         if let Some(w) = sc
             .workloads
             .iter()
-            .find(|w| w.duration.is_none() && !ends_by_itself(&w.kind))
+            .find(|w| w.duration.is_none() && !w.kind.ends_by_itself())
         {
             bail!(
                 "scenario {} has no duration and workload {} runs until stopped: give --duration",

@@ -18,6 +18,7 @@ use anyhow::{bail, Context, Result};
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
+use crate::workload::registry::{CPUS, FORK_LOAD};
 
 /// How long a forker waits after fork fails with EAGAIN before trying again.
 const BACKOFF: Duration = Duration::from_millis(10);
@@ -25,8 +26,8 @@ const BACKOFF: Duration = Duration::from_millis(10);
 /// Arguments of `schedlab fork-load`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Number of forker processes, or `cpus` for one per usable CPU.
-    #[arg(long, default_value = "cpus", value_parser = parse_forkers)]
+    #[arg(long, default_value = CPUS, value_parser = parse_forkers,
+          help = FORK_LOAD.param("forkers").cli_help())]
     pub forkers: Forkers,
     /// Stop after this many seconds (default: run until stopped).
     #[arg(long)]
@@ -48,14 +49,10 @@ pub enum Forkers {
 }
 
 fn parse_forkers(s: &str) -> std::result::Result<Forkers, String> {
-    if s == "cpus" {
-        return Ok(Forkers::Cpus);
-    }
-    match s.parse::<u32>() {
-        Ok(0) => Err("at least 1 forker".into()),
-        Ok(n) => Ok(Forkers::N(n)),
-        Err(_) => Err(format!("{s:?} is neither a number nor `cpus`")),
-    }
+    Ok(match FORK_LOAD.param("forkers").parse_count(s)? {
+        None => Forkers::Cpus,
+        Some(n) => Forkers::N(n),
+    })
 }
 
 /// What the forkers share with the parent besides their counters: one cache line each.

@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::workload::children;
+use crate::workload::registry::HACKBENCH;
 
 /// Arguments of `schedlab hackbench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -22,17 +23,17 @@ pub struct Args {
     /// Number of groups, the original hackbench's positional argument (overrides -g).
     #[arg(value_name = "GROUPS")]
     pub groups_arg: Option<u32>,
-    /// Number of groups of senders and receivers.
-    #[arg(short = 'g', long, default_value_t = 10)]
+    #[arg(short = 'g', long, default_value_t = HACKBENCH.param("groups").default_count(),
+          help = HACKBENCH.param("groups").cli_help())]
     pub groups: u32,
-    /// Messages each sender writes to each receiver of its group.
-    #[arg(short = 'l', long, default_value_t = 100)]
+    #[arg(short = 'l', long, default_value_t = HACKBENCH.param("loops").default_count(),
+          help = HACKBENCH.param("loops").cli_help())]
     pub loops: u32,
-    /// Bytes per message (at most one pipe buffer).
-    #[arg(short = 's', long, default_value_t = 100)]
+    #[arg(short = 's', long, default_value_t = HACKBENCH.param("datasize").default_count(),
+          help = HACKBENCH.param("datasize").cli_help() + "; at most one pipe buffer of this machine")]
     pub datasize: u32,
-    /// Senders and receivers per group (file descriptors per side).
-    #[arg(short = 'f', long, default_value_t = 20)]
+    #[arg(short = 'f', long, default_value_t = HACKBENCH.param("fds").default_count(),
+          help = HACKBENCH.param("fds").cli_help())]
     pub fds: u32,
     /// Use pipes instead of socketpairs (the original's `-pipe`).
     #[arg(short = 'p', long)]
@@ -43,8 +44,8 @@ pub struct Args {
     /// Senders and receivers are forked processes (the default).
     #[arg(short = 'P', long)]
     pub process: bool,
-    /// Runs, one `Time:` line each (0 = repeat until stopped).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = HACKBENCH.param("runs").default_count(),
+          help = HACKBENCH.param("runs").cli_help())]
     pub runs: u32,
     /// Also print the messages received in each run.
     #[arg(short = 'v', long)]
@@ -129,14 +130,18 @@ pub fn main(args: Args) -> Result<()> {
 
 fn check(args: &Args) -> Result<Shape> {
     let groups = args.groups_arg.unwrap_or(args.groups);
-    if groups == 0 {
-        bail!("groups must be at least 1");
-    }
-    if args.loops == 0 {
-        bail!("loops must be at least 1");
-    }
-    if args.fds == 0 {
-        bail!("fds must be at least 1");
+    // The registry's limits first, with the message a scenario or the picker gives.
+    for (key, value) in [
+        ("groups", groups),
+        ("loops", args.loops),
+        ("datasize", args.datasize),
+        ("fds", args.fds),
+        ("runs", args.runs),
+    ] {
+        HACKBENCH
+            .param(key)
+            .check_count(i64::from(value))
+            .map_err(anyhow::Error::msg)?;
     }
     let pipe_buffer = pipe_buffer_size()?;
     if args.datasize == 0 || args.datasize as usize > pipe_buffer {
