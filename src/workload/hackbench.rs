@@ -44,9 +44,9 @@ pub struct Args {
     /// Senders and receivers are forked processes (the default).
     #[arg(short = 'P', long)]
     pub process: bool,
-    #[arg(long, default_value_t = HACKBENCH.param("runs").default_count(),
-          help = HACKBENCH.param("runs").cli_help())]
-    pub runs: u32,
+    #[arg(long, default_value_t = HACKBENCH.param("runs").default_count().into(),
+          allow_negative_numbers = true, help = HACKBENCH.param("runs").cli_help())]
+    pub runs: i64,
     /// Also print the messages received in each run.
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -64,6 +64,8 @@ struct Shape {
     datasize: usize,
     pipe: bool,
     threads: bool,
+    /// Runs to do; 0 = repeat until stopped.
+    runs: u32,
 }
 
 impl Shape {
@@ -103,11 +105,12 @@ pub fn main(args: Args) -> Result<()> {
     let mut slots = (0..shape.groups * shape.fds)
         .map(|_| region.claim())
         .collect::<Result<Vec<_>>>()?;
-    if args.runs > 0 {
-        region.set_expected_total(shape.messages() * args.runs as u64);
+    let runs = shape.runs;
+    if runs > 0 {
+        region.set_expected_total(shape.messages() * runs as u64);
     }
     let mut run = 0u32;
-    while args.runs == 0 || run < args.runs {
+    while runs == 0 || run < runs {
         let before = region.total();
         let elapsed = if shape.threads {
             run_threads(shape, &mut slots)?
@@ -136,13 +139,16 @@ fn check(args: &Args) -> Result<Shape> {
         ("loops", args.loops),
         ("datasize", args.datasize),
         ("fds", args.fds),
-        ("runs", args.runs),
     ] {
         HACKBENCH
             .param(key)
             .check_count(i64::from(value))
             .map_err(anyhow::Error::msg)?;
     }
+    let runs = HACKBENCH
+        .param("runs")
+        .check_count(args.runs)
+        .map_err(anyhow::Error::msg)?;
     let pipe_buffer = pipe_buffer_size()?;
     if args.datasize == 0 || args.datasize as usize > pipe_buffer {
         bail!(
@@ -157,6 +163,7 @@ fn check(args: &Args) -> Result<Shape> {
         datasize: args.datasize as usize,
         pipe: args.pipe,
         threads: args.threads,
+        runs,
     })
 }
 

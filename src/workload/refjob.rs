@@ -34,9 +34,9 @@ pub struct Args {
     #[arg(long, default_value_t = REF_JOB.param("work").default_amount(),
           help = REF_JOB.param("work").cli_help())]
     pub work: f64,
-    #[arg(long, default_value_t = REF_JOB.param("runs").default_count(),
-          help = REF_JOB.param("runs").cli_help())]
-    pub runs: u32,
+    #[arg(long, default_value_t = REF_JOB.param("runs").default_count().into(),
+          allow_negative_numbers = true, help = REF_JOB.param("runs").cli_help())]
+    pub runs: i64,
     #[command(flatten)]
     pub placement: PlacementArgs,
 }
@@ -77,7 +77,7 @@ pub fn main(args: Args) -> Result<()> {
             .map_err(anyhow::Error::msg)
     };
     check("jobs", i64::from(args.jobs))?;
-    check("runs", i64::from(args.runs))?;
+    let runs = check("runs", args.runs)?;
     REF_JOB
         .param("work")
         .check_amount(args.work)
@@ -88,8 +88,8 @@ pub fn main(args: Args) -> Result<()> {
     let mut slots = (0..args.jobs)
         .map(|_| region.claim())
         .collect::<Result<Vec<_>>>()?;
-    if args.runs > 0 {
-        region.set_expected_total(units * args.runs as u64);
+    if runs > 0 {
+        region.set_expected_total(units * runs as u64);
     }
     crate::outln!(
         "Reference job: -j{} work {} = {units} units in {} chunks",
@@ -98,7 +98,7 @@ pub fn main(args: Args) -> Result<()> {
         units.div_ceil(UNITS_PER_CHUNK)
     );
     let mut run = 0;
-    while args.runs == 0 || run < args.runs {
+    while runs == 0 || run < runs {
         let t = run_once(units, &mut slots)?;
         crate::outln!(
             "Time: {:.3} s  CPU: {:.0}%  units: {}",

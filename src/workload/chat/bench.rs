@@ -29,9 +29,9 @@ pub struct BenchArgs {
     pub rooms: String,
     #[arg(allow_hyphen_values = true, help = CHAT.param("messages").cli_help())]
     pub messages: String,
-    #[arg(long, value_name = "N", default_value_t = CHAT.param("runs").default_count(),
-          help = CHAT.param("runs").cli_help())]
-    pub runs: u32,
+    #[arg(long, value_name = "N", default_value_t = CHAT.param("runs").default_count().into(),
+          allow_negative_numbers = true, help = CHAT.param("runs").cli_help())]
+    pub runs: i64,
     #[arg(long, value_name = "SECS", default_value_t = 10.0, help = super::TIMEOUT_HELP)]
     pub timeout: f64,
     /// Start even when the size guard finds it too big for this machine.
@@ -43,9 +43,9 @@ pub struct BenchArgs {
 const MAX_FAILED_IN_A_ROW: u32 = 3;
 
 pub fn bench_main(args: BenchArgs) -> Result<()> {
-    let size = run_size(&args)?;
+    let (size, runs) = run_size(&args)?;
     let timeout = parse_timeout(args.timeout)?;
-    let runs = Some(u64::from(args.runs)).filter(|&n| n > 0);
+    let runs = Some(u64::from(runs)).filter(|&n| n > 0);
     super::guard("chat-bench", size, 2, args.force)?;
     crate::sys::sysv::sweep_orphans()?;
     // Map the dashboard's region (closing the inherited descriptor) before forking the server,
@@ -93,18 +93,14 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
 
 /// Rooms, messages and runs from the command line, each checked by the registry with the
 /// message a scenario or the picker gives (the machine's limits are checked by the guard).
-fn run_size(args: &BenchArgs) -> Result<RunSize> {
-    let count = |key, text: &str| -> Result<u32> {
-        let x = parse_count(key, text).map_err(anyhow::Error::msg)?;
-        CHAT.param(key).check_count(x).map_err(anyhow::Error::msg)
-    };
-    CHAT.param("runs")
-        .check_count(i64::from(args.runs))
-        .map_err(anyhow::Error::msg)?;
-    Ok(RunSize {
+fn run_size(args: &BenchArgs) -> Result<(RunSize, u32)> {
+    let check = |key, x| CHAT.param(key).check_count(x).map_err(anyhow::Error::msg);
+    let count = |key, text: &str| check(key, parse_count(key, text).map_err(anyhow::Error::msg)?);
+    let size = RunSize {
         rooms: count("rooms", &args.rooms)?,
         messages: count("messages", &args.messages)?,
-    })
+    };
+    Ok((size, check("runs", args.runs)?))
 }
 
 trait RunsLeft {
