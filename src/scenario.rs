@@ -103,6 +103,25 @@ impl Scenario {
         Ok(Self::from_toml(&src, &path.display().to_string())?)
     }
 
+    /// A scenario file, or a preset by name (`chat-30x1000`, with or without `.toml`), as
+    /// every command that takes a scenario accepts it; with where it came from.
+    pub fn open(arg: &str) -> anyhow::Result<(Self, Option<String>)> {
+        let path = Path::new(arg);
+        if path.exists() {
+            return Ok((Self::load(path)?, Some(arg.to_owned())));
+        }
+        let stem = arg.strip_suffix(".toml").unwrap_or(arg);
+        if let Some((name, src)) = PRESETS.iter().find(|(n, _)| *n == stem) {
+            let origin = format!("assets/scenarios/{name}.toml");
+            return Ok((Self::from_toml(src, &origin)?, Some(origin)));
+        }
+        let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+        anyhow::bail!(
+            "no scenario file `{arg}`, and no preset of that name (presets: {})",
+            names.join(", ")
+        )
+    }
+
     /// Parses a scenario from TOML text; `origin` names it in error messages.
     pub fn from_toml(src: &str, origin: &str) -> Result<Self, ScenarioError> {
         let at = |span: Option<Range<usize>>, message: String| {

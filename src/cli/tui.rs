@@ -1,7 +1,6 @@
 //! `schedlab tui`: the dashboard on a scenario file (the built-in default when none is given),
 //! driving the live Lab.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -12,9 +11,10 @@ use crate::scenario::Scenario;
 /// Arguments of `schedlab tui`.
 #[derive(clap::Args, Debug, Default)]
 pub struct TuiArgs {
-    /// A scenario file (TOML). Without one: contest's fork_load against a -j4 reference job,
-    /// in one session.
-    pub scenario: Option<PathBuf>,
+    /// A scenario file (TOML), or the name of a preset in assets/scenarios (e.g.
+    /// chat-30x1000). Without one: contest's fork_load against a -j4 reference job, in one
+    /// session.
+    pub scenario: Option<String>,
     /// Sampling interval in milliseconds, 100 to 10000 (default: the scenario's).
     #[arg(short, long, value_parser = clap::value_parser!(u64).range(100..=10_000))]
     pub interval: Option<u64>,
@@ -26,7 +26,7 @@ pub struct TuiArgs {
 pub fn main(args: TuiArgs) -> Result<()> {
     let scenario = match &args.scenario {
         None => Scenario::builtin_default(),
-        Some(path) => Scenario::load(path)?,
+        Some(arg) => Scenario::open(arg)?.0,
     };
     crate::scenario::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
