@@ -27,7 +27,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::supervisor::{Knobs, Placement, Policy};
+use crate::supervisor::{
+    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
+};
 use crate::sys::guard::{self, Demand};
 use crate::workload::kind::WorkloadKind;
 use crate::workload::registry::{self, Absent, Kind, Param, Ty, Value};
@@ -432,14 +434,19 @@ impl WorkloadFile {
             },
         };
         let rt_priority = match (&self.rt_priority, policy.is_realtime()) {
-            (Some(v), true) => int_in(v, "rt_priority", 1, 99)? as u8,
+            (Some(v), true) => int_in(
+                v,
+                "rt_priority",
+                (*RT_PRIORITY.start()).into(),
+                (*RT_PRIORITY.end()).into(),
+            )? as u8,
             (Some(v), false) => {
                 return Err((
                     span_of(v),
                     "rt_priority applies only with policy \"fifo\" or \"rr\"".into(),
                 ))
             }
-            (None, true) => 1,
+            (None, true) => *RT_PRIORITY.start(),
             (None, false) => 0,
         };
         let placement = match &self.placement {
@@ -449,8 +456,13 @@ impl WorkloadFile {
                 "own-session" => Placement::OwnSession,
                 _ => Placement::Cgroup {
                     weight: match &self.cgroup_weight {
-                        Some(w) => int_in(w, "cgroup_weight", 1, 10_000)? as u32,
-                        None => 100,
+                        Some(w) => int_in(
+                            w,
+                            "cgroup_weight",
+                            (*CGROUP_WEIGHT.start()).into(),
+                            (*CGROUP_WEIGHT.end()).into(),
+                        )? as u32,
+                        None => DEFAULT_CGROUP_WEIGHT,
                     },
                 },
             },
@@ -483,7 +495,7 @@ impl WorkloadFile {
             nice: self
                 .nice
                 .as_ref()
-                .map(|v| int_in(v, "nice", -20, 19))
+                .map(|v| int_in(v, "nice", (*NICE.start()).into(), (*NICE.end()).into()))
                 .transpose()?
                 .unwrap_or(0) as i32,
             policy,

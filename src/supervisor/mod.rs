@@ -62,6 +62,13 @@ pub enum Placement {
     Cgroup { weight: u32 },
 }
 
+/// The knobs' limits, stated once for scenario files, the knob editor and the launch.
+pub const NICE: std::ops::RangeInclusive<i32> = -20..=19;
+pub const RT_PRIORITY: std::ops::RangeInclusive<u8> = 1..=99;
+pub const CGROUP_WEIGHT: std::ops::RangeInclusive<u32> = 1..=10_000;
+/// The weight of a cgroup when none is given (cgroup v2's default).
+pub const DEFAULT_CGROUP_WEIGHT: u32 = 100;
+
 /// The knobs set on a workload before it starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Knobs {
@@ -218,7 +225,7 @@ fn kill_group(pgid: u32, sig: libc::c_int) {
 
 /// Starts a workload in a process group of its own, with its knobs applied before exec.
 pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
-    if spec.knobs.policy.is_realtime() && !(1..=99).contains(&spec.knobs.rt_priority) {
+    if spec.knobs.policy.is_realtime() && !RT_PRIORITY.contains(&spec.knobs.rt_priority) {
         bail!(
             "{}: real-time priority must be 1..99, not {}",
             spec.name,

@@ -4,7 +4,9 @@
 
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::knobs::{format_cpu_list, parse_cpu_list, policy_name};
-use crate::supervisor::{Knobs, Placement, Policy};
+use crate::supervisor::{
+    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
+};
 use crate::workload::kind::WorkloadKind;
 use crate::workload::registry::{self, Absent, Ends, Kind, Param, Pick, Ty, Value};
 
@@ -166,8 +168,8 @@ fn field_value(p: &Param, form: &Form) -> Result<Value, String> {
 /// The knob fields, filled from `k`.
 pub fn knob_fields(k: &Knobs) -> Vec<Field> {
     let (placement, weight) = match k.placement {
-        Placement::Shared => ("shared session", 100),
-        Placement::OwnSession => ("own session", 100),
+        Placement::Shared => ("shared session", DEFAULT_CGROUP_WEIGHT),
+        Placement::OwnSession => ("own session", DEFAULT_CGROUP_WEIGHT),
         Placement::Cgroup { weight } => ("own cgroup", weight),
     };
     vec![
@@ -187,7 +189,7 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
         Field::text(
             "rtprio",
             "rt priority",
-            k.rt_priority.max(1).to_string(),
+            k.rt_priority.max(*RT_PRIORITY.start()).to_string(),
             "1..99, for fifo and rr",
         ),
         Field::text(
@@ -225,7 +227,7 @@ pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
         _ => Policy::Other,
     };
     let rt_priority = if policy.is_realtime() {
-        form.number::<u8>("rtprio", 1..=99)?
+        form.number::<u8>("rtprio", RT_PRIORITY)?
     } else {
         0
     };
@@ -236,12 +238,12 @@ pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
     let placement = match form.choice("placement") {
         "own session" => Placement::OwnSession,
         "own cgroup" => Placement::Cgroup {
-            weight: form.number("weight", 1..=10_000)?,
+            weight: form.number("weight", CGROUP_WEIGHT)?,
         },
         _ => Placement::Shared,
     };
     Ok(Knobs {
-        nice: form.number("nice", -20..=19)?,
+        nice: form.number("nice", NICE)?,
         policy,
         rt_priority,
         affinity,
