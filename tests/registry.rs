@@ -170,7 +170,7 @@ fn help_shows_the_registry_ranges_and_defaults() {
         .output()
         .unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    assert!(help.contains("(1 to 100000) [default: 10]"), "{help}");
+    assert!(help.contains("(1 to 2097152) [default: 10]"), "{help}");
     let out = Command::new(BIN)
         .args(["chat-bench", "--help"])
         .output()

@@ -79,12 +79,17 @@ impl Shape {
 
 pub fn main(args: Args) -> Result<()> {
     let shape = check(&args)?;
-    let tasks = shape.tasks() as u64;
-    let demand = if shape.threads {
-        crate::sys::guard::Demand::threads(tasks)
-    } else {
-        crate::sys::guard::Demand::processes(tasks)
-    };
+    // What the run asks of the machine, as the registry declares it for a scenario too.
+    let demand = crate::workload::kind::WorkloadKind::Hackbench {
+        groups: shape.groups as u32,
+        loops: shape.loops as u32,
+        datasize: shape.datasize as u32,
+        fds: shape.fds as u32,
+        pipe: shape.pipe,
+        threads: shape.threads,
+        runs: Some(shape.runs),
+    }
+    .demand(crate::supervisor::online_cpus() as u64);
     crate::sys::guard::check("hackbench", demand, args.force)?;
     crate::outln!(
         "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)",

@@ -250,12 +250,14 @@ pub fn report(plan: &Plan, counts: &[u64], elapsed: Duration) -> String {
 
 pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &allowed_cpus()?)?;
-    let tasks = 2 * plan.pairs() as u64;
-    let demand = if plan.threads {
-        crate::sys::guard::Demand::threads(tasks)
-    } else {
-        crate::sys::guard::Demand::processes(tasks)
-    };
+    // What the run asks of the machine, as the registry declares it for a scenario too.
+    let demand = crate::workload::kind::WorkloadKind::Pingpong {
+        ipc: plan.kind,
+        pairs: Some(plan.pairs() as u32),
+        pin: plan.pin,
+        threads: plan.threads,
+    }
+    .demand(plan.pairs() as u64);
     crate::sys::guard::check("ipc-pingpong", demand, args.force)?;
     sysv::sweep_orphans()?;
     let counters = CounterRegion::for_workload()?;

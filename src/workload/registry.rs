@@ -18,6 +18,11 @@ use crate::sys::guard::Demand;
 const PER_CPU_MAX: u32 = 4096;
 /// The word that asks for one per usable CPU (fork-load's forkers, ping-pong's pairs).
 pub const CPUS: &str = "cpus";
+/// Most pairs of tasks any run can have: the kernel's largest pid_max (PID_MAX_LIMIT, 2^22)
+/// halved. The size guard then says what this machine holds.
+const MAX_TASK_PAIRS: u32 = 1 << 21;
+const PID_LIMIT_WHY: &str =
+    "each is at least two tasks, and no kernel holds more than 4194304 (PID_MAX_LIMIT)";
 /// Runs of a finite workload, 0 meaning "repeat until stopped".
 const RUNS: RangeInclusive<u32> = 0..=1_000_000;
 
@@ -177,6 +182,21 @@ const fn count(
     }
 }
 
+/// `p`, with what its upper limit is.
+const fn capped(p: Param, why: &'static str) -> Param {
+    match p.ty {
+        Ty::Count { range, absent, .. } => Param {
+            ty: Ty::Count {
+                range,
+                absent,
+                why_max: Some(why),
+            },
+            ..p
+        },
+        _ => panic!("only a count has an upper limit to explain"),
+    }
+}
+
 const fn runs(help: &'static str) -> Param {
     count(
         "runs",
@@ -267,19 +287,25 @@ pub static HACKBENCH: Kind = Kind {
     also: &[],
     subcommand: Some("hackbench"),
     params: &[
-        count(
-            "groups",
-            Flag::Named("-g"),
-            1..=100_000,
-            Absent::Is(10),
-            "groups of senders and receivers",
+        capped(
+            count(
+                "groups",
+                Flag::Named("-g"),
+                1..=MAX_TASK_PAIRS,
+                Absent::Is(10),
+                "groups of senders and receivers",
+            ),
+            PID_LIMIT_WHY,
         ),
-        count(
-            "loops",
-            Flag::Named("-l"),
-            1..=100_000_000,
-            Absent::Is(100),
-            "messages each sender writes to each receiver of its group",
+        capped(
+            count(
+                "loops",
+                Flag::Named("-l"),
+                1..=i32::MAX as u32,
+                Absent::Is(100),
+                "messages each sender writes to each receiver of its group",
+            ),
+            "the original's loop count is a C int",
         ),
         Param {
             key: "datasize",
@@ -293,12 +319,15 @@ pub static HACKBENCH: Kind = Kind {
             },
             flag: Flag::Named("-s"),
         },
-        count(
-            "fds",
-            Flag::Named("-f"),
-            1..=1000,
-            Absent::Is(20),
-            "senders (and receivers) per group",
+        capped(
+            count(
+                "fds",
+                Flag::Named("-f"),
+                1..=MAX_TASK_PAIRS,
+                Absent::Is(20),
+                "senders (and receivers) per group",
+            ),
+            PID_LIMIT_WHY,
         ),
         switch("pipe", "--pipe", "pipes instead of UNIX socket pairs"),
         switch(
