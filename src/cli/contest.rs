@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::probe::{Probe, ProbeConfig, Target};
-use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running};
+use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running, NICE};
 use crate::workload::kind::WorkloadKind;
 use crate::workload::refjob::children_cpu;
 use crate::workload::registry::{self, REF_JOB};
@@ -48,7 +48,8 @@ pub struct Args {
     #[arg(long, default_value_t = 3.0)]
     pub lead: f64,
     /// Nice value of the loads (-20..19; below 0 needs root). The job runs at nice 0.
-    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32)
+        .range(i64::from(*NICE.start())..=i64::from(*NICE.end())))]
     pub nice: Option<i32>,
     /// Start each load in a session of its own (setsid), so in its own autogroup when
     /// autogroup is on; by default loads share the job's session.

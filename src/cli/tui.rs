@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::engine::Backend;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, INTERVAL_MS};
 
 /// Arguments of `schedlab tui`.
 #[derive(clap::Args, Debug, Default)]
@@ -16,7 +16,8 @@ pub struct TuiArgs {
     /// session.
     pub scenario: Option<String>,
     /// Sampling interval in milliseconds, 100 to 10000 (default: the scenario's).
-    #[arg(short, long, value_parser = clap::value_parser!(u64).range(100..=10_000))]
+    #[arg(short, long, value_parser = clap::value_parser!(u64)
+        .range(*INTERVAL_MS.start()..=*INTERVAL_MS.end()))]
     pub interval: Option<u64>,
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
