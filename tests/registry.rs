@@ -178,3 +178,16 @@ fn help_shows_the_registry_ranges_and_defaults() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("(1 to 32767 messages)"), "{help}");
 }
+
+/// docs/scenarios.md's table of parameters is the registry's, written out: a limit or a
+/// default changed in the registry fails here until the page says the same.
+#[test]
+fn the_scenario_page_lists_the_registry_parameters() {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scenarios.md")).unwrap();
+    let table = schedlab::workload::registry::parameters_markdown();
+    assert!(
+        page.contains(&table),
+        "docs/scenarios.md should hold, under Parameters of each kind:\n{table}"
+    );
+}

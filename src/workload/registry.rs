@@ -1093,6 +1093,63 @@ pub fn picks() -> impl Iterator<Item = (&'static Kind, &'static Pick)> {
         .flat_map(|k| k.picks.iter().map(move |p| (*k, p)))
 }
 
+/// The per-kind parameter table of docs/scenarios.md, and which kinds end by themselves,
+/// written from the declarations (a test keeps the page equal to it).
+pub fn parameters_markdown() -> String {
+    let mut out = String::from(
+        "| kind | key | type | default | meaning |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for kind in KINDS {
+        for (i, p) in kind.params.iter().enumerate() {
+            let first = if i == 0 {
+                format!(" `{}` ", kind.word)
+            } else {
+                " ".into()
+            };
+            let ty = match &p.ty {
+                Ty::Count { range, .. } => format!("integer, {}..={}", range.start(), range.end()),
+                Ty::Amount { max, .. } => format!("number > 0, at most {max}"),
+                Ty::Switch => "boolean".into(),
+                Ty::Choice { words, .. } => words
+                    .iter()
+                    .map(|w| format!("`{w}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                Ty::Words => "list of strings, the first not empty".into(),
+            };
+            let default = match &p.ty {
+                Ty::Count {
+                    absent: Absent::Auto { word, means },
+                    ..
+                } => match word {
+                    Some(w) => format!("{means} (or `\"{w}\"`)"),
+                    None => (*means).into(),
+                },
+                Ty::Choice { default, .. } => format!("`{default}`"),
+                Ty::Words => "required".into(),
+                _ => p.default_text(),
+            };
+            out += &format!("|{first}| `{}` | {ty} | {default} | {} |\n", p.key, p.help);
+        }
+    }
+    let words = |ends: Ends| {
+        KINDS
+            .iter()
+            .filter(|k| k.ends == ends)
+            .map(|k| k.word)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    out += &format!(
+        "\nWhich workloads end by themselves: {} unless `runs = 0`; {}. {} run until stopped \
+         (or their `duration`).\n",
+        words(Ends::AfterRuns),
+        words(Ends::Always),
+        words(Ends::Never)
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
