@@ -277,16 +277,12 @@ fn span_of<T>(s: &Spanned<T>) -> Range<usize> {
     s.span()
 }
 
-/// An integer in `lo..=hi`, or an error at its span saying so.
+/// An integer in `lo..=hi` (a scenario's or a knob's; kind parameters are the registry's), or
+/// an error at its span saying so.
 fn int_in(v: &Spanned<i64>, what: &str, lo: i64, hi: i64) -> Result<i64, Bad> {
     let x = *v.get_ref();
     if x < lo || x > hi {
-        let range = if hi == i64::from(u32::MAX) {
-            format!("at least {lo}")
-        } else {
-            format!("{lo}..={hi}")
-        };
-        return Err((span_of(v), format!("{what} must be {range}, found {x}")));
+        return Err((span_of(v), format!("{what} must be {lo}..={hi}, found {x}")));
     }
     Ok(x)
 }
