@@ -24,7 +24,9 @@ const MAX_TASK_PAIRS: u32 = 1 << 21;
 const PID_LIMIT_WHY: &str =
     "each is at least two tasks, and no kernel holds more than 4194304 (PID_MAX_LIMIT)";
 /// Runs of a finite workload, 0 meaning "repeat until stopped".
-const RUNS: RangeInclusive<u32> = 0..=1_000_000;
+const RUNS: RangeInclusive<u32> = 0..=u32::MAX;
+/// Why a count that only repeats something stops at u32::MAX.
+const COUNT_WHY: &str = "a 32-bit count";
 
 /// One parameter of a kind.
 #[derive(Debug)]
@@ -198,12 +200,15 @@ const fn capped(p: Param, why: &'static str) -> Param {
 }
 
 const fn runs(help: &'static str) -> Param {
-    count(
-        "runs",
-        Flag::Named("--runs"),
-        RUNS,
-        Absent::Omitted(1),
-        help,
+    capped(
+        count(
+            "runs",
+            Flag::Named("--runs"),
+            RUNS,
+            Absent::Omitted(1),
+            help,
+        ),
+        COUNT_WHY,
     )
 }
 
@@ -628,12 +633,15 @@ pub static MSGBENCH: Kind = Kind {
     also: &[],
     subcommand: Some("msgbench"),
     params: &[
-        count(
-            "batches",
-            Flag::Named("-n"),
-            1..=1_000_000,
-            Absent::Is(10),
-            "batches of msgget, msgsnd, msgctl over every queue",
+        capped(
+            count(
+                "batches",
+                Flag::Named("-n"),
+                1..=u32::MAX,
+                Absent::Is(10),
+                "batches of msgget, msgsnd, msgctl over every queue",
+            ),
+            COUNT_WHY,
         ),
         Param {
             key: "queues",
@@ -1004,11 +1012,6 @@ impl Param {
             }),
         }
     }
-
-    /// A command-line count, refused with this parameter's message (clap's `value_parser`).
-    pub fn clap_count(&'static self) -> impl Fn(&str) -> Result<Option<u32>, String> + Clone {
-        move |text| self.parse_count(text)
-    }
 }
 
 fn capitalised(s: &str) -> String {
@@ -1020,11 +1023,6 @@ fn capitalised(s: &str) -> String {
 }
 
 impl WorkloadKind {
-    /// Its kind's declaration.
-    pub fn registry(&self) -> &'static Kind {
-        kind_of(self)
-    }
-
     /// Whether it ends by itself, without being stopped.
     pub fn ends_by_itself(&self) -> bool {
         let kind = kind_of(self);
