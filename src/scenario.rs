@@ -28,10 +28,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::supervisor::{Knobs, Placement, Policy};
+use crate::supervisor::{
+    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
+};
 use crate::sys::guard::{self, Demand};
-use crate::workload::chat::limits;
-use crate::workload::kind::{IpcKind, Pin, WorkloadKind};
+use crate::workload::kind::WorkloadKind;
+use crate::workload::registry::{self, Absent, Kind, Param, Ty, Value};
 
 /// One workload in a scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,6 +109,25 @@ impl Scenario {
         Ok(Self::from_toml(&src, &path.display().to_string())?)
     }
 
+    /// A scenario file, or a preset by name (`chat-30x1000`, with or without `.toml`), as
+    /// every command that takes a scenario accepts it; with where it came from.
+    pub fn open(arg: &str) -> anyhow::Result<(Self, Option<String>)> {
+        let path = Path::new(arg);
+        if path.exists() {
+            return Ok((Self::load(path)?, Some(arg.to_owned())));
+        }
+        let stem = arg.strip_suffix(".toml").unwrap_or(arg);
+        if let Some((name, src)) = PRESETS.iter().find(|(n, _)| *n == stem) {
+            let origin = format!("assets/scenarios/{name}.toml");
+            return Ok((Self::from_toml(src, &origin)?, Some(origin)));
+        }
+        let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+        anyhow::bail!(
+            "no scenario file `{arg}`, and no preset of that name (presets: {})",
+            names.join(", ")
+        )
+    }
+
     /// Parses a scenario from TOML text; `origin` names it in error messages.
     pub fn from_toml(src: &str, origin: &str) -> Result<Self, ScenarioError> {
         let at = |span: Option<Range<usize>>, message: String| {
@@ -123,7 +144,10 @@ impl Scenario {
                 .replace("expected u64", "expected an integer");
             at(e.span(), suggest_key(message))
         })?;
-        file.into_scenario(origin)
+        // The same text again, every workload table as keys and values with their spans:
+        // which keys a table may hold depends on its kind, read from the registry.
+        let raw: RawFile = toml::from_str(src).map_err(|e| at(e.span(), e.message().into()))?;
+        file.into_scenario(origin, raw)
             .map_err(|(span, message)| at(Some(span), message))
     }
 }
@@ -166,6 +190,11 @@ fn suggest_key(message: String) -> String {
         return message;
     };
     let known: Vec<&str> = list.split(", ").map(|k| k.trim_matches('`')).collect();
+    suggest(key, &known)
+}
+
+/// "unknown key", with the nearest of `known` when one is close.
+fn suggest(key: &str, known: &[&str]) -> String {
     let nearest = known
         .iter()
         .map(|k| (edit_distance(key, k), *k))
@@ -209,10 +238,9 @@ struct ScenarioFile {
     workload: Vec<Spanned<WorkloadFile>>,
 }
 
-/// One `[[workload]]` table. Kind parameters sit beside the knobs; which of them apply
-/// depends on `kind`, checked after parsing.
+/// One `[[workload]]` table: the keys every kind has. Its kind's own parameters sit beside
+/// them and are read from the same table as a [`RawTable`].
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct WorkloadFile {
     name: Option<Spanned<String>>,
     kind: Spanned<String>,
@@ -226,71 +254,44 @@ struct WorkloadFile {
     placement: Option<Spanned<String>>,
     cgroup_weight: Option<Spanned<i64>>,
     cpu_quota: Option<Spanned<i64>>,
-    // Kind parameters.
-    rooms: Option<Spanned<i64>>,
-    messages: Option<Spanned<i64>>,
-    runs: Option<Spanned<i64>>,
-    groups: Option<Spanned<i64>>,
-    loops: Option<Spanned<i64>>,
-    datasize: Option<Spanned<i64>>,
-    fds: Option<Spanned<i64>>,
-    pipe: Option<Spanned<bool>>,
-    /// A count for cpu-hog, a switch for hackbench and pingpong.
-    threads: Option<Spanned<toml::Value>>,
-    forkers: Option<Spanned<i64>>,
-    jobs: Option<Spanned<i64>>,
-    work: Option<Spanned<f64>>,
-    ipc: Option<Spanned<String>>,
-    pairs: Option<Spanned<i64>>,
-    pin: Option<Spanned<String>>,
-    batches: Option<Spanned<i64>>,
-    queues: Option<Spanned<i64>>,
-    argv: Option<Spanned<Vec<String>>>,
 }
 
-/// The workload kinds, as written in `kind = "..."`, with the parameters each takes.
-const KINDS: &[(&str, &[&str])] = &[
-    ("chat", &["rooms", "messages", "runs"]),
-    (
-        "hackbench",
-        &[
-            "groups", "loops", "datasize", "fds", "pipe", "threads", "runs",
-        ],
-    ),
-    ("fork-load", &["forkers"]),
-    ("ref-job", &["jobs", "work", "runs"]),
-    ("cpu-hog", &["threads"]),
-    ("pingpong", &["ipc", "pairs", "pin", "threads"]),
-    ("msgbench", &["batches", "queues"]),
-    ("command", &["argv"]),
+/// The keys of [`WorkloadFile`].
+const COMMON_KEYS: &[&str] = &[
+    "name",
+    "kind",
+    "start_delay",
+    "duration",
+    "nice",
+    "policy",
+    "rt_priority",
+    "affinity",
+    "placement",
+    "cgroup_weight",
+    "cpu_quota",
 ];
+
+/// A workload table as written: every key and value with its span.
+type RawTable = std::collections::BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+
+#[derive(Deserialize)]
+struct RawFile {
+    #[serde(default)]
+    workload: Vec<RawTable>,
+}
 
 fn span_of<T>(s: &Spanned<T>) -> Range<usize> {
     s.span()
 }
 
-/// An integer in `lo..=hi`, or an error at its span saying so.
+/// An integer in `lo..=hi` (a scenario's or a knob's; kind parameters are the registry's), or
+/// an error at its span saying so.
 fn int_in(v: &Spanned<i64>, what: &str, lo: i64, hi: i64) -> Result<i64, Bad> {
     let x = *v.get_ref();
     if x < lo || x > hi {
-        let range = if hi == i64::from(u32::MAX) {
-            format!("at least {lo}")
-        } else {
-            format!("{lo}..={hi}")
-        };
-        return Err((span_of(v), format!("{what} must be {range}, found {x}")));
+        return Err((span_of(v), format!("{what} must be {lo}..={hi}, found {x}")));
     }
     Ok(x)
-}
-
-fn u32_opt(v: &Option<Spanned<i64>>, what: &str, lo: i64) -> Result<Option<u32>, Bad> {
-    v.as_ref()
-        .map(|v| int_in(v, what, lo, i64::from(u32::MAX)).map(|x| x as u32))
-        .transpose()
-}
-
-fn u32_or(v: &Option<Spanned<i64>>, what: &str, lo: i64, default: u32) -> Result<u32, Bad> {
-    Ok(u32_opt(v, what, lo)?.unwrap_or(default))
 }
 
 /// Seconds: finite and not negative (or strictly positive when `positive`).
@@ -314,20 +315,22 @@ fn word<'a>(v: &Spanned<String>, what: &str, choices: &[&'a str]) -> Result<&'a 
         .iter()
         .find(|c| **c == v.get_ref().as_str())
         .copied()
-        .ok_or_else(|| {
-            (
-                span_of(v),
-                format!(
-                    "unknown {what} `{}`, expected one of: {}",
-                    v.get_ref(),
-                    choices.join(", ")
-                ),
-            )
-        })
+        .ok_or_else(|| unknown_word(v, what, choices))
+}
+
+fn unknown_word(v: &Spanned<String>, what: &str, choices: &[&str]) -> Bad {
+    (
+        span_of(v),
+        format!(
+            "unknown {what} `{}`, expected one of: {}",
+            v.get_ref(),
+            choices.join(", ")
+        ),
+    )
 }
 
 impl ScenarioFile {
-    fn into_scenario(self, origin: &str) -> Result<Scenario, Bad> {
+    fn into_scenario(self, origin: &str, raw: RawFile) -> Result<Scenario, Bad> {
         let name = match &self.name {
             Some(n) if n.get_ref().trim().is_empty() => {
                 return Err((span_of(n), "name must not be empty".into()))
@@ -370,8 +373,8 @@ impl ScenarioFile {
             ));
         }
         let mut workloads: Vec<WorkloadDecl> = Vec::new();
-        for w in &self.workload {
-            let mut decl = w.get_ref().to_decl()?;
+        for (w, table) in self.workload.iter().zip(&raw.workload) {
+            let mut decl = w.get_ref().to_decl(table)?;
             match &w.get_ref().name {
                 Some(n) => {
                     if n.get_ref().trim().is_empty() {
@@ -408,59 +411,11 @@ impl ScenarioFile {
 }
 
 impl WorkloadFile {
-    /// The parameters present in the table, with their spans, by key.
-    fn present_params(&self) -> Vec<(&'static str, Range<usize>)> {
-        fn s<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
-            v.as_ref().map(span_of)
-        }
-        [
-            ("rooms", s(&self.rooms)),
-            ("messages", s(&self.messages)),
-            ("runs", s(&self.runs)),
-            ("groups", s(&self.groups)),
-            ("loops", s(&self.loops)),
-            ("datasize", s(&self.datasize)),
-            ("fds", s(&self.fds)),
-            ("pipe", s(&self.pipe)),
-            ("threads", s(&self.threads)),
-            ("forkers", s(&self.forkers)),
-            ("jobs", s(&self.jobs)),
-            ("work", s(&self.work)),
-            ("ipc", s(&self.ipc)),
-            ("pairs", s(&self.pairs)),
-            ("pin", s(&self.pin)),
-            ("batches", s(&self.batches)),
-            ("queues", s(&self.queues)),
-            ("argv", s(&self.argv)),
-        ]
-        .into_iter()
-        .filter_map(|(k, s)| s.map(|s| (k, s)))
-        .collect()
-    }
-
-    fn to_decl(&self) -> Result<WorkloadDecl, Bad> {
-        let kinds: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
-        // Accept the subcommand's name too, as people will type it.
-        let kind_word = if self.kind.get_ref() == "ipc-pingpong" {
-            "pingpong"
-        } else {
-            word(&self.kind, "workload kind", &kinds)?
-        };
-        let takes = KINDS.iter().find(|(k, _)| *k == kind_word).unwrap().1;
-        for (key, span) in self.present_params() {
-            if !takes.contains(&key) {
-                let takes = if takes.is_empty() {
-                    "no parameters".to_owned()
-                } else {
-                    takes.join(", ")
-                };
-                return Err((
-                    span,
-                    format!("`{key}` does not apply to kind {kind_word} (it takes: {takes})"),
-                ));
-            }
-        }
-        let kind = self.kind_params(kind_word)?;
+    fn to_decl(&self, table: &RawTable) -> Result<WorkloadDecl, Bad> {
+        let words: Vec<&str> = registry::KINDS.iter().map(|k| k.word).collect();
+        let kind = registry::find(self.kind.get_ref())
+            .ok_or_else(|| unknown_word(&self.kind, "workload kind", &words))?;
+        let kind = kind_params(kind, table, span_of(&self.kind))?;
         let name = self
             .name
             .as_ref()
@@ -483,118 +438,6 @@ impl WorkloadFile {
         })
     }
 
-    fn threads_switch(&self) -> Result<bool, Bad> {
-        match &self.threads {
-            None => Ok(false),
-            Some(v) => match v.get_ref() {
-                toml::Value::Boolean(b) => Ok(*b),
-                other => Err((
-                    span_of(v),
-                    format!(
-                        "threads must be true or false here, found {}",
-                        other.type_str()
-                    ),
-                )),
-            },
-        }
-    }
-
-    fn kind_params(&self, kind: &str) -> Result<WorkloadKind, Bad> {
-        Ok(match kind {
-            "chat" => WorkloadKind::Chat {
-                rooms: u32_or(&self.rooms, "rooms", 1, 10)?,
-                messages: match &self.messages {
-                    Some(m) => crate::workload::chat::protocol::check_messages(*m.get_ref())
-                        .map_err(|e| (span_of(m), e))?,
-                    None => 100,
-                },
-                runs: u32_opt(&self.runs, "runs", 1)?,
-            },
-            "hackbench" => WorkloadKind::Hackbench {
-                groups: u32_or(&self.groups, "groups", 1, 10)?,
-                loops: u32_or(&self.loops, "loops", 1, 100)?,
-                datasize: u32_or(&self.datasize, "datasize", 1, 100)?,
-                fds: u32_or(&self.fds, "fds", 1, 20)?,
-                pipe: self.pipe.as_ref().is_some_and(|p| *p.get_ref()),
-                threads: self.threads_switch()?,
-                runs: u32_opt(&self.runs, "runs", 0)?,
-            },
-            "fork-load" => WorkloadKind::ForkLoad {
-                forkers: u32_opt(&self.forkers, "forkers", 1)?,
-            },
-            "ref-job" => WorkloadKind::RefJob {
-                jobs: u32_or(&self.jobs, "jobs", 1, 4)?,
-                work: self
-                    .work
-                    .as_ref()
-                    .map(|w| seconds(w, "work", true))
-                    .transpose()?
-                    .unwrap_or(1.0),
-                runs: u32_opt(&self.runs, "runs", 0)?,
-            },
-            "cpu-hog" => WorkloadKind::CpuHog {
-                threads: match &self.threads {
-                    None => 1,
-                    Some(v) => match v.get_ref() {
-                        toml::Value::Integer(n) if (1..=i64::from(u32::MAX)).contains(n) => {
-                            *n as u32
-                        }
-                        other => {
-                            return Err((
-                                span_of(v),
-                                format!(
-                                    "threads must be a count of at least 1 here, found {}",
-                                    other
-                                ),
-                            ))
-                        }
-                    },
-                },
-            },
-            "pingpong" => WorkloadKind::Pingpong {
-                ipc: match &self.ipc {
-                    None => IpcKind::Msg,
-                    Some(v) => match word(v, "ipc", &["msg", "sem", "pipe"])? {
-                        "msg" => IpcKind::Msg,
-                        "sem" => IpcKind::Sem,
-                        _ => IpcKind::Pipe,
-                    },
-                },
-                pairs: u32_opt(&self.pairs, "pairs", 1)?,
-                pin: match &self.pin {
-                    None => Pin::Same,
-                    Some(v) => match word(v, "pin", &["same", "cross", "none"])? {
-                        "same" => Pin::Same,
-                        "cross" => Pin::Cross,
-                        _ => Pin::None,
-                    },
-                },
-                threads: self.threads_switch()?,
-            },
-            "msgbench" => WorkloadKind::Msgbench {
-                batches: u32_or(&self.batches, "batches", 1, 10)?,
-                queues: u32_opt(&self.queues, "queues", 1)?,
-            },
-            "command" => match &self.argv {
-                Some(a) if !a.get_ref().is_empty() && !a.get_ref()[0].is_empty() => {
-                    WorkloadKind::Command {
-                        argv: a.get_ref().clone(),
-                    }
-                }
-                Some(a) => {
-                    return Err((span_of(a), "argv must name a program to run".into()));
-                }
-                None => {
-                    return Err((
-                        span_of(&self.kind),
-                        "kind command needs argv = [\"program\", \"arg\", ...]".into(),
-                    ))
-                }
-            },
-            _ => unreachable!("kind words come from KINDS"),
-        })
-    }
-
     fn knobs(&self) -> Result<Knobs, Bad> {
         let policy = match &self.policy {
             None => Policy::Other,
@@ -607,14 +450,19 @@ impl WorkloadFile {
             },
         };
         let rt_priority = match (&self.rt_priority, policy.is_realtime()) {
-            (Some(v), true) => int_in(v, "rt_priority", 1, 99)? as u8,
+            (Some(v), true) => int_in(
+                v,
+                "rt_priority",
+                (*RT_PRIORITY.start()).into(),
+                (*RT_PRIORITY.end()).into(),
+            )? as u8,
             (Some(v), false) => {
                 return Err((
                     span_of(v),
                     "rt_priority applies only with policy \"fifo\" or \"rr\"".into(),
                 ))
             }
-            (None, true) => 1,
+            (None, true) => *RT_PRIORITY.start(),
             (None, false) => 0,
         };
         let placement = match &self.placement {
@@ -624,8 +472,13 @@ impl WorkloadFile {
                 "own-session" => Placement::OwnSession,
                 _ => Placement::Cgroup {
                     weight: match &self.cgroup_weight {
-                        Some(w) => int_in(w, "cgroup_weight", 1, 10_000)? as u32,
-                        None => 100,
+                        Some(w) => int_in(
+                            w,
+                            "cgroup_weight",
+                            (*CGROUP_WEIGHT.start()).into(),
+                            (*CGROUP_WEIGHT.end()).into(),
+                        )? as u32,
+                        None => DEFAULT_CGROUP_WEIGHT,
                     },
                 },
             },
@@ -676,7 +529,7 @@ impl WorkloadFile {
             nice: self
                 .nice
                 .as_ref()
-                .map(|v| int_in(v, "nice", -20, 19))
+                .map(|v| int_in(v, "nice", (*NICE.start()).into(), (*NICE.end()).into()))
                 .transpose()?
                 .unwrap_or(0) as i32,
             policy,
@@ -685,6 +538,111 @@ impl WorkloadFile {
             placement,
             cpu_quota,
         })
+    }
+}
+
+/// The kind's parameters from its table: each key checked by the registry's declaration of
+/// it, with the message every other source gives; keys of no kind, or of another kind, are
+/// refused where they stand.
+fn kind_params(
+    kind: &'static Kind,
+    table: &RawTable,
+    kind_span: Range<usize>,
+) -> Result<WorkloadKind, Bad> {
+    let mut entries: Vec<_> = table.iter().collect();
+    entries.sort_by_key(|(k, _)| k.span().start);
+    for (key, value) in entries {
+        let key_text = key.get_ref().as_str();
+        if COMMON_KEYS.contains(&key_text) || kind.params.iter().any(|p| p.key == key_text) {
+            continue;
+        }
+        if registry::KINDS
+            .iter()
+            .any(|k| k.params.iter().any(|p| p.key == key_text))
+        {
+            let takes = kind.keys();
+            let takes = if takes.is_empty() {
+                "no parameters".to_owned()
+            } else {
+                takes.join(", ")
+            };
+            return Err((
+                value.span(),
+                format!(
+                    "`{key_text}` does not apply to kind {} (it takes: {takes})",
+                    kind.word
+                ),
+            ));
+        }
+        let mut known: Vec<&str> = COMMON_KEYS.to_vec();
+        for p in registry::KINDS.iter().flat_map(|k| k.params) {
+            if !known.contains(&p.key) {
+                known.push(p.key);
+            }
+        }
+        return Err((key.span(), suggest(key_text, &known)));
+    }
+    let values = kind
+        .params
+        .iter()
+        .map(|p| match table.get(p.key) {
+            Some(v) => param_value(p, v.get_ref()).map_err(|m| (v.span(), m)),
+            None if matches!(p.ty, Ty::Words) => Err((
+                kind_span.clone(),
+                format!(
+                    "kind {} needs {} = [\"program\", \"arg\", ...]",
+                    kind.word, p.key
+                ),
+            )),
+            None => Ok(p.absent()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(kind.build(values))
+}
+
+/// One parameter's value as TOML wrote it, checked against its declaration.
+fn param_value(p: &Param, v: &toml::Value) -> Result<Value, String> {
+    let found = |want: &str| format!("{} must be {want}, found {v}", p.key);
+    match (&p.ty, v) {
+        (Ty::Count { .. }, toml::Value::Integer(n)) => {
+            p.check_count(*n).map(|n| Value::Count(Some(n)))
+        }
+        (
+            Ty::Count {
+                absent: Absent::Auto { word: Some(w), .. },
+                ..
+            },
+            toml::Value::String(s),
+        ) if s == w => Ok(Value::Count(None)),
+        (
+            Ty::Count {
+                absent: Absent::Auto { word: Some(w), .. },
+                ..
+            },
+            _,
+        ) => Err(found(&format!("an integer or \"{w}\""))),
+        (Ty::Count { .. }, _) => Err(found("an integer")),
+        (Ty::Amount { .. }, toml::Value::Float(x)) => p.check_amount(*x).map(Value::Amount),
+        (Ty::Amount { .. }, toml::Value::Integer(n)) => {
+            p.check_amount(*n as f64).map(Value::Amount)
+        }
+        (Ty::Amount { .. }, _) => Err(found("a number")),
+        (Ty::Switch, toml::Value::Boolean(b)) => Ok(Value::Switch(*b)),
+        (Ty::Switch, _) => Err(found("true or false")),
+        (Ty::Choice { .. }, toml::Value::String(s)) => p.check_word(s).map(Value::Word),
+        (Ty::Choice { words, .. }, _) => Err(found(&format!("one of: {}", words.join(", ")))),
+        (Ty::Words, toml::Value::Array(items)) => {
+            let words: Option<Vec<String>> = items
+                .iter()
+                .map(|i| i.as_str().map(str::to_owned))
+                .collect();
+            match words {
+                Some(w) if w.first().is_some_and(|w0| !w0.is_empty()) => Ok(Value::Words(w)),
+                Some(_) => Err(format!("{} must name a program to run", p.key)),
+                None => Err(found("a list of strings")),
+            }
+        }
+        (Ty::Words, _) => Err(found("a list of strings")),
     }
 }
 
@@ -703,38 +661,7 @@ pub fn scenario_demand(scenario: &Scenario) -> Demand {
     scenario
         .workloads
         .iter()
-        .map(|w| match &w.kind {
-            WorkloadKind::Chat { rooms, .. } => {
-                Demand::threads(*rooms as u64 * limits::THREADS_PER_ROOM * 2)
-            }
-            WorkloadKind::Hackbench {
-                groups,
-                fds,
-                threads,
-                ..
-            } => {
-                let n = *groups as u64 * *fds as u64 * 2;
-                if *threads {
-                    Demand::threads(n)
-                } else {
-                    Demand::processes(n)
-                }
-            }
-            WorkloadKind::ForkLoad { forkers } => {
-                Demand::processes(2 * forkers.unwrap_or(1) as u64)
-            }
-            WorkloadKind::RefJob { jobs, .. } => Demand::processes(*jobs as u64 + 1),
-            WorkloadKind::CpuHog { threads } => Demand::threads(*threads as u64),
-            WorkloadKind::Pingpong { pairs, threads, .. } => {
-                let n = 2 * pairs.map_or(cpus, u64::from);
-                if *threads {
-                    Demand::threads(n)
-                } else {
-                    Demand::processes(n)
-                }
-            }
-            WorkloadKind::Msgbench { .. } | WorkloadKind::Command { .. } => Demand::processes(1),
-        })
+        .map(|w| w.kind.demand(cpus))
         .fold(Demand::default(), Demand::plus)
 }
 

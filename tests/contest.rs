@@ -130,7 +130,7 @@ fn bad_input_is_one_line() {
             &["contest", "--load", "bogus"][..],
             "unknown load \"bogus\"",
         ),
-        (&["contest", "--work", "0"][..], "--work must be a positive"),
+        (&["contest", "--work", "0"][..], "work must be more than 0"),
         (&["contest", "--lead=-1"][..], "--lead must be"),
     ] {
         let out = run(args);
@@ -149,8 +149,8 @@ fn ref_job_does_exactly_its_units() {
     assert!(t.contains("= 25 units in 3 chunks"), "{t}");
     assert_eq!(t.matches("units: 25\n").count(), 2, "{t}");
     for (args, says) in [
-        (&["ref-job", "-j", "0"][..], "-j must be at least 1"),
-        (&["ref-job", "--work=-1"][..], "--work must be a positive"),
+        (&["ref-job", "-j", "0"][..], "jobs must be at least 1"),
+        (&["ref-job", "--work=-1"][..], "work must be more than 0"),
         (&["ref-job", "--work", "0.0001"][..], "less than one unit"),
     ] {
         let out = run(args);

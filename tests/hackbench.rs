@@ -93,7 +93,7 @@ fn bad_input_is_one_line_and_nonzero() {
         (&["hackbench", "-g", "0"][..], "groups must be at least 1"),
         (&["hackbench", "0"][..], "groups must be at least 1"),
         (&["hackbench", "-l", "0"][..], "loops must be at least 1"),
-        (&["hackbench", "-s", "0"][..], "datasize must be 1..="),
+        (&["hackbench", "-s", "0"][..], "datasize must be at least 1"),
         (&["hackbench", "-s", "1000000", "-p"][..], "one pipe buffer"),
         (&["hackbench", "-f", "0"][..], "fds must be at least 1"),
     ] {

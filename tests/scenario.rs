@@ -190,7 +190,10 @@ fn out_of_range_values_are_refused() {
     assert!(e.message.contains("rooms must be at least 1"), "{e}");
     let e = err("[[workload]]\nkind = \"chat\"\nmessages = 40000\n");
     assert_eq!((e.line, e.column), (3, 12), "{e}");
-    assert!(e.message.contains("messages must be 1..=32767"), "{e}");
+    assert!(
+        e.message.contains("messages must be between 1 and 32767"),
+        "{e}"
+    );
     assert!(e.message.contains("semaphore"), "{e}");
     let e = err("[[workload]]\nkind = \"cpu-hog\"\nrt_priority = 5\n");
     assert!(e.message.contains("only with policy"), "{e}");
@@ -216,4 +219,37 @@ fn structural_mistakes_are_clear() {
 fn loading_a_missing_file_names_it() {
     let e = Scenario::load(std::path::Path::new("/nonexistent/s.toml")).unwrap_err();
     assert!(format!("{e:#}").contains("cannot read scenario /nonexistent/s.toml"));
+}
+
+#[test]
+fn presets_open_by_name_wherever_a_scenario_is_taken() {
+    for (name, _) in PRESETS {
+        let (s, origin) = Scenario::open(name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        assert_eq!(s.name, *name);
+        assert_eq!(origin, Some(format!("assets/scenarios/{name}.toml")));
+        let (s, _) = Scenario::open(&format!("{name}.toml")).unwrap();
+        assert_eq!(s.name, *name);
+    }
+    let e = Scenario::open("no-such-preset").unwrap_err().to_string();
+    assert!(e.contains("presets: contest-fork-load"), "{e}");
+}
+
+/// `schedlab tui chat-30x1000` finds the preset as `run` does: without a terminal it gets as
+/// far as asking for one, where a missing scenario would have been refused first.
+#[test]
+fn tui_opens_a_preset_by_name() {
+    let tui = |arg: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(["tui", arg])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = tui("chat-30x1000");
+    assert!(err.contains("the dashboard needs a terminal"), "{err}");
+    let err = tui("no-such-preset");
+    assert!(err.contains("no preset of that name"), "{err}");
 }

@@ -279,7 +279,7 @@ fn a_bad_parameter_keeps_the_form_open_with_the_reason() {
         panic!("form closed")
     };
     assert!(
-        form.error.as_deref().unwrap().contains("groups: `4x`"),
+        form.error.as_deref().unwrap().contains("groups: `10x`"),
         "{:?}",
         form.error
     );

@@ -14,16 +14,15 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::probe::{Probe, ProbeConfig, Target};
-use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running};
-use crate::workload::kind::{IpcKind, Pin, WorkloadKind};
+use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running, NICE};
+use crate::workload::kind::WorkloadKind;
 use crate::workload::refjob::children_cpu;
+use crate::workload::registry::{self, REF_JOB};
 
 /// Arguments of `schedlab contest`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// A load to run the job under (repeatable): fork_load, hackbench, chat, msg_pingpong,
-    /// sem_pingpong, pipe_pingpong, cpu_hog. The job always runs with no load first.
-    #[arg(long = "load", value_name = "NAME")]
+    #[arg(long = "load", value_name = "NAME", help = load_help())]
     pub loads: Vec<String>,
     /// Runs of the job per load, averaged.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -31,17 +30,26 @@ pub struct Args {
     /// Any command as the job, run with `sh -c` in its own process group.
     #[arg(long, value_name = "CMD", conflicts_with_all = ["jobs", "work"])]
     pub job: Option<String>,
-    /// Workers of the built-in reference job (make's -j).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    /// The built-in reference job's workers: ref-job's `jobs`, as the registry declares it.
+    #[arg(
+        long,
+        default_value_t = REF_JOB.param("jobs").default_count(),
+        help = REF_JOB.param("jobs").cli_help()
+    )]
     pub jobs: u32,
-    /// Work of the built-in reference job (1.0 takes about 10 s with -j4 on 2 CPUs).
-    #[arg(long, default_value_t = 1.0)]
+    /// The built-in reference job's work: ref-job's `work`.
+    #[arg(
+        long,
+        default_value_t = REF_JOB.param("work").default_amount(),
+        help = REF_JOB.param("work").cli_help()
+    )]
     pub work: f64,
     /// Seconds each load runs before the job starts.
     #[arg(long, default_value_t = 3.0)]
     pub lead: f64,
     /// Nice value of the loads (-20..19; below 0 needs root). The job runs at nice 0.
-    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32)
+        .range(i64::from(*NICE.start())..=i64::from(*NICE.end())))]
     pub nice: Option<i32>,
     /// Start each load in a session of its own (setsid), so in its own autogroup when
     /// autogroup is on; by default loads share the job's session.
@@ -49,41 +57,22 @@ pub struct Args {
     pub own_session: bool,
 }
 
-/// A load contest knows by name.
+/// A load contest knows by name (the registry's contest loads).
 pub fn load_kind(name: &str) -> Result<WorkloadKind> {
-    let pingpong = |ipc| WorkloadKind::Pingpong {
-        ipc,
-        pairs: None,
-        pin: Pin::None,
-        threads: false,
-    };
-    Ok(match name {
-        "fork_load" => WorkloadKind::ForkLoad { forkers: None },
-        "hackbench" => WorkloadKind::Hackbench {
-            groups: 10,
-            loops: 100,
-            datasize: 100,
-            fds: 20,
-            pipe: false,
-            threads: false,
-            runs: Some(0),
-        },
-        "chat" => WorkloadKind::Chat {
-            rooms: 10,
-            messages: 100,
-            runs: None,
-        },
-        "msg_pingpong" => pingpong(IpcKind::Msg),
-        "sem_pingpong" => pingpong(IpcKind::Sem),
-        "pipe_pingpong" => pingpong(IpcKind::Pipe),
-        "cpu_hog" => WorkloadKind::CpuHog {
-            threads: supervisor::online_cpus() as u32,
-        },
-        _ => bail!(
-            "unknown load {name:?}: use fork_load, hackbench, chat, msg_pingpong, \
-             sem_pingpong, pipe_pingpong or cpu_hog"
-        ),
+    registry::contest_load(name).ok_or_else(|| {
+        let names: Vec<&str> = registry::contest_loads().map(|(_, l)| l.name).collect();
+        let (last, rest) = names.split_last().expect("contest has loads");
+        anyhow::anyhow!("unknown load {name:?}: use {} or {last}", rest.join(", "))
     })
+}
+
+/// `--load`'s help: the names, from the registry.
+fn load_help() -> String {
+    let names: Vec<&str> = registry::contest_loads().map(|(_, l)| l.name).collect();
+    format!(
+        "A load to run the job under (repeatable): {}. The job always runs with no load first",
+        names.join(", ")
+    )
 }
 
 /// One row of the table, averaged over its runs.
@@ -133,14 +122,21 @@ pub fn main(args: Args) -> Result<()> {
     let job = match &args.job {
         Some(cmd) => Program::Command(vec!["sh".into(), "-c".into(), cmd.clone()]),
         None => {
+            REF_JOB
+                .param("jobs")
+                .check_count(i64::from(args.jobs))
+                .map_err(anyhow::Error::msg)?;
+            REF_JOB
+                .param("work")
+                .check_amount(args.work)
+                .map_err(anyhow::Error::msg)?;
             crate::workload::refjob::units_for(args.work)?;
-            Program::SelfExe(vec![
-                "ref-job".into(),
-                "-j".into(),
-                args.jobs.to_string(),
-                "--work".into(),
-                args.work.to_string(),
-            ])
+            WorkloadKind::RefJob {
+                jobs: args.jobs,
+                work: args.work,
+                runs: None,
+            }
+            .program()
         }
     };
     crate::sys::lifeline::on_exit(kill_tracked);

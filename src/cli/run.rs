@@ -4,7 +4,7 @@
 //! metrics while it runs.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -16,8 +16,7 @@ use crate::record::atomic::AtomicFile;
 use crate::record::metrics::MetricsServer;
 use crate::record::recording::{kernel_release, Header, RecordingWriter};
 use crate::record::results::{Host, RunResults, ScenarioInfo};
-use crate::scenario::{Scenario, PRESETS};
-use crate::workload::kind::WorkloadKind;
+use crate::scenario::Scenario;
 
 /// Arguments of `schedlab run`.
 #[derive(clap::Args, Debug)]
@@ -90,36 +89,9 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A scenario file, or a preset by name.
+/// A scenario file, or a preset by name ([`Scenario::open`], as `tui` takes it too).
 pub fn load_scenario(arg: &str) -> Result<(Scenario, Option<String>)> {
-    let path = Path::new(arg);
-    if path.exists() {
-        return Ok((Scenario::load(path)?, Some(arg.to_owned())));
-    }
-    let stem = arg.strip_suffix(".toml").unwrap_or(arg);
-    if let Some((name, src)) = PRESETS.iter().find(|(n, _)| *n == stem) {
-        let origin = format!("assets/scenarios/{name}.toml");
-        return Ok((Scenario::from_toml(src, &origin)?, Some(origin)));
-    }
-    let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
-    bail!(
-        "no scenario file `{arg}`, and no preset of that name (presets: {})",
-        names.join(", ")
-    )
-}
-
-/// Whether a workload ends by itself.
-pub fn ends_by_itself(kind: &WorkloadKind) -> bool {
-    match kind {
-        WorkloadKind::Chat { runs, .. } => matches!(runs, Some(n) if *n > 0),
-        WorkloadKind::Hackbench { runs, .. } | WorkloadKind::RefJob { runs, .. } => {
-            runs != &Some(0)
-        }
-        WorkloadKind::Msgbench { .. } | WorkloadKind::Command { .. } => true,
-        WorkloadKind::ForkLoad { .. }
-        | WorkloadKind::CpuHog { .. }
-        | WorkloadKind::Pingpong { .. } => false,
-    }
+    Scenario::open(arg)
 }
 
 /// How long each repeat may last: the flag, the scenario's, or until its workloads end.
@@ -129,7 +101,7 @@ fn repeat_limit(sc: &Scenario, flag: Option<f64>) -> Result<Option<f64>> {
         if let Some(w) = sc
             .workloads
             .iter()
-            .find(|w| w.duration.is_none() && !ends_by_itself(&w.kind))
+            .find(|w| w.duration.is_none() && !w.kind.ends_by_itself())
         {
             bail!(
                 "scenario {} has no duration and workload {} runs until stopped: give --duration",

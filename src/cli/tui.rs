@@ -1,22 +1,23 @@
 //! `schedlab tui`: the dashboard on a scenario file (the built-in default when none is given),
 //! driving the live Lab.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::engine::Backend;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, INTERVAL_MS};
 
 /// Arguments of `schedlab tui`.
 #[derive(clap::Args, Debug, Default)]
 pub struct TuiArgs {
-    /// A scenario file (TOML). Without one: contest's fork_load against a -j4 reference job,
-    /// in one session.
-    pub scenario: Option<PathBuf>,
+    /// A scenario file (TOML), or the name of a preset in assets/scenarios (e.g.
+    /// chat-30x1000). Without one: contest's fork_load against a -j4 reference job, in one
+    /// session.
+    pub scenario: Option<String>,
     /// Sampling interval in milliseconds, 100 to 10000 (default: the scenario's).
-    #[arg(short, long, value_parser = clap::value_parser!(u64).range(100..=10_000))]
+    #[arg(short, long, value_parser = clap::value_parser!(u64)
+        .range(*INTERVAL_MS.start()..=*INTERVAL_MS.end()))]
     pub interval: Option<u64>,
     /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
     #[arg(long, value_name = "SECS", value_parser = crate::cli::run::verdict_window)]
@@ -29,7 +30,7 @@ pub struct TuiArgs {
 pub fn main(args: TuiArgs) -> Result<()> {
     let mut scenario = match &args.scenario {
         None => Scenario::builtin_default(),
-        Some(path) => Scenario::load(path)?,
+        Some(arg) => Scenario::open(arg)?.0,
     };
     if args.verdict_window.is_some() {
         scenario.verdict_window = args.verdict_window;

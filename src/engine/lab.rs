@@ -50,7 +50,7 @@ struct Entry {
     running: Option<Running>,
     /// When it must be stopped (start + duration).
     stop_at: Option<Instant>,
-    /// A cgroup to account it exactly (set by whoever placed it there).
+    /// A cgroup to account it exactly: its own, learnt when it starts.
     cgroup: Option<PathBuf>,
     /// An existing process the user named (not started by us): pid and pgid.
     attached: Option<(u32, u32)>,
@@ -387,6 +387,9 @@ fn start(e: &mut Entry) -> Result<()> {
     match supervisor::spawn(&spec) {
         Ok(run) => {
             e.last_pid = Some(run.pid);
+            // A workload placed in a cgroup of its own is accounted by it (exact CPU time, its
+            // weight in the model), whoever started it: the dashboard, run, a start delay.
+            e.cgroup = run.cgroup().map(|g| g.dir().to_path_buf());
             e.stop_at = e
                 .decl
                 .duration

@@ -1,4 +1,4 @@
-//! The live Backend: the Lab with live knobs and cgroup placement wired in, and the registry
+//! The live Backend: the Lab with live knobs wired in, and the registry
 //! of live process groups and cgroups that the exit hook kills when the dashboard is ended by
 //! a signal or a panic.
 
@@ -50,18 +50,15 @@ pub(super) fn publish_live(backend: &dyn Backend) {
     }
 }
 
-/// The real engine: the Lab, with live knobs and cgroup placement wired in.
+/// The real engine: the Lab, with live knobs wired in. The Lab itself learns a workload's
+/// cgroup when it starts it, so `run` (which drives the Lab directly) accounts it the same.
 impl Backend for Lab {
     fn add(&mut self, decl: WorkloadDecl) -> Result<u32> {
-        let id = Lab::add(self, decl)?;
-        sync_cgroup(self, id);
-        Ok(id)
+        Lab::add(self, decl)
     }
 
     fn restart(&mut self, id: u32) -> Result<()> {
-        let r = Lab::restart(self, id);
-        sync_cgroup(self, id);
-        r
+        Lab::restart(self, id)
     }
 
     fn stop(&mut self, id: u32) -> Result<()> {
@@ -95,13 +92,11 @@ impl Backend for Lab {
             if let Err(e) = Lab::restart(self, id) {
                 set_decl_knobs(self, id, old);
                 let back = Lab::restart(self, id);
-                sync_cgroup(self, id);
                 return Err(e.context(match back {
                     Ok(()) => format!("{name}: kept its old placement"),
                     Err(_) => format!("{name}: could not restart it"),
                 }));
             }
-            sync_cgroup(self, id);
             return Ok(format!(
                 "{name}: restarted in {}",
                 crate::supervisor::knobs::placement_words(&knobs.placement)
@@ -153,13 +148,4 @@ fn set_decl_knobs(lab: &mut Lab, id: u32, knobs: Knobs) {
     if let Some(d) = lab.decl_mut(id) {
         d.knobs = knobs;
     }
-}
-
-/// Tells the probe where a workload's own cgroup is (exact accounting, its weight).
-fn sync_cgroup(lab: &mut Lab, id: u32) {
-    let dir = lab
-        .running(id)
-        .and_then(|r| r.cgroup())
-        .map(|g| g.dir().to_path_buf());
-    lab.set_cgroup(id, dir);
 }

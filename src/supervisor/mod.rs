@@ -62,6 +62,13 @@ pub enum Placement {
     Cgroup { weight: u32 },
 }
 
+/// The knobs' limits, stated once for scenario files, the knob editor and the launch.
+pub const NICE: std::ops::RangeInclusive<i32> = -20..=19;
+pub const RT_PRIORITY: std::ops::RangeInclusive<u8> = 1..=99;
+pub const CGROUP_WEIGHT: std::ops::RangeInclusive<u32> = 1..=10_000;
+/// The weight of a cgroup when none is given (cgroup v2's default).
+pub const DEFAULT_CGROUP_WEIGHT: u32 = 100;
+
 /// The knobs set on a workload before it starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Knobs {
@@ -234,53 +241,22 @@ fn kill_group(pgid: u32, sig: libc::c_int) {
 
 /// Starts a workload in a process group of its own, with its knobs applied before exec.
 pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
-    if spec.knobs.policy.is_realtime() && !(1..=99).contains(&spec.knobs.rt_priority) {
+    if spec.knobs.policy.is_realtime() && !RT_PRIORITY.contains(&spec.knobs.rt_priority) {
         bail!(
             "{}: real-time priority must be 1..99, not {}",
             spec.name,
             spec.knobs.rt_priority
         );
     }
-    let cgroup = match spec.knobs.placement {
-        Placement::Cgroup { weight } => {
-            let mut g = WorkloadCgroup::create(&spec.name, weight).with_context(|| {
-                format!("{}: cannot place it in a cgroup of its own", spec.name)
-            })?;
-            if spec.knobs.cpu_quota.is_some() {
-                g.set_quota(spec.knobs.cpu_quota)?;
-            }
-            Some(g)
-        }
-        _ if spec.knobs.cpu_quota.is_some() => bail!(
-            "{}: a CPU quota needs a cgroup of its own (placement cgroup)",
-            spec.name
-        ),
-        _ => None,
-    };
+    let cgroup = own_cgroup(spec)?;
     let cgroup_procs = match &cgroup {
         Some(g) => g.open_procs()?,
         None => Vec::new(),
     };
-    let cgroup_fds = cgroup::raw(&cgroup_procs);
     let counters = CounterRegion::create(counters::DEFAULT_CAPACITY)?;
     let (lifeline_r, lifeline_w) = pipe_cloexec()?;
 
-    let mut cmd = match &spec.program {
-        Program::SelfExe(args) => {
-            let exe = std::env::current_exe().context("finding the schedlab binary")?;
-            let mut c = Command::new(exe);
-            c.args(args);
-            c
-        }
-        Program::Command(argv) => {
-            let Some((first, rest)) = argv.split_first() else {
-                bail!("{}: empty command", spec.name);
-            };
-            let mut c = Command::new(first);
-            c.args(rest);
-            c
-        }
-    };
+    let mut cmd = command(spec)?;
     cmd.env(counters::ENV_FD, counters.raw_fd().to_string())
         .env(ENV_LIFELINE_FD, lifeline_r.as_raw_fd().to_string())
         .stdin(Stdio::null());
@@ -290,66 +266,22 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
 
-    let keep_fds = [counters.raw_fd(), lifeline_r.as_raw_fd()];
-    let lifeline_fd = lifeline_r.as_raw_fd();
-    let own_session = spec.knobs.placement == Placement::OwnSession;
-    let nice = spec.knobs.nice;
-    let policy = spec.knobs.policy;
-    let rt_priority = spec.knobs.rt_priority;
-    let cpuset = spec.knobs.affinity.as_deref().map(cpu_set).transpose()?;
-
-    // Runs in the child between fork and exec: only async-signal-safe calls, no allocation.
+    let setup = ChildSetup {
+        own_session: spec.knobs.placement == Placement::OwnSession,
+        cgroup_fds: cgroup::raw(&cgroup_procs),
+        keep_fds: [counters.raw_fd(), lifeline_r.as_raw_fd()],
+        lifeline_fd: lifeline_r.as_raw_fd(),
+        nice: spec.knobs.nice,
+        policy: spec.knobs.policy,
+        rt_priority: spec.knobs.rt_priority,
+        cpuset: spec.knobs.affinity.as_deref().map(cpu_set).transpose()?,
+    };
+    let (policy, nice, pinned) = (setup.policy, setup.nice, setup.cpuset.is_some());
+    // SAFETY: the closure runs in the child between fork and exec and does only what
+    // ChildSetup::in_child does: async-signal-safe system calls on values prepared here, no
+    // allocation, no lock.
     unsafe {
-        cmd.pre_exec(move || {
-            if own_session {
-                if libc::setsid() < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::setpgid(0, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // Join its cgroup before exec, so not one instruction of it runs outside.
-            cgroup::join_from_child(&cgroup_fds)?;
-            // Second line of defence: the parent thread's death sends SIGTERM.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-            if libc::getppid() == 1 {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            for fd in keep_fds {
-                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            // The lifeline: when the supervisor (the only writer) is gone, the kernel signals
-            // the reader. F_SETSIG makes that signal SIGTERM, so it works for any program.
-            if libc::fcntl(lifeline_fd, libc::F_SETOWN, libc::getpid()) < 0
-                || libc::fcntl(lifeline_fd, F_SETSIG, libc::SIGTERM) < 0
-                || libc::fcntl(lifeline_fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) < 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if nice != 0 && libc::setpriority(libc::PRIO_PROCESS, 0, nice) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if policy != Policy::Other {
-                let param = libc::sched_param {
-                    sched_priority: if policy.is_realtime() {
-                        rt_priority as i32
-                    } else {
-                        0
-                    },
-                };
-                if libc::sched_setscheduler(0, policy.as_libc(), &param) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            if let Some(set) = &cpuset {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || setup.in_child());
     }
 
     let child = cmd.spawn().map_err(|err| {
@@ -358,7 +290,7 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
                 "{}: not permitted to set {:?} policy / nice {} (needs root or CAP_SYS_NICE)",
                 spec.name, policy, nice
             ),
-            Some(libc::EINVAL) if cpuset.is_some() => {
+            Some(libc::EINVAL) if pinned => {
                 format!("{}: CPU affinity names no usable CPU", spec.name)
             }
             _ => format!("{}: cannot start {:?}", spec.name, spec.program),
@@ -377,6 +309,120 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
         _lifeline: lifeline_w,
         cgroup,
     })
+}
+
+/// The workload's own cgroup, when its placement asks for one.
+fn own_cgroup(spec: &LaunchSpec) -> Result<Option<WorkloadCgroup>> {
+    match spec.knobs.placement {
+        Placement::Cgroup { weight } => {
+            let mut g = WorkloadCgroup::create(&spec.name, weight).with_context(|| {
+                format!("{}: cannot place it in a cgroup of its own", spec.name)
+            })?;
+            if spec.knobs.cpu_quota.is_some() {
+                g.set_quota(spec.knobs.cpu_quota)?;
+            }
+            Ok(Some(g))
+        }
+        _ if spec.knobs.cpu_quota.is_some() => bail!(
+            "{}: a CPU quota needs a cgroup of its own (placement cgroup)",
+            spec.name
+        ),
+        _ => Ok(None),
+    }
+}
+
+/// The command its program runs: this binary with a subcommand, or any program.
+fn command(spec: &LaunchSpec) -> Result<Command> {
+    Ok(match &spec.program {
+        Program::SelfExe(args) => {
+            let exe = std::env::current_exe().context("finding the schedlab binary")?;
+            let mut c = Command::new(exe);
+            c.args(args);
+            c
+        }
+        Program::Command(argv) => {
+            let Some((first, rest)) = argv.split_first() else {
+                bail!("{}: empty command", spec.name);
+            };
+            let mut c = Command::new(first);
+            c.args(rest);
+            c
+        }
+    })
+}
+
+/// What the child does to itself between fork and exec: its session or process group, its
+/// cgroup, the lifeline, the descriptors it keeps, its nice value, policy and CPUs.
+struct ChildSetup {
+    own_session: bool,
+    cgroup_fds: Vec<std::os::fd::RawFd>,
+    keep_fds: [std::os::fd::RawFd; 2],
+    lifeline_fd: std::os::fd::RawFd,
+    nice: i32,
+    policy: Policy,
+    rt_priority: u8,
+    cpuset: Option<libc::cpu_set_t>,
+}
+
+impl ChildSetup {
+    /// Runs in the child between fork and exec: only async-signal-safe calls, no allocation.
+    fn in_child(&self) -> std::io::Result<()> {
+        let fail = || Err(std::io::Error::last_os_error());
+        // SAFETY: each call is an async-signal-safe system call on this process or on
+        // descriptors it owns; the pointers passed (`param`, `set`) point to live values.
+        unsafe {
+            if self.own_session {
+                if libc::setsid() < 0 {
+                    return fail();
+                }
+            } else if libc::setpgid(0, 0) < 0 {
+                return fail();
+            }
+            // Join its cgroup before exec, so not one instruction of it runs outside.
+            cgroup::join_from_child(&self.cgroup_fds)?;
+            // Second line of defence: the parent thread's death sends SIGTERM.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            for fd in self.keep_fds {
+                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                    return fail();
+                }
+            }
+            // The lifeline: when the supervisor (the only writer) is gone, the kernel signals
+            // the reader. F_SETSIG makes that signal SIGTERM, so it works for any program.
+            let fd = self.lifeline_fd;
+            if libc::fcntl(fd, libc::F_SETOWN, libc::getpid()) < 0
+                || libc::fcntl(fd, F_SETSIG, libc::SIGTERM) < 0
+                || libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) < 0
+            {
+                return fail();
+            }
+            if self.nice != 0 && libc::setpriority(libc::PRIO_PROCESS, 0, self.nice) < 0 {
+                return fail();
+            }
+            if self.policy != Policy::Other {
+                let param = libc::sched_param {
+                    sched_priority: if self.policy.is_realtime() {
+                        i32::from(self.rt_priority)
+                    } else {
+                        0
+                    },
+                };
+                if libc::sched_setscheduler(0, self.policy.as_libc(), &param) < 0 {
+                    return fail();
+                }
+            }
+            if let Some(set) = &self.cpuset {
+                let size = std::mem::size_of::<libc::cpu_set_t>();
+                if libc::sched_setaffinity(0, size, set) < 0 {
+                    return fail();
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// fcntl's F_SETSIG (Linux), missing from the libc crate.

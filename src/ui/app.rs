@@ -49,13 +49,10 @@ pub struct WorkloadView {
 }
 
 impl WorkloadView {
+    /// Whether it ends by itself (so looping it means something): the registry's answer,
+    /// the same `run` gives.
     pub fn finite(&self) -> bool {
-        use crate::workload::kind::WorkloadKind as K;
-        match &self.decl.kind {
-            K::Chat { .. } | K::Msgbench { .. } | K::Command { .. } => true,
-            K::Hackbench { runs, .. } | K::RefJob { runs, .. } => *runs != Some(0),
-            _ => false,
-        }
+        self.decl.kind.ends_by_itself()
     }
 }
 

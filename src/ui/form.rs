@@ -1,6 +1,8 @@
 //! A small form: labelled fields edited in place (text, a choice among words, a toggle).
 //! Used by the picker for a new workload's parameters and by the knob editor.
 
+use std::borrow::Cow;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,7 +22,7 @@ pub struct Field {
     pub label: &'static str,
     pub value: Value,
     /// One line shown under the form while this field has the focus.
-    pub hint: &'static str,
+    pub hint: Cow<'static, str>,
 }
 
 impl Field {
@@ -28,13 +30,13 @@ impl Field {
         key: &'static str,
         label: &'static str,
         value: impl Into<String>,
-        hint: &'static str,
+        hint: impl Into<Cow<'static, str>>,
     ) -> Self {
         Field {
             key,
             label,
             value: Value::Text(value.into()),
-            hint,
+            hint: hint.into(),
         }
     }
 
@@ -43,7 +45,7 @@ impl Field {
         label: &'static str,
         options: &[&'static str],
         selected: &str,
-        hint: &'static str,
+        hint: impl Into<Cow<'static, str>>,
     ) -> Self {
         Field {
             key,
@@ -52,16 +54,21 @@ impl Field {
                 options: options.to_vec(),
                 index: options.iter().position(|o| *o == selected).unwrap_or(0),
             },
-            hint,
+            hint: hint.into(),
         }
     }
 
-    pub fn toggle(key: &'static str, label: &'static str, on: bool, hint: &'static str) -> Self {
+    pub fn toggle(
+        key: &'static str,
+        label: &'static str,
+        on: bool,
+        hint: impl Into<Cow<'static, str>>,
+    ) -> Self {
         Field {
             key,
             label,
             value: Value::Toggle(on),
-            hint,
+            hint: hint.into(),
         }
     }
 
@@ -203,8 +210,8 @@ impl Form {
         }
     }
 
-    pub fn focused_hint(&self) -> &'static str {
-        self.fields.get(self.focus).map_or("", |f| f.hint)
+    pub fn focused_hint(&self) -> &str {
+        self.fields.get(self.focus).map_or("", |f| &f.hint)
     }
 }
 

@@ -4,165 +4,72 @@
 
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::knobs::{format_cpu_list, parse_cpu_list, policy_name};
-use crate::supervisor::{Knobs, Placement, Policy};
-use crate::workload::kind::{IpcKind, Pin, WorkloadKind};
+use crate::supervisor::{
+    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
+};
+use crate::workload::kind::WorkloadKind;
+use crate::workload::registry::{self, Absent, Ends, Kind, Param, Pick, Ty, Value};
 
 use super::form::{Field, Form};
 
-/// One line of the picker.
+/// One line of the picker: a kind of the registry, with some parameters fixed (ping-pong's
+/// IPC), by its place in [`registry::picks`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Template {
-    Chat,
-    Hackbench,
-    ForkLoad,
-    RefJob,
-    CpuHog,
-    Pingpong(IpcKind),
-    Msgbench,
-    Command,
-}
+pub struct Template(usize);
 
-pub const TEMPLATES: [Template; 10] = [
-    Template::Chat,
-    Template::Hackbench,
-    Template::ForkLoad,
-    Template::RefJob,
-    Template::CpuHog,
-    Template::Pingpong(IpcKind::Msg),
-    Template::Pingpong(IpcKind::Sem),
-    Template::Pingpong(IpcKind::Pipe),
-    Template::Msgbench,
-    Template::Command,
-];
+/// Every line of the picker, in order (the registry's picks; a test checks the count).
+pub const TEMPLATES: [Template; 10] = {
+    let mut all = [Template(0); 10];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = Template(i);
+        i += 1;
+    }
+    all
+};
 
 impl Template {
+    fn pick(self) -> (&'static Kind, &'static Pick) {
+        registry::picks()
+            .nth(self.0)
+            .expect("TEMPLATES has one entry per registry pick")
+    }
+
+    /// The kind it starts.
+    pub fn kind(self) -> &'static Kind {
+        self.pick().0
+    }
+
     pub fn label(self) -> &'static str {
-        match self {
-            Template::Chat => "chat",
-            Template::Hackbench => "hackbench",
-            Template::ForkLoad => "fork_load",
-            Template::RefJob => "reference job",
-            Template::CpuHog => "CPU hog",
-            Template::Pingpong(IpcKind::Msg) => "msg ping-pong",
-            Template::Pingpong(IpcKind::Sem) => "sem ping-pong",
-            Template::Pingpong(IpcKind::Pipe) => "pipe ping-pong",
-            Template::Msgbench => "msgbench",
-            Template::Command => "any command",
-        }
+        self.pick().1.label
     }
 
     pub fn about(self) -> &'static str {
-        match self {
-            Template::Chat => "chatroom benchmark: 20 users per room over loopback TCP",
-            Template::Hackbench => "groups of 20 senders x 20 receivers over sockets or pipes",
-            Template::ForkLoad => "contest's fork_load: fork, exec nil, wait, repeat",
-            Template::RefJob => "fixed parallel CPU work standing in for make -j4",
-            Template::CpuHog => "threads that only spin",
-            Template::Pingpong(IpcKind::Msg) => "pairs passing a token over SysV message queues",
-            Template::Pingpong(IpcKind::Sem) => "pairs passing a token over SysV semaphores",
-            Template::Pingpong(IpcKind::Pipe) => "pairs passing a token over pipes",
-            Template::Msgbench => "timed batches of msgget/msgsnd/msgctl over many queues",
-            Template::Command => "any program, e.g. make -j4 (looked up in PATH)",
-        }
+        self.pick().1.about
     }
 
     /// Finite runs can loop: restart when they finish.
     pub fn finite(self) -> bool {
-        matches!(
-            self,
-            Template::Chat
-                | Template::Hackbench
-                | Template::RefJob
-                | Template::Msgbench
-                | Template::Command
-        )
+        self.kind().ends != Ends::Never
     }
 
-    /// The picker's form for this kind: its parameters with sensible defaults, then the knobs.
-    pub fn form(self, cpus: usize) -> Form {
-        let cpus_s = cpus.to_string();
+    /// The parameters the form asks for: the kind's, less those the pick fixes.
+    fn asked(self) -> impl Iterator<Item = &'static Param> {
+        let (kind, pick) = self.pick();
+        kind.params
+            .iter()
+            .filter(move |p| !pick.fixed.iter().any(|(k, _)| *k == p.key))
+    }
+
+    /// The picker's form for this kind: its parameters with their defaults, then the knobs.
+    pub fn form(self, _cpus: usize) -> Form {
         let mut fields = vec![Field::text(
             "name",
             "name",
             "",
             "empty: the kind's name (made unique)",
         )];
-        match self {
-            Template::Chat => fields.extend([
-                Field::text(
-                    "rooms",
-                    "rooms",
-                    "10",
-                    "20 users per room: 10 rooms = 400 client threads",
-                ),
-                Field::text("messages", "messages", "100", "messages each user sends"),
-                Field::text("runs", "runs", "1", "0 = repeat until stopped"),
-            ]),
-            Template::Hackbench => fields.extend([
-                Field::text(
-                    "groups",
-                    "groups",
-                    "4",
-                    "each group: 20 senders and 20 receivers",
-                ),
-                Field::text(
-                    "loops",
-                    "loops",
-                    "100",
-                    "messages each sender sends to each receiver",
-                ),
-                Field::text("datasize", "data size", "100", "bytes per message"),
-                Field::text("fds", "fds", "20", "senders (and receivers) per group"),
-                Field::toggle("pipe", "pipes", false, "pipes instead of UNIX sockets"),
-                Field::toggle("threads", "threads", false, "threads instead of processes"),
-                Field::text("runs", "runs", "1", "0 = repeat until stopped"),
-            ]),
-            Template::ForkLoad => fields.push(Field::text(
-                "forkers",
-                "forkers",
-                "1",
-                "parallel fork loops (contest's default is the CPU count)",
-            )),
-            Template::RefJob => fields.extend([
-                Field::text("jobs", "jobs", "4", "parallel workers, like make -j"),
-                Field::text(
-                    "work",
-                    "work",
-                    "1.0",
-                    "CPU-seconds of work per worker and run",
-                ),
-                Field::text("runs", "runs", "0", "0 = repeat until stopped"),
-            ]),
-            Template::CpuHog => {
-                fields.push(Field::text("threads", "threads", "1", "spinning threads"))
-            }
-            Template::Pingpong(_) => fields.extend([
-                Field::text("pairs", "pairs", cpus_s, "empty: one pair per CPU"),
-                Field::choice(
-                    "pin",
-                    "pinning",
-                    &["same", "cross", "none"],
-                    "same",
-                    "same: both of a pair on one CPU; cross: on two",
-                ),
-                Field::toggle("threads", "threads", false, "threads instead of processes"),
-            ]),
-            Template::Msgbench => fields.extend([
-                Field::text("batches", "batches", "10", "batches of operations"),
-                Field::text(
-                    "queues",
-                    "queues",
-                    "",
-                    "empty: as many as kernel.msgmni allows",
-                ),
-            ]),
-            Template::Command => fields.push(Field::text(
-                "argv",
-                "command",
-                "",
-                "program and arguments; quotes group words",
-            )),
-        }
+        fields.extend(self.asked().map(param_field));
         fields.extend(knob_fields(&Knobs::default()));
         if self.finite() {
             fields.push(Field::toggle(
@@ -177,70 +84,16 @@ impl Template {
 
     /// The workload this form describes, or why not.
     pub fn decl(self, form: &Form, taken: &[String]) -> Result<WorkloadDecl, String> {
-        let runs = |f: &Form| -> Result<Option<u32>, String> {
-            Ok(match f.number::<u32>("runs", 0..=1_000_000)? {
-                0 => None,
-                n => Some(n),
+        let (kind, pick) = self.pick();
+        let values = kind
+            .params
+            .iter()
+            .map(|p| match pick.fixed.iter().find(|(k, _)| *k == p.key) {
+                Some((_, s)) => Ok(p.setting(*s)),
+                None => field_value(p, form),
             })
-        };
-        let kind = match self {
-            Template::Chat => WorkloadKind::Chat {
-                rooms: form.number("rooms", 1..=1000)?,
-                messages: form.number("messages", 1..=10_000_000)?,
-                runs: runs(form)?,
-            },
-            Template::Hackbench => WorkloadKind::Hackbench {
-                groups: form.number("groups", 1..=1000)?,
-                loops: form.number("loops", 1..=100_000_000)?,
-                datasize: form.number("datasize", 1..=65_536)?,
-                fds: form.number("fds", 1..=1000)?,
-                pipe: form.toggle("pipe"),
-                threads: form.toggle("threads"),
-                runs: Some(form.number::<u32>("runs", 0..=1_000_000)?),
-            },
-            Template::ForkLoad => WorkloadKind::ForkLoad {
-                forkers: Some(form.number("forkers", 1..=1024)?),
-            },
-            Template::RefJob => WorkloadKind::RefJob {
-                jobs: form.number("jobs", 1..=1024)?,
-                work: form
-                    .text("work")
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|w| *w > 0.0 && *w <= 3600.0)
-                    .ok_or_else(|| {
-                        format!(
-                            "work: `{}` is not a number of seconds from 0 to 3600",
-                            form.text("work")
-                        )
-                    })?,
-                runs: Some(form.number::<u32>("runs", 0..=1_000_000)?),
-            },
-            Template::CpuHog => WorkloadKind::CpuHog {
-                threads: form.number("threads", 1..=4096)?,
-            },
-            Template::Pingpong(ipc) => WorkloadKind::Pingpong {
-                ipc,
-                pairs: form.optional_number("pairs", 1..=4096)?,
-                pin: match form.choice("pin") {
-                    "cross" => Pin::Cross,
-                    "none" => Pin::None,
-                    _ => Pin::Same,
-                },
-                threads: form.toggle("threads"),
-            },
-            Template::Msgbench => WorkloadKind::Msgbench {
-                batches: form.number("batches", 1..=1_000_000)?,
-                queues: form.optional_number("queues", 1..=1_000_000)?,
-            },
-            Template::Command => {
-                let argv = split_words(form.text("argv"))?;
-                if argv.is_empty() {
-                    return Err("command: type the program to run".into());
-                }
-                WorkloadKind::Command { argv }
-            }
-        };
+            .collect::<Result<Vec<_>, _>>()?;
+        let kind = kind.build(values);
         let knobs = knobs_from(form)?;
         let wanted = form.text("name");
         let base = if wanted.is_empty() {
@@ -266,11 +119,57 @@ impl Template {
     }
 }
 
+/// A parameter's field, pre-filled with its default.
+fn param_field(p: &'static Param) -> Field {
+    let hint = match &p.ty {
+        Ty::Count {
+            absent: Absent::Auto { word, means },
+            ..
+        } => match word {
+            Some(w) => format!("{}; {w}: {means}", p.help),
+            None => format!("{}; empty: {means}", p.help),
+        },
+        _ => p.help.to_string(),
+    };
+    match &p.ty {
+        Ty::Switch => Field::toggle(p.key, p.label, false, hint),
+        Ty::Choice { words, default } => Field::choice(p.key, p.label, words, default, hint),
+        Ty::Count { .. } | Ty::Amount { .. } | Ty::Words => {
+            Field::text(p.key, p.label, p.default_text(), hint)
+        }
+    }
+}
+
+/// A parameter's value from its field, checked by the registry as every source is.
+fn field_value(p: &Param, form: &Form) -> Result<Value, String> {
+    let text = form.text(p.key);
+    match &p.ty {
+        Ty::Count {
+            absent: Absent::Auto { .. } | Absent::Omitted(_),
+            ..
+        } if text.is_empty() => Ok(Value::Count(None)),
+        Ty::Count { .. } => p.parse_count(text).map(Value::Count),
+        Ty::Amount { .. } => match text.parse::<f64>() {
+            Ok(x) => p.check_amount(x).map(Value::Amount),
+            Err(_) => Err(format!("{}: `{text}` is not a number", p.key)),
+        },
+        Ty::Switch => Ok(Value::Switch(form.toggle(p.key))),
+        Ty::Choice { .. } => p.check_word(form.choice(p.key)).map(Value::Word),
+        Ty::Words => {
+            let argv = split_words(text)?;
+            if argv.is_empty() {
+                return Err(format!("{}: type the program to run", p.label));
+            }
+            Ok(Value::Words(argv))
+        }
+    }
+}
+
 /// The knob fields, filled from `k`.
 pub fn knob_fields(k: &Knobs) -> Vec<Field> {
     let (placement, weight) = match k.placement {
-        Placement::Shared => ("shared session", 100),
-        Placement::OwnSession => ("own session", 100),
+        Placement::Shared => ("shared session", DEFAULT_CGROUP_WEIGHT),
+        Placement::OwnSession => ("own session", DEFAULT_CGROUP_WEIGHT),
         Placement::Cgroup { weight } => ("own cgroup", weight),
     };
     vec![
@@ -290,7 +189,7 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
         Field::text(
             "rtprio",
             "rt priority",
-            k.rt_priority.max(1).to_string(),
+            k.rt_priority.max(*RT_PRIORITY.start()).to_string(),
             "1..99, for fifo and rr",
         ),
         Field::text(
@@ -334,7 +233,7 @@ pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
         _ => Policy::Other,
     };
     let rt_priority = if policy.is_realtime() {
-        form.number::<u8>("rtprio", 1..=99)?
+        form.number::<u8>("rtprio", RT_PRIORITY)?
     } else {
         0
     };
@@ -345,7 +244,7 @@ pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
     let placement = match form.choice("placement") {
         "own session" => Placement::OwnSession,
         "own cgroup" => Placement::Cgroup {
-            weight: form.number("weight", 1..=10_000)?,
+            weight: form.number("weight", CGROUP_WEIGHT)?,
         },
         _ => Placement::Shared,
     };
@@ -357,7 +256,7 @@ pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
         _ => Some(form.number("quota", 1..=crate::supervisor::MAX_CPU_QUOTA)?),
     };
     Ok(Knobs {
-        nice: form.number("nice", -20..=19)?,
+        nice: form.number("nice", NICE)?,
         policy,
         rt_priority,
         affinity,
@@ -426,13 +325,18 @@ mod tests {
     fn every_template_builds_with_its_defaults() {
         for t in TEMPLATES {
             let mut form = t.form(2);
-            if t == Template::Command {
+            if t.kind().word == "command" {
                 form.fields[1].value = super::super::form::Value::Text("make -j4".into());
             }
             let decl = t.decl(&form, &[]).unwrap_or_else(|e| panic!("{t:?}: {e}"));
             assert!(!decl.name.is_empty());
             assert_eq!(decl.knobs, Knobs::default());
         }
+    }
+
+    #[test]
+    fn there_is_one_template_per_registry_pick() {
+        assert_eq!(TEMPLATES.len(), registry::picks().count());
     }
 
     #[test]

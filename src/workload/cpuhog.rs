@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::sys::counters::CounterRegion;
+use crate::workload::registry::CPU_HOG;
 
 /// Arguments of `schedlab cpu-hog`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Spinning threads (default: one per usable CPU).
-    #[arg(long)]
+    #[arg(long, help = CPU_HOG.param("threads").cli_help() + " [default: one per usable CPU]")]
     pub threads: Option<u32>,
     /// Stop after this many seconds (default: run until stopped).
     #[arg(long)]
@@ -22,9 +22,10 @@ pub fn main(args: Args) -> Result<()> {
     let n = args
         .threads
         .unwrap_or(crate::supervisor::online_cpus() as u32);
-    if n == 0 {
-        bail!("--threads must be at least 1");
-    }
+    let n = CPU_HOG
+        .param("threads")
+        .check_count(i64::from(n))
+        .map_err(anyhow::Error::msg)?;
     if let Some(d) = args.duration {
         if !(d.is_finite() && d > 0.0) {
             bail!("duration must be a positive number of seconds, not {d}");

@@ -18,6 +18,7 @@ use anyhow::{bail, Context, Result};
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
+use crate::workload::registry::{CPUS, FORK_LOAD};
 
 /// How long a forker waits after fork fails with EAGAIN before trying again.
 const BACKOFF: Duration = Duration::from_millis(10);
@@ -25,8 +26,8 @@ const BACKOFF: Duration = Duration::from_millis(10);
 /// Arguments of `schedlab fork-load`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Number of forker processes, or `cpus` for one per usable CPU.
-    #[arg(long, default_value = "cpus", value_parser = parse_forkers)]
+    #[arg(long, default_value = CPUS, value_parser = parse_forkers,
+          help = FORK_LOAD.param("forkers").cli_help())]
     pub forkers: Forkers,
     /// Stop after this many seconds (default: run until stopped).
     #[arg(long)]
@@ -48,14 +49,10 @@ pub enum Forkers {
 }
 
 fn parse_forkers(s: &str) -> std::result::Result<Forkers, String> {
-    if s == "cpus" {
-        return Ok(Forkers::Cpus);
-    }
-    match s.parse::<u32>() {
-        Ok(0) => Err("at least 1 forker".into()),
-        Ok(n) => Ok(Forkers::N(n)),
-        Err(_) => Err(format!("{s:?} is neither a number nor `cpus`")),
-    }
+    Ok(match FORK_LOAD.param("forkers").parse_count(s)? {
+        None => Forkers::Cpus,
+        Some(n) => Forkers::N(n),
+    })
 }
 
 /// What the forkers share with the parent besides their counters: one cache line each.
@@ -159,18 +156,7 @@ pub fn main(args: Args) -> Result<()> {
             bail!("duration must be a positive number of seconds, not {d}");
         }
     }
-    let program = match &args.exec {
-        Some(p) => {
-            check_executable(p).context("--exec")?;
-            p.clone()
-        }
-        None => {
-            let nil = default_nil()?;
-            check_executable(&nil)
-                .context("the default program schedlab-nil (built with schedlab by cargo build)")?;
-            nil
-        }
-    };
+    let program = exec_program(&args)?;
     args.placement.apply()?;
     let n = match args.forkers {
         Forkers::Cpus => crate::supervisor::online_cpus(),
@@ -181,52 +167,125 @@ pub fn main(args: Args) -> Result<()> {
     let mut slots = (0..n).map(|_| region.claim()).collect::<Result<Vec<_>>>()?;
     let control = Arc::new(Control::new(n)?);
     let path = CString::new(program.as_os_str().as_bytes()).context("a path with a NUL byte")?;
-    let argv = [path.as_ptr(), std::ptr::null()];
-
-    // Each forker execs the lean forker when it is there (a forker's size is part of every
-    // fork), else runs the same loop in the forked copy of this process.
-    use std::os::fd::AsRawFd;
-    let lean = lean_forker();
-    let lean_argv: Vec<Vec<CString>> = match &lean {
-        Some(forker_path) => slots
-            .iter()
-            .enumerate()
-            .map(|(i, slot)| {
-                [
-                    forker_path.as_os_str().as_bytes().to_vec(),
-                    program.as_os_str().as_bytes().to_vec(),
-                    control.fd.as_raw_fd().to_string().into_bytes(),
-                    i.to_string().into_bytes(),
-                    n.to_string().into_bytes(),
-                    region.raw_fd().to_string().into_bytes(),
-                    slot.offset().to_string().into_bytes(),
-                ]
-                .into_iter()
-                .map(|a| CString::new(a).context("a path with a NUL byte"))
-                .collect::<Result<Vec<_>>>()
-            })
-            .collect::<Result<_>>()?,
-        None => Vec::new(),
-    };
-    let lean_ptrs: Vec<Vec<*const libc::c_char>> = lean_argv
-        .iter()
-        .map(|args| {
-            args.iter()
-                .map(|a| a.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect()
-        })
-        .collect();
-    let shared_fds = [control.fd.as_raw_fd(), region.raw_fd()];
+    let lean = LeanArgv::new(&program, &control, &region, &slots)?;
 
     let _kill = children::KillOnDrop;
     let start = Instant::now();
+    start_forkers(&path, &lean, &mut slots, &control, &region)?;
+    report_on_exit(&control, &region, start, n);
+    let worst = wait_for_forkers(
+        args.duration.map(|d| start + Duration::from_secs_f64(d)),
+        n,
+        &control,
+    )?;
+    let elapsed = start.elapsed();
+    children::forget_all();
+    region.mark_finished();
+    report(region.total(), elapsed, n, &control);
+    if args.verbose {
+        for (i, s) in slots.iter().enumerate() {
+            crate::outln!("forker {i}: {} children", s.get());
+        }
+    }
+    match worst {
+        0 => Ok(()),
+        EXIT_PROGRAM_FAILED => bail!(
+            "{} exited with a failure status: fork-load needs a program that returns 0",
+            program.display()
+        ),
+        _ => bail!("fork failed in a forker (not EAGAIN, which only backs off)"),
+    }
+}
+
+/// The program each child execs: `--exec`, or schedlab-nil beside this binary; checked.
+fn exec_program(args: &Args) -> Result<PathBuf> {
+    Ok(match &args.exec {
+        Some(p) => {
+            check_executable(p).context("--exec")?;
+            p.clone()
+        }
+        None => {
+            let nil = default_nil()?;
+            check_executable(&nil)
+                .context("the default program schedlab-nil (built with schedlab by cargo build)")?;
+            nil
+        }
+    })
+}
+
+/// Each forker's command line for the lean forker, when it is there (a forker's size is
+/// part of every fork): the strings, and the pointer arrays execv takes, built before any
+/// fork so that the forked child allocates nothing.
+struct LeanArgv {
+    /// Owns the strings `ptrs` point into (moving the Vec does not move them).
+    _args: Vec<Vec<CString>>,
+    ptrs: Vec<Vec<*const libc::c_char>>,
+}
+
+impl LeanArgv {
+    fn new(
+        program: &Path,
+        control: &Control,
+        region: &CounterRegion,
+        slots: &[CounterSlot],
+    ) -> Result<Self> {
+        use std::os::fd::AsRawFd;
+        let n = slots.len();
+        let args: Vec<Vec<CString>> = match lean_forker() {
+            Some(forker_path) => slots
+                .iter()
+                .enumerate()
+                .map(|(i, slot)| {
+                    [
+                        forker_path.as_os_str().as_bytes().to_vec(),
+                        program.as_os_str().as_bytes().to_vec(),
+                        control.fd.as_raw_fd().to_string().into_bytes(),
+                        i.to_string().into_bytes(),
+                        n.to_string().into_bytes(),
+                        region.raw_fd().to_string().into_bytes(),
+                        slot.offset().to_string().into_bytes(),
+                    ]
+                    .into_iter()
+                    .map(|a| CString::new(a).context("a path with a NUL byte"))
+                    .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<_>>()?,
+            None => Vec::new(),
+        };
+        let ptrs = args
+            .iter()
+            .map(|args| {
+                args.iter()
+                    .map(|a| a.as_ptr())
+                    .chain(std::iter::once(std::ptr::null()))
+                    .collect()
+            })
+            .collect();
+        Ok(Self { _args: args, ptrs })
+    }
+}
+
+/// Forks the forkers. Each execs the lean forker when it is there, else runs the same loop
+/// in the forked copy of this process.
+fn start_forkers(
+    path: &CString,
+    lean: &LeanArgv,
+    slots: &mut [CounterSlot],
+    control: &Control,
+    region: &CounterRegion,
+) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let n = slots.len();
+    let argv = [path.as_ptr(), std::ptr::null()];
+    let shared_fds = [control.fd.as_raw_fd(), region.raw_fd()];
     for (i, slot) in slots.iter_mut().enumerate() {
-        let control = &control;
-        let lean = lean_ptrs.get(i);
+        let lean = lean.ptrs.get(i);
         children::fork(|| {
             if let Some(args) = lean {
                 // In the forked child: only async-signal-safe calls, nothing allocated.
+                // SAFETY: the descriptors are this process's own, open until it execs or
+                // exits; `args` is a null-terminated array of pointers to NUL-terminated
+                // strings that live in the parent's memory, copied into this child.
                 unsafe {
                     for fd in shared_fds {
                         libc::fcntl(fd, libc::F_SETFD, 0);
@@ -235,31 +294,35 @@ pub fn main(args: Args) -> Result<()> {
                 }
                 // The exec failed: run the loop here instead.
             }
-            forker(i, n, &path, &argv, slot, control)
+            forker(i, n, path, &argv, slot, control)
         })?;
     }
-    {
-        // Ctrl-C or SIGTERM: let the forkers finish their current child, then report.
-        let control = control.clone();
-        let region = region.clone();
-        crate::sys::lifeline::on_exit(move || {
-            control.stop().store(1, Relaxed);
-            let deadline = Instant::now() + Duration::from_millis(500);
-            while (0..n).any(|i| control.finished(i, n).load(Relaxed) == 0)
-                && Instant::now() < deadline
-            {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            report(region.total(), start.elapsed(), n, &control);
-        });
-    }
+    Ok(())
+}
 
-    // A forker only ends when told to: one that ends before is a crash (killed, OOM), and
-    // the run must say so rather than carry on short of a forker.
-    let deadline = args.duration.map(|d| start + Duration::from_secs_f64(d));
+/// On Ctrl-C or SIGTERM: lets the forkers finish their current child, then reports.
+fn report_on_exit(control: &Arc<Control>, region: &CounterRegion, start: Instant, n: usize) {
+    let control = control.clone();
+    let region = region.clone();
+    crate::sys::lifeline::on_exit(move || {
+        control.stop().store(1, Relaxed);
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while (0..n).any(|i| control.finished(i, n).load(Relaxed) == 0) && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        report(region.total(), start.elapsed(), n, &control);
+    });
+}
+
+/// Runs until `deadline` (or for ever), then stops and reaps the forkers; returns the worst
+/// exit code. A forker only ends when told to: one that ends before is a crash (killed,
+/// OOM), and the run must say so rather than carry on short of a forker.
+fn wait_for_forkers(deadline: Option<Instant>, n: usize, control: &Control) -> Result<i32> {
     let mut early = None;
     while deadline.map_or(true, |d| Instant::now() < d) {
         let mut status = 0;
+        // SAFETY: waitpid with WNOHANG only reads our children's state into `status`.
         let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
         if pid > 0 {
             early = Some((pid, status));
@@ -281,26 +344,10 @@ pub fn main(args: Args) -> Result<()> {
                 libc::WTERMSIG(status)
             );
         }
-        // It stopped on its own (the program failed, fork failed): reported below.
+        // It stopped on its own (the program failed, fork failed): reported by the caller.
         worst = worst.max(libc::WEXITSTATUS(status));
     }
-    let elapsed = start.elapsed();
-    children::forget_all();
-    region.mark_finished();
-    report(region.total(), elapsed, n, &control);
-    if args.verbose {
-        for (i, s) in slots.iter().enumerate() {
-            crate::outln!("forker {i}: {} children", s.get());
-        }
-    }
-    match worst {
-        0 => Ok(()),
-        EXIT_PROGRAM_FAILED => bail!(
-            "{} exited with a failure status: fork-load needs a program that returns 0",
-            program.display()
-        ),
-        _ => bail!("fork failed in a forker (not EAGAIN, which only backs off)"),
-    }
+    Ok(worst)
 }
 
 /// A forker's exit code when the exec'd program did not return 0.

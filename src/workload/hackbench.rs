@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::workload::children;
+use crate::workload::registry::HACKBENCH;
 
 /// Arguments of `schedlab hackbench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -22,17 +23,17 @@ pub struct Args {
     /// Number of groups, the original hackbench's positional argument (overrides -g).
     #[arg(value_name = "GROUPS")]
     pub groups_arg: Option<u32>,
-    /// Number of groups of senders and receivers.
-    #[arg(short = 'g', long, default_value_t = 10)]
+    #[arg(short = 'g', long, default_value_t = HACKBENCH.param("groups").default_count(),
+          help = HACKBENCH.param("groups").cli_help())]
     pub groups: u32,
-    /// Messages each sender writes to each receiver of its group.
-    #[arg(short = 'l', long, default_value_t = 100)]
+    #[arg(short = 'l', long, default_value_t = HACKBENCH.param("loops").default_count(),
+          help = HACKBENCH.param("loops").cli_help())]
     pub loops: u32,
-    /// Bytes per message (at most one pipe buffer).
-    #[arg(short = 's', long, default_value_t = 100)]
+    #[arg(short = 's', long, default_value_t = HACKBENCH.param("datasize").default_count(),
+          help = HACKBENCH.param("datasize").cli_help() + "; at most one pipe buffer of this machine")]
     pub datasize: u32,
-    /// Senders and receivers per group (file descriptors per side).
-    #[arg(short = 'f', long, default_value_t = 20)]
+    #[arg(short = 'f', long, default_value_t = HACKBENCH.param("fds").default_count(),
+          help = HACKBENCH.param("fds").cli_help())]
     pub fds: u32,
     /// Use pipes instead of socketpairs (the original's `-pipe`).
     #[arg(short = 'p', long)]
@@ -43,9 +44,9 @@ pub struct Args {
     /// Senders and receivers are forked processes (the default).
     #[arg(short = 'P', long)]
     pub process: bool,
-    /// Runs, one `Time:` line each (0 = repeat until stopped).
-    #[arg(long, default_value_t = 1)]
-    pub runs: u32,
+    #[arg(long, default_value_t = HACKBENCH.param("runs").default_count().into(),
+          allow_negative_numbers = true, help = HACKBENCH.param("runs").cli_help())]
+    pub runs: i64,
     /// Also print the messages received in each run.
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -63,6 +64,8 @@ struct Shape {
     datasize: usize,
     pipe: bool,
     threads: bool,
+    /// Runs to do; 0 = repeat until stopped.
+    runs: u32,
 }
 
 impl Shape {
@@ -76,12 +79,17 @@ impl Shape {
 
 pub fn main(args: Args) -> Result<()> {
     let shape = check(&args)?;
-    let tasks = shape.tasks() as u64;
-    let demand = if shape.threads {
-        crate::sys::guard::Demand::threads(tasks)
-    } else {
-        crate::sys::guard::Demand::processes(tasks)
-    };
+    // What the run asks of the machine, as the registry declares it for a scenario too.
+    let demand = crate::workload::kind::WorkloadKind::Hackbench {
+        groups: shape.groups as u32,
+        loops: shape.loops as u32,
+        datasize: shape.datasize as u32,
+        fds: shape.fds as u32,
+        pipe: shape.pipe,
+        threads: shape.threads,
+        runs: Some(shape.runs),
+    }
+    .demand(crate::supervisor::online_cpus() as u64);
     crate::sys::guard::check("hackbench", demand, args.force)?;
     crate::outln!(
         "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)",
@@ -102,11 +110,12 @@ pub fn main(args: Args) -> Result<()> {
     let mut slots = (0..shape.groups * shape.fds)
         .map(|_| region.claim())
         .collect::<Result<Vec<_>>>()?;
-    if args.runs > 0 {
-        region.set_expected_total(shape.messages() * args.runs as u64);
+    let runs = shape.runs;
+    if runs > 0 {
+        region.set_expected_total(shape.messages() * runs as u64);
     }
     let mut run = 0u32;
-    while args.runs == 0 || run < args.runs {
+    while runs == 0 || run < runs {
         let before = region.total();
         let elapsed = if shape.threads {
             run_threads(shape, &mut slots)?
@@ -129,15 +138,22 @@ pub fn main(args: Args) -> Result<()> {
 
 fn check(args: &Args) -> Result<Shape> {
     let groups = args.groups_arg.unwrap_or(args.groups);
-    if groups == 0 {
-        bail!("groups must be at least 1");
+    // The registry's limits first, with the message a scenario or the picker gives.
+    for (key, value) in [
+        ("groups", groups),
+        ("loops", args.loops),
+        ("datasize", args.datasize),
+        ("fds", args.fds),
+    ] {
+        HACKBENCH
+            .param(key)
+            .check_count(i64::from(value))
+            .map_err(anyhow::Error::msg)?;
     }
-    if args.loops == 0 {
-        bail!("loops must be at least 1");
-    }
-    if args.fds == 0 {
-        bail!("fds must be at least 1");
-    }
+    let runs = HACKBENCH
+        .param("runs")
+        .check_count(args.runs)
+        .map_err(anyhow::Error::msg)?;
     let pipe_buffer = pipe_buffer_size()?;
     if args.datasize == 0 || args.datasize as usize > pipe_buffer {
         bail!(
@@ -152,6 +168,7 @@ fn check(args: &Args) -> Result<Shape> {
         datasize: args.datasize as usize,
         pipe: args.pipe,
         threads: args.threads,
+        runs,
     })
 }
 

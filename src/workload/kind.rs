@@ -1,10 +1,9 @@
-//! The workloads a scenario, the dashboard's picker or contest can launch, and how each maps
-//! onto a `schedlab` subcommand. This is the contract between the launchers and the
-//! load generators: every argument listed here must be accepted by that subcommand.
+//! The workloads a scenario, the dashboard's picker or contest can launch, as values. What
+//! each kind's parameters accept, how it becomes a `schedlab` command line, whether it ends
+//! by itself and what it asks of the machine are declared once, in
+//! [`registry`](super::registry).
 
 use serde::{Deserialize, Serialize};
-
-use crate::supervisor::Program;
 
 /// Which IPC mechanism a ping-pong pair uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,121 +104,12 @@ impl WorkloadKind {
             WorkloadKind::Command { .. } => "command",
         }
     }
-
-    /// The program that runs it.
-    pub fn program(&self) -> Program {
-        let s = |v: &dyn ToString| v.to_string();
-        let args: Vec<String> = match self {
-            WorkloadKind::Chat {
-                rooms,
-                messages,
-                runs,
-            } => {
-                let mut a = vec!["chat-bench".into(), s(rooms), s(messages)];
-                if let Some(n) = runs {
-                    a.extend(["--runs".into(), s(n)]);
-                }
-                a
-            }
-            WorkloadKind::Hackbench {
-                groups,
-                loops,
-                datasize,
-                fds,
-                pipe,
-                threads,
-                runs,
-            } => {
-                let mut a = vec![
-                    "hackbench".into(),
-                    "-g".into(),
-                    s(groups),
-                    "-l".into(),
-                    s(loops),
-                    "-s".into(),
-                    s(datasize),
-                    "-f".into(),
-                    s(fds),
-                ];
-                if *pipe {
-                    a.push("--pipe".into());
-                }
-                if *threads {
-                    a.push("--threads".into());
-                }
-                if let Some(n) = runs {
-                    a.extend(["--runs".into(), s(n)]);
-                }
-                a
-            }
-            WorkloadKind::ForkLoad { forkers } => {
-                let mut a = vec!["fork-load".into()];
-                if let Some(n) = forkers {
-                    a.extend(["--forkers".into(), s(n)]);
-                }
-                a
-            }
-            WorkloadKind::RefJob { jobs, work, runs } => {
-                let mut a = vec![
-                    "ref-job".into(),
-                    "-j".into(),
-                    s(jobs),
-                    "--work".into(),
-                    s(work),
-                ];
-                if let Some(n) = runs {
-                    a.extend(["--runs".into(), s(n)]);
-                }
-                a
-            }
-            WorkloadKind::CpuHog { threads } => {
-                vec!["cpu-hog".into(), "--threads".into(), s(threads)]
-            }
-            WorkloadKind::Pingpong {
-                ipc,
-                pairs,
-                pin,
-                threads,
-            } => {
-                let mut a = vec![
-                    "ipc-pingpong".into(),
-                    "--kind".into(),
-                    enum_word(ipc),
-                    "--pin".into(),
-                    enum_word(pin),
-                ];
-                if let Some(n) = pairs {
-                    a.extend(["--pairs".into(), s(n)]);
-                }
-                if *threads {
-                    a.push("--threads".into());
-                }
-                a
-            }
-            WorkloadKind::Msgbench { batches, queues } => {
-                let mut a = vec!["msgbench".into(), "-n".into(), s(batches)];
-                if let Some(n) = queues {
-                    a.extend(["--queues".into(), s(n)]);
-                }
-                a
-            }
-            WorkloadKind::Command { argv } => return Program::Command(argv.clone()),
-        };
-        Program::SelfExe(args)
-    }
-}
-
-/// The kebab-case word serde uses for a unit enum variant.
-fn enum_word<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|j| j.as_str().map(str::to_owned))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::supervisor::Program;
 
     #[test]
     fn pingpong_maps_to_its_subcommand() {

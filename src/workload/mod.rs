@@ -13,3 +13,4 @@ pub mod msgbench;
 pub mod pingpong;
 pub mod placement;
 pub mod refjob;
+pub mod registry;

@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::sysv::{self, LedgerRange, MsgQueue};
+use crate::workload::registry::MSGBENCH;
 
 /// The 2008 runs raised `kernel.msgmni` to 32768, the most a kernel without
 /// `ipcmni_extend` allows; more would only measure memory.
@@ -26,11 +27,10 @@ const MESSAGE_LEN: usize = 8;
 /// Arguments of `schedlab msgbench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Batches to run (the 2008 original ran 1000).
-    #[arg(short = 'n', long = "batches", value_name = "BATCHES")]
+    #[arg(short = 'n', long = "batches", value_name = "BATCHES",
+          help = MSGBENCH.param("batches").cli_help() + " [default: 1000, the 2008 original's run]")]
     pub batches: Option<String>,
-    /// Queues per batch [default: as many as kernel.msgmni leaves free, at most 32768].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = MSGBENCH.param("queues").cli_help())]
     pub queues: Option<String>,
 }
 
@@ -140,14 +140,6 @@ pub fn report(summaries: &[(Op, Summary)]) -> String {
     out
 }
 
-fn parse_count(flag: &str, text: &str) -> Result<u64> {
-    match text.trim().parse::<u64>() {
-        Ok(0) => bail!("{flag} must be at least 1"),
-        Ok(n) => Ok(n),
-        Err(_) => bail!("{flag} {text:?} is not a whole number"),
-    }
-}
-
 fn read_sysctl(name: &str) -> Result<u64> {
     let path = format!("/proc/sys/{}", name.replace('.', "/"));
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
@@ -200,15 +192,20 @@ fn msg_stat_index_mask() -> Result<i32> {
 }
 
 pub fn main(args: Args) -> Result<()> {
+    let count = |key, text: &str| {
+        MSGBENCH
+            .param(key)
+            .parse_count(text)
+            .map_err(anyhow::Error::msg)
+    };
     let batches = match &args.batches {
-        Some(t) => parse_count("-n", t)?,
+        Some(t) => count("batches", t)?.map_or(DEFAULT_BATCHES, u64::from),
         None => DEFAULT_BATCHES,
     };
-    let requested = args
-        .queues
-        .as_deref()
-        .map(|t| parse_count("--queues", t))
-        .transpose()?;
+    let requested = match &args.queues {
+        Some(t) => count("queues", t)?.map(u64::from),
+        None => None,
+    };
     sysv::sweep_orphans()?;
     let msgmni = read_sysctl("kernel.msgmni")?;
     let queues = choose_queues(requested, msgmni, queues_in_use()?)?;

@@ -19,24 +19,22 @@ use anyhow::{bail, Context, Result};
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::sysv::{self, MsgQueue, SemSet};
 use crate::workload::kind::{IpcKind, Pin};
+use crate::workload::registry::{CPUS, PINGPONG};
 
 pub use endpoint::{Call, TaskError};
-
-/// Most pairs one run starts (each pair is two tasks).
-pub const MAX_PAIRS: usize = 4096;
 
 /// Arguments of `schedlab ipc-pingpong`. Values are checked by hand so that a bad one gets
 /// one clear line, like every other error.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// msg (msgsnd/msgrcv on one queue), sem (semop on two semaphores) or pipe (two pipes).
-    #[arg(long, value_name = "msg|sem|pipe", default_value = "msg")]
+    #[arg(long, value_name = "IPC", default_value = PINGPONG.param("ipc").default_word(),
+          help = PINGPONG.param("ipc").cli_help())]
     pub kind: String,
-    /// Pairs of tasks; `cpus` = one per CPU this process may use.
-    #[arg(long, value_name = "N|cpus", default_value = "cpus")]
+    #[arg(long, value_name = "N|cpus", default_value = CPUS,
+          help = PINGPONG.param("pairs").cli_help())]
     pub pairs: String,
-    /// same: both tasks of pair k on CPU k; cross: the two tasks on CPUs k and k+1; none.
-    #[arg(long, value_name = "same|cross|none", default_value = "same")]
+    #[arg(long, value_name = "PIN", default_value = PINGPONG.param("pin").default_word(),
+          help = PINGPONG.param("pin").cli_help())]
     pub pin: String,
     /// Seconds to run; without it, run until stopped (Ctrl-C prints the figures so far).
     #[arg(long, value_name = "SECS")]
@@ -80,14 +78,14 @@ impl Plan {
             other => bail!("unknown --pin {other:?}: use same, cross or none"),
         };
         let ncpus = allowed.len();
-        let pairs = match args.pairs.as_str() {
-            "cpus" => ncpus,
-            text => match text.parse::<usize>() {
-                Ok(0) => bail!("--pairs must be at least 1"),
-                Ok(n) if n > MAX_PAIRS => bail!("--pairs {n} is more than {MAX_PAIRS}"),
-                Ok(n) => n,
-                Err(_) => bail!("--pairs {text:?} is neither a number nor `cpus`"),
-            },
+        // The registry's limit, with the message a scenario or the picker gives.
+        let pairs = match PINGPONG
+            .param("pairs")
+            .parse_count(&args.pairs)
+            .map_err(anyhow::Error::msg)?
+        {
+            None => ncpus,
+            Some(n) => n as usize,
         };
         if pin != Pin::None && pairs > ncpus {
             bail!(
@@ -252,12 +250,14 @@ pub fn report(plan: &Plan, counts: &[u64], elapsed: Duration) -> String {
 
 pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &allowed_cpus()?)?;
-    let tasks = 2 * plan.pairs() as u64;
-    let demand = if plan.threads {
-        crate::sys::guard::Demand::threads(tasks)
-    } else {
-        crate::sys::guard::Demand::processes(tasks)
-    };
+    // What the run asks of the machine, as the registry declares it for a scenario too.
+    let demand = crate::workload::kind::WorkloadKind::Pingpong {
+        ipc: plan.kind,
+        pairs: Some(plan.pairs() as u32),
+        pin: plan.pin,
+        threads: plan.threads,
+    }
+    .demand(plan.pairs() as u64);
     crate::sys::guard::check("ipc-pingpong", demand, args.force)?;
     sysv::sweep_orphans()?;
     let counters = CounterRegion::for_workload()?;

@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
+use crate::workload::registry::REF_JOB;
 
 /// Units in `--work 1`.
 pub const UNITS_PER_WORK: f64 = 2000.0;
@@ -27,15 +28,15 @@ const STEPS_PER_UNIT: u64 = 6_200_000;
 /// Arguments of `schedlab ref-job`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Worker processes (make's -j).
-    #[arg(short = 'j', long = "jobs", default_value_t = 4)]
+    #[arg(short = 'j', long = "jobs", default_value_t = REF_JOB.param("jobs").default_count(),
+          help = REF_JOB.param("jobs").cli_help())]
     pub jobs: u32,
-    /// Amount of work: 1.0 takes about 10 s with -j4 on a 2-CPU machine.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = REF_JOB.param("work").default_amount(),
+          help = REF_JOB.param("work").cli_help())]
     pub work: f64,
-    /// Runs, one report each (0 = repeat until stopped).
-    #[arg(long, default_value_t = 1)]
-    pub runs: u32,
+    #[arg(long, default_value_t = REF_JOB.param("runs").default_count().into(),
+          allow_negative_numbers = true, help = REF_JOB.param("runs").cli_help())]
+    pub runs: i64,
     #[command(flatten)]
     pub placement: PlacementArgs,
 }
@@ -68,17 +69,27 @@ pub fn unit(seed: u64) -> u64 {
 }
 
 pub fn main(args: Args) -> Result<()> {
-    if args.jobs == 0 {
-        bail!("-j must be at least 1");
-    }
+    // The registry's limits, with the message a scenario or the picker gives.
+    let check = |key, x: i64| {
+        REF_JOB
+            .param(key)
+            .check_count(x)
+            .map_err(anyhow::Error::msg)
+    };
+    check("jobs", i64::from(args.jobs))?;
+    let runs = check("runs", args.runs)?;
+    REF_JOB
+        .param("work")
+        .check_amount(args.work)
+        .map_err(anyhow::Error::msg)?;
     let units = units_for(args.work)?;
     args.placement.apply()?;
     let region = CounterRegion::for_workload()?;
     let mut slots = (0..args.jobs)
         .map(|_| region.claim())
         .collect::<Result<Vec<_>>>()?;
-    if args.runs > 0 {
-        region.set_expected_total(units * args.runs as u64);
+    if runs > 0 {
+        region.set_expected_total(units * runs as u64);
     }
     crate::outln!(
         "Reference job: -j{} work {} = {units} units in {} chunks",
@@ -87,7 +98,7 @@ pub fn main(args: Args) -> Result<()> {
         units.div_ceil(UNITS_PER_CHUNK)
     );
     let mut run = 0;
-    while args.runs == 0 || run < args.runs {
+    while runs == 0 || run < runs {
         let t = run_once(units, &mut slots)?;
         crate::outln!(
             "Time: {:.3} s  CPU: {:.0}%  units: {}",

@@ -15,23 +15,23 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::client::{self, ClientConfig};
+use super::protocol::{parse_count, RunSize};
 use super::slots::SlotPool;
-use super::{net, parse_size, parse_timeout};
+use super::{net, parse_timeout};
 use crate::sys::counters::{self, CounterRegion};
 use crate::sys::lifeline;
+use crate::workload::registry::CHAT;
 
 /// Arguments of `schedlab chat-bench`.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// Number of chat rooms (20 users each).
-    #[arg(allow_hyphen_values = true)]
+    #[arg(allow_hyphen_values = true, help = CHAT.param("rooms").cli_help())]
     pub rooms: String,
-    /// Messages each user sends per run.
-    #[arg(allow_hyphen_values = true)]
+    #[arg(allow_hyphen_values = true, help = CHAT.param("messages").cli_help())]
     pub messages: String,
-    /// Runs to do (0 or absent: repeat until stopped).
-    #[arg(long, value_name = "N")]
-    pub runs: Option<u64>,
+    #[arg(long, value_name = "N", default_value_t = CHAT.param("runs").default_count().into(),
+          allow_negative_numbers = true, help = CHAT.param("runs").cli_help())]
+    pub runs: i64,
     #[arg(long, value_name = "SECS", default_value_t = 10.0, help = super::TIMEOUT_HELP)]
     pub timeout: f64,
     /// Start even when the size guard finds it too big for this machine.
@@ -43,9 +43,9 @@ pub struct BenchArgs {
 const MAX_FAILED_IN_A_ROW: u32 = 3;
 
 pub fn bench_main(args: BenchArgs) -> Result<()> {
-    let size = parse_size(&args.rooms, &args.messages)?;
+    let (size, runs) = run_size(&args)?;
     let timeout = parse_timeout(args.timeout)?;
-    let runs = args.runs.filter(|&n| n > 0);
+    let runs = Some(u64::from(runs)).filter(|&n| n > 0);
     super::guard("chat-bench", size, 2, args.force)?;
     crate::sys::sysv::sweep_orphans()?;
     // Map the dashboard's region (closing the inherited descriptor) before forking the server,
@@ -89,6 +89,18 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
     region.mark_finished();
     drop(server);
     Ok(())
+}
+
+/// Rooms, messages and runs from the command line, each checked by the registry with the
+/// message a scenario or the picker gives (the machine's limits are checked by the guard).
+fn run_size(args: &BenchArgs) -> Result<(RunSize, u32)> {
+    let check = |key, x| CHAT.param(key).check_count(x).map_err(anyhow::Error::msg);
+    let count = |key, text: &str| check(key, parse_count(key, text).map_err(anyhow::Error::msg)?);
+    let size = RunSize {
+        rooms: count("rooms", &args.rooms)?,
+        messages: count("messages", &args.messages)?,
+    };
+    Ok((size, check("runs", args.runs)?))
 }
 
 trait RunsLeft {

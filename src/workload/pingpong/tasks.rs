@@ -216,44 +216,13 @@ pub fn run_processes(
         .collect();
     let (ready_r, ready_w) = pipe().context("pipe for the start")?;
     let (go_r, go_w) = pipe().context("pipe for the start")?;
-    let parent = unsafe { libc::getpid() };
-    let mut children: Vec<Child> = Vec::with_capacity(2 * plan.pairs());
     let fds = StartFds {
         ready_r: ready_r.as_raw_fd(),
         ready_w: ready_w.as_raw_fd(),
         go_r: go_r.as_raw_fd(),
         go_w: go_w.as_raw_fd(),
     };
-    for (k, &(cpu_a, cpu_b)) in plan.cpus.iter().enumerate() {
-        for (role, cpu) in [(0, cpu_a), (1, cpu_b)] {
-            let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                let err = std::io::Error::last_os_error();
-                state.kill_tasks_quietly(&children);
-                return Err(err).with_context(|| format!("fork for {}", task_name(k, role)));
-            }
-            if pid == 0 {
-                child_main(parent, &fds, &handles, k, role, cpu, control, &slots[k]);
-            }
-            state.pids[2 * k + role].store(pid, SeqCst);
-            let pidfd = match pidfd_open(pid) {
-                Ok(fd) => fd,
-                Err(err) => {
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                    unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-                    state.kill_tasks_quietly(&children);
-                    return Err(err).context("pidfd_open");
-                }
-            };
-            children.push(Child {
-                pid,
-                pidfd,
-                pair: k,
-                role,
-                status: None,
-            });
-        }
-    }
+    let mut children = fork_tasks(plan, &handles, &fds, control, slots, state)?;
     // The parent holds no end of the pairs' pipes: a dead task's partner must see EOF/EPIPE.
     for o in objects.iter_mut() {
         if matches!(o, Some(PairObjects::Pipe(_))) {
@@ -270,20 +239,7 @@ pub fn run_processes(
         drop(go_w); // the waiting tasks read EOF and leave
         let _ = wait_all(&mut children, WIND_DOWN);
         state.park_if_terminating();
-        let failed = children
-            .iter()
-            .find_map(|c| control.pair(c.pair).error(c.role).map(|e| (c, e)));
-        return Err(match failed {
-            Some((c, e)) => anyhow!("{} could not start: {e}", task_name(c.pair, c.role)),
-            None => anyhow!(
-                "a task ended before the start: {}",
-                children
-                    .iter()
-                    .map(Child::describe)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        });
+        return Err(start_failure(&children, control));
     }
 
     let t0 = Instant::now();
@@ -296,36 +252,13 @@ pub fn run_processes(
     control.stop_flag().store(1, SeqCst);
     let elapsed = t0.elapsed();
     if let Some(first) = early {
-        state.park_if_terminating();
-        let i = culprit(&mut children, first, control);
-        // Remove the pair's objects so its survivor's blocked call fails (EIDRM); a pipe
-        // survivor already sees EOF or EPIPE. The other pairs stop on the flag.
-        objects[children[i].pair] = None;
-        let stuck = wait_all(&mut children, WIND_DOWN);
-        state.park_if_terminating();
-        let dead = &children[i];
-        let partner = children
-            .iter()
-            .find(|c| c.pair == dead.pair && c.role != dead.role)
-            .expect("pairs have two tasks");
-        let mut msg = format!("{} mid-run", dead.describe());
-        if let Some(e) = control.pair(dead.pair).error(dead.role) {
-            if !e.peer_gone() {
-                msg += &format!(" after {e}");
-            }
-        }
-        msg += &format!(
-            "; its partner (pid {}) {}",
-            partner.pid,
-            match control.pair(partner.pair).error(partner.role) {
-                Some(e) => format!("ended with {e}"),
-                None => "ended".to_string(),
-            }
-        );
-        if stuck {
-            msg += "; tasks that did not stop were killed";
-        }
-        bail!(msg);
+        return Err(mid_run_failure(
+            &mut children,
+            first,
+            objects,
+            control,
+            state,
+        ));
     }
     let stuck = wait_all(&mut children, WIND_DOWN);
     state.park_if_terminating();
@@ -339,6 +272,115 @@ pub fn run_processes(
         bail!("{}{cause}{stuck}", c.describe());
     }
     Ok(elapsed)
+}
+
+/// Forks both tasks of every pair, each watched through a pidfd; on a failure kills the
+/// ones already forked.
+fn fork_tasks(
+    plan: &Plan,
+    handles: &[Handle],
+    fds: &StartFds,
+    control: &Control,
+    slots: &[Arc<SharedSlot>],
+    state: &RunState,
+) -> Result<Vec<Child>> {
+    // SAFETY: getpid has no preconditions and cannot fail.
+    let parent = unsafe { libc::getpid() };
+    let mut children: Vec<Child> = Vec::with_capacity(2 * plan.pairs());
+    for (k, &(cpu_a, cpu_b)) in plan.cpus.iter().enumerate() {
+        for (role, cpu) in [(0, cpu_a), (1, cpu_b)] {
+            // SAFETY: the child only runs child_main, which makes async-signal-safe calls
+            // on memory prepared before the fork and never returns.
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                let err = std::io::Error::last_os_error();
+                state.kill_tasks_quietly(&children);
+                return Err(err).with_context(|| format!("fork for {}", task_name(k, role)));
+            }
+            if pid == 0 {
+                child_main(parent, fds, handles, k, role, cpu, control, &slots[k]);
+            }
+            state.pids[2 * k + role].store(pid, SeqCst);
+            let pidfd = match pidfd_open(pid) {
+                Ok(fd) => fd,
+                Err(err) => {
+                    // SAFETY: `pid` is our own child, not yet reaped: kill and reap it.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    // SAFETY: as above; a null status pointer is allowed.
+                    unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+                    state.kill_tasks_quietly(&children);
+                    return Err(err).context("pidfd_open");
+                }
+            };
+            children.push(Child {
+                pid,
+                pidfd,
+                pair: k,
+                role,
+                status: None,
+            });
+        }
+    }
+    Ok(children)
+}
+
+/// Why the tasks did not all report ready: the first task's own error, or how each ended.
+fn start_failure(children: &[Child], control: &Control) -> anyhow::Error {
+    let failed = children
+        .iter()
+        .find_map(|c| control.pair(c.pair).error(c.role).map(|e| (c, e)));
+    match failed {
+        Some((c, e)) => anyhow!("{} could not start: {e}", task_name(c.pair, c.role)),
+        None => anyhow!(
+            "a task ended before the start: {}",
+            children
+                .iter()
+                .map(Child::describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    }
+}
+
+/// A task ended mid-run (`first` of `children`): stops the others and says which task
+/// ended, how, and what became of its partner.
+fn mid_run_failure(
+    children: &mut [Child],
+    first: usize,
+    objects: &mut [Option<PairObjects>],
+    control: &Control,
+    state: &RunState,
+) -> anyhow::Error {
+    state.park_if_terminating();
+    let i = culprit(children, first, control);
+    // Remove the pair's objects so its survivor's blocked call fails (EIDRM); a pipe
+    // survivor already sees EOF or EPIPE. The other pairs stop on the flag.
+    objects[children[i].pair] = None;
+    let stuck = wait_all(children, WIND_DOWN);
+    state.park_if_terminating();
+    let dead = &children[i];
+    let partner = children
+        .iter()
+        .find(|c| c.pair == dead.pair && c.role != dead.role)
+        .expect("pairs have two tasks");
+    let mut msg = format!("{} mid-run", dead.describe());
+    if let Some(e) = control.pair(dead.pair).error(dead.role) {
+        if !e.peer_gone() {
+            msg += &format!(" after {e}");
+        }
+    }
+    msg += &format!(
+        "; its partner (pid {}) {}",
+        partner.pid,
+        match control.pair(partner.pair).error(partner.role) {
+            Some(e) => format!("ended with {e}"),
+            None => "ended".to_string(),
+        }
+    );
+    if stuck {
+        msg += "; tasks that did not stop were killed";
+    }
+    anyhow!(msg)
 }
 
 /// The task to blame for an early end. A pipe task whose partner was killed can read EOF
