@@ -55,6 +55,11 @@ fn workload_frame(id: u32, name: &str, tasks: usize, t: f64) -> WorkloadFrame {
         wait_per_slice_us: 1_200.0 + 100.0 * w,
         accounting: Accounting::Proc,
         group: format!("session {}", 800 + id),
+        window_received: got,
+        window_fair: 0.25,
+        window_ratio: got / 0.25,
+        verdict: schedlab::model::Verdict::from_shares(got, 0.25),
+        ..Default::default()
     }
 }
 
@@ -110,6 +115,8 @@ fn model() -> App {
                 psi_some_avg10: Some(70.0),
                 rest_cpu_received: 0.02,
                 rest_cpu_fair: 0.0,
+                verdict_window: 5.0,
+                ..Default::default()
             },
             jain_index: 0.9,
             observer_cpu_pct: 0.8,

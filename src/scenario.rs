@@ -7,6 +7,7 @@
 //! ```toml
 //! name = "contest-fork-load"
 //! interval_ms = 500          # sampling interval, 100..=10000
+//! verdict_window = 5         # seconds the table's verdicts cover, 1..=600
 //! duration = 30              # seconds; omit = until the last finite workload ends
 //!
 //! [[workload]]
@@ -14,7 +15,7 @@
 //! kind = "fork-load"
 //! forkers = 1                # the kind's own parameters, each with a default
 //! nice = 0                   # knobs: nice, policy, rt_priority, affinity, placement
-//! placement = "own-session"  # shared | own-session | cgroup (+ cgroup_weight)
+//! placement = "own-session"  # shared | own-session | cgroup (+ cgroup_weight, cpu_quota %)
 //! start_delay = 0            # seconds after the scenario starts
 //! duration = 10              # seconds; omit = until the scenario ends
 //! ```
@@ -56,6 +57,9 @@ pub struct Scenario {
     pub interval_ms: u64,
     /// Seconds a headless run lasts; None = until the last finite workload ends.
     pub duration: Option<f64>,
+    /// Seconds the table's verdicts cover; None = the default (5 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_window: Option<f64>,
     pub workloads: Vec<WorkloadDecl>,
 }
 
@@ -229,6 +233,7 @@ struct ScenarioFile {
     description: Option<String>,
     interval_ms: Option<Spanned<i64>>,
     duration: Option<Spanned<f64>>,
+    verdict_window: Option<Spanned<f64>>,
     #[serde(default)]
     workload: Vec<Spanned<WorkloadFile>>,
 }
@@ -248,6 +253,7 @@ struct WorkloadFile {
     affinity: Option<Spanned<Vec<Spanned<i64>>>>,
     placement: Option<Spanned<String>>,
     cgroup_weight: Option<Spanned<i64>>,
+    cpu_quota: Option<Spanned<i64>>,
 }
 
 /// The keys of [`WorkloadFile`].
@@ -262,6 +268,7 @@ const COMMON_KEYS: &[&str] = &[
     "affinity",
     "placement",
     "cgroup_weight",
+    "cpu_quota",
 ];
 
 /// A workload table as written: every key and value with its span.
@@ -347,6 +354,18 @@ impl ScenarioFile {
             .as_ref()
             .map(|d| seconds(d, "duration", true))
             .transpose()?;
+        let verdict_window = match &self.verdict_window {
+            Some(v) if !(1.0..=600.0).contains(v.get_ref()) => {
+                return Err((
+                    span_of(v),
+                    format!(
+                        "verdict_window must be from 1 to 600 seconds, found {}",
+                        v.get_ref()
+                    ),
+                ))
+            }
+            v => v.as_ref().map(|v| *v.get_ref()),
+        };
         if self.workload.is_empty() {
             return Err((
                 0..0,
@@ -385,6 +404,7 @@ impl ScenarioFile {
             description: self.description.unwrap_or_default(),
             interval_ms,
             duration,
+            verdict_window,
             workloads,
         })
     }
@@ -472,6 +492,24 @@ impl WorkloadFile {
                 "cgroup_weight applies only with placement = \"cgroup\"".into(),
             ));
         }
+        let cpu_quota = match (
+            &self.cpu_quota,
+            matches!(placement, Placement::Cgroup { .. }),
+        ) {
+            (None, _) => None,
+            (Some(q), true) => Some(int_in(
+                q,
+                "cpu_quota (% of one CPU)",
+                1,
+                crate::supervisor::MAX_CPU_QUOTA as i64,
+            )? as u32),
+            (Some(q), false) => {
+                return Err((
+                    span_of(q),
+                    "cpu_quota applies only with placement = \"cgroup\"".into(),
+                ))
+            }
+        };
         let affinity = match &self.affinity {
             None => None,
             Some(list) if list.get_ref().is_empty() => {
@@ -498,6 +536,7 @@ impl WorkloadFile {
             rt_priority,
             affinity,
             placement,
+            cpu_quota,
         })
     }
 }
@@ -641,6 +680,7 @@ mod tests {
                     .into(),
                 interval_ms: 500,
                 duration: Some(30.0),
+                verdict_window: None,
                 workloads: vec![
                     WorkloadDecl {
                         name: "ref-job".into(),

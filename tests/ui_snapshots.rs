@@ -11,7 +11,9 @@ use ratatui::style::Color;
 use ratatui::Terminal;
 
 use schedlab::engine::{Command, Event};
-use schedlab::model::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};
+use schedlab::model::{
+    Accounting, Cause, Due, Frame, MachineFrame, Verdict, WorkloadFrame, WorkloadState,
+};
 use schedlab::scenario::Scenario;
 use schedlab::ui::app::{App, Mode};
 use schedlab::ui::theme::Theme;
@@ -37,6 +39,43 @@ fn ref_job(t: f64, wobble: f64) -> WorkloadFrame {
         wait_per_slice_us: 2900.0,
         accounting: Accounting::Proc,
         group: "session 812".into(),
+        ..Default::default()
+    }
+    .judged(Due::Share {
+        weight: 4096.0,
+        of_weight: 5120.0,
+        pool: 2.0,
+        pool_name: "its group gets".into(),
+        wants: 4.0,
+    })
+}
+
+/// The verdict fields as the model fills them: the window holds the same figures here.
+trait Judged {
+    fn judged(self, due: Due) -> WorkloadFrame;
+}
+
+impl Judged for WorkloadFrame {
+    fn judged(mut self, due: Due) -> WorkloadFrame {
+        self.window_received = self.cpu_received;
+        self.window_fair = self.cpu_fair;
+        self.window_demand = self.cpu_demand;
+        self.window_ratio = self.cpu_received / self.cpu_fair;
+        self.verdict = Verdict::from_shares(self.cpu_received, self.cpu_fair);
+        self.cause = match self.verdict {
+            Verdict::Starved | Verdict::Short => Cause::RunQueue {
+                wait_pct: self.runq_wait_pct,
+                cpus: "0-1".into(),
+            },
+            Verdict::Ahead => Cause::PaidBy {
+                names: vec!["fork_load".into()],
+            },
+            _ => Cause::None,
+        };
+        self.due = due;
+        self.cpus_allowed = "0-1".into();
+        self.cpus_used = "0-1".into();
+        self
     }
 }
 
@@ -61,7 +100,15 @@ fn fork_load(wobble: f64) -> WorkloadFrame {
         wait_per_slice_us: 5100.0,
         accounting: Accounting::Proc,
         group: "session 812".into(),
+        ..Default::default()
     }
+    .judged(Due::Share {
+        weight: 1024.0,
+        of_weight: 5120.0,
+        pool: 2.0,
+        pool_name: "its group gets".into(),
+        wants: 1.0,
+    })
 }
 
 fn frame(t: f64) -> Frame {
@@ -79,6 +126,9 @@ fn frame(t: f64) -> Frame {
             psi_some_avg10: Some(61.2),
             rest_cpu_received: 0.02,
             rest_cpu_fair: 0.0,
+            rest_window_received: 0.02,
+            verdict_window: 5.0,
+            ..Default::default()
         },
         jain_index: 0.74,
         observer_cpu_pct: 0.8,

@@ -47,9 +47,20 @@ pub struct Args {
     /// on loopback).
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+    /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
+    #[arg(long, value_name = "SECS", value_parser = verdict_window)]
+    pub verdict_window: Option<f64>,
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Parses a verdict window: 1 to 600 seconds.
+pub fn verdict_window(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('s').parse::<f64>() {
+        Ok(v) if (1.0..=600.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds from 1 to 600")),
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +114,10 @@ fn repeat_limit(sc: &Scenario, flag: Option<f64>) -> Result<Option<f64>> {
 }
 
 pub fn main(args: Args) -> Result<()> {
-    let (scenario, file) = load_scenario(&args.scenario)?;
+    let (mut scenario, file) = load_scenario(&args.scenario)?;
+    if args.verdict_window.is_some() {
+        scenario.verdict_window = args.verdict_window;
+    }
     let limit = repeat_limit(&scenario, args.duration)?;
     crate::scenario::check_scenario(&scenario, args.force)?;
 
@@ -263,6 +277,9 @@ fn run_once(
 ) -> Result<Vec<Frame>> {
     let interval = Duration::from_millis(sc.interval_ms);
     let mut lab = Lab::new(interval)?;
+    if let Some(w) = sc.verdict_window {
+        lab.set_verdict_window(w);
+    }
     for d in &sc.workloads {
         lab.add(d.clone())
             .with_context(|| format!("cannot start workload {}", d.name))?;

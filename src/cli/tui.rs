@@ -19,19 +19,30 @@ pub struct TuiArgs {
     #[arg(short, long, value_parser = clap::value_parser!(u64)
         .range(*INTERVAL_MS.start()..=*INTERVAL_MS.end()))]
     pub interval: Option<u64>,
+    /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::run::verdict_window)]
+    pub verdict_window: Option<f64>,
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
     pub force: bool,
 }
 
 pub fn main(args: TuiArgs) -> Result<()> {
-    let scenario = match &args.scenario {
+    let mut scenario = match &args.scenario {
         None => Scenario::builtin_default(),
         Some(arg) => Scenario::open(arg)?.0,
     };
+    if args.verdict_window.is_some() {
+        scenario.verdict_window = args.verdict_window;
+    }
+    let window = scenario.verdict_window;
     crate::scenario::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
-    crate::ui::run(scenario, interval, |interval| {
-        Ok(Box::new(crate::engine::lab::Lab::new(interval)?) as Box<dyn Backend>)
+    crate::ui::run(scenario, interval, move |interval| {
+        let mut lab = crate::engine::lab::Lab::new(interval)?;
+        if let Some(w) = window {
+            lab.set_verdict_window(w);
+        }
+        Ok(Box::new(lab) as Box<dyn Backend>)
     })
 }

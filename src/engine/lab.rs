@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::model::{Frame, Model, WorkloadFrame, WorkloadState};
-use crate::probe::{Probe, ProbeConfig, Sample, Target};
+use crate::model::{Frame, Model, WorkloadState};
+use crate::probe::{
+    Health, Life as SampleLife, Probe, ProbeConfig, Sample, Target, WorkloadSample,
+};
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{self, LaunchSpec, Running};
 
@@ -61,6 +63,8 @@ pub struct Lab {
     model: Model,
     interval: Duration,
     started: Instant,
+    /// `started` on the Samples' clock (CLOCK_MONOTONIC ns): Frame times count from it.
+    epoch_ns: u64,
     next_id: u32,
     entries: Vec<Entry>,
     last: Option<Sample>,
@@ -78,6 +82,7 @@ impl Lab {
             model: Model::new(),
             interval: MIN_INTERVAL,
             started: Instant::now(),
+            epoch_ns: crate::probe::monotonic_ns(),
             next_id: 1,
             entries: Vec::new(),
             last: None,
@@ -180,6 +185,15 @@ impl Lab {
         self.entries.retain(|e| e.id != id);
     }
 
+    /// Verdicts over the last `secs` seconds (a fresh model: call before the first tick).
+    pub fn set_verdict_window(&mut self, secs: f64) {
+        self.model = Model::with_window(secs);
+    }
+
+    pub fn verdict_window(&self) -> f64 {
+        self.model.window()
+    }
+
     pub fn set_interval(&mut self, d: Duration) {
         self.interval = d.clamp(MIN_INTERVAL, MAX_INTERVAL);
         // Voluntary/involuntary switches at least once a second, at most once per tick.
@@ -221,51 +235,45 @@ impl Lab {
         }
 
         let targets = self.targets();
-        let sample = self.probe.sample(&targets);
-        let mut frame = match &self.last {
-            Some(prev) => self.model.step(prev, &sample),
-            None => Frame {
-                t: 0.0,
-                status_interval: sample.status_every_ns as f64 / 1e9,
-                machine: crate::model::MachineFrame {
-                    cpus: sample.machine.cpus,
-                    autogroup: sample.machine.autogroup,
-                    procs_running: sample.machine.procs_running,
-                    psi_some_avg10: sample.machine.psi_some_avg10,
-                    ..Default::default()
-                },
-                ..Frame::default()
-            },
-        };
-        // Frame time is the Lab's clock, so it lines up with start delays.
-        frame.t = now.duration_since(self.started).as_secs_f64();
+        let mut sample = self.probe.sample(&targets);
+        sample.epoch_ns = self.epoch_ns;
 
-        // Watched-process exits, and workloads not sampled this tick.
+        // Every workload goes into the Sample, running or not, with the life the Lab knows:
+        // the model makes every row of the Frame from it, live and replayed alike.
         let mut rows = Vec::with_capacity(self.entries.len());
+        let mut sampled: Vec<WorkloadSample> = std::mem::take(&mut sample.workloads);
         for e in &mut self.entries {
-            let sampled = frame.workloads.iter().find(|w| w.id == e.id).cloned();
-            let mut row = sampled.unwrap_or_else(|| WorkloadFrame {
-                id: e.id,
-                name: e.decl.name.clone(),
-                ops_unit: e.decl.kind.ops_unit().to_string(),
-                ..WorkloadFrame::default()
-            });
+            let found = sampled
+                .iter()
+                .position(|w| w.id == e.id)
+                .map(|k| sampled.swap_remove(k));
             if e.attached.is_some() {
-                if let WorkloadState::Gone(why) = &row.state {
+                if let Some(Health::Gone(why)) = found.as_ref().map(|w| &w.health) {
                     e.life = Life::Failed(why.clone());
                     e.attached = None;
                 }
             }
-            row.state = match &e.life {
-                Life::Pending { .. } => WorkloadState::Starting,
-                Life::Running => row.state,
-                Life::Done(code) => WorkloadState::Done(*code),
-                Life::Stopped => WorkloadState::Stopped,
-                Life::Failed(why) => WorkloadState::Gone(why.clone()),
+            let life = match &e.life {
+                Life::Pending { .. } => SampleLife::Pending,
+                Life::Running => SampleLife::Running,
+                Life::Done(code) => SampleLife::Done(*code),
+                Life::Stopped => SampleLife::Stopped,
+                Life::Failed(why) => SampleLife::Failed(why.clone()),
             };
-            rows.push(row);
+            let mut w = found.unwrap_or_else(|| WorkloadSample {
+                id: e.id,
+                name: e.decl.name.clone(),
+                ops_unit: e.decl.kind.ops_unit().to_string(),
+                ..WorkloadSample::default()
+            });
+            w.life = life;
+            rows.push(w);
         }
-        frame.workloads = rows;
+        sample.workloads = rows;
+        let frame = match &self.last {
+            Some(prev) => self.model.step(prev, &sample),
+            None => self.model.first(&sample),
+        };
         self.last = Some(sample);
         frame
     }

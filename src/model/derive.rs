@@ -1,23 +1,29 @@
-//! From two Samples to a Frame: CPU received (with reaped children), demand, fair share,
-//! context-switch rates, run-queue wait, Jain's index. Pure: no I/O, no clock.
+//! From two Samples to a Frame: CPU received (with reaped children), demand, fair share with
+//! every rule the kernel enforces, the verdict over a window and its cause, context-switch
+//! rates, run-queue wait, Jain's index. Pure: no I/O, no clock.
 //!
-//! The model keeps a little state between steps (when status was last read, and how much CPU
-//! it has already credited to each process), so feed it consecutive Samples, live or replayed.
+//! The model keeps a little state between steps (when status was last read, the CPU already
+//! credited to each process, wait counted ahead of the kernel, the verdict window, the rest of
+//! the machine's last read), so feed it consecutive Samples, live or replayed: the same Samples
+//! give the same Frames.
 
 use std::collections::HashMap;
 
-use super::fair::{self, Claim, Entity};
-use super::frame::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};
-use crate::probe::parse::{nice_to_weight, NS_PER_TICK, WEIGHT_IDLE};
-use crate::probe::{Health, ProcessSample, Sample, WorkloadSample};
+use super::account::{self, Account, Claim, RestClaim, WorkloadMemo};
+use super::cpuset::CpuSet;
+use super::demand::TaskMemo;
+use super::explain::{self, Evidence};
+use super::fair;
+use super::frame::{Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState};
+use super::solver::{self, Class};
+use super::tree::Tree;
+use super::window::{Means, Slot, Windows, DEFAULT_WINDOW};
+use crate::probe::{CgroupNode, Health, Life, Sample, WorkloadSample};
 
-const SCHED_FIFO: u32 = 1;
-const SCHED_RR: u32 = 2;
-const SCHED_IDLE: u32 = 5;
-/// Weight of the "rest of system" lump: one nice-0 entity.
-const REST_WEIGHT: f64 = 1024.0;
-
-type ProcKey = (u32, u64);
+/// The fair server's default: 50 ms of every second on each CPU for fair tasks.
+const DEFAULT_FAIR_RESERVE: f64 = 0.05;
+/// Rest groups listed in a Frame.
+const REST_GROUPS_SHOWN: usize = 5;
 
 /// Voluntary/involuntary counts at the last status sweep, and the rates they gave.
 #[derive(Default)]
@@ -28,34 +34,37 @@ struct StatusMemo {
 }
 
 #[derive(Default)]
-struct WorkloadMemo {
+struct PerWorkload {
     status: StatusMemo,
-    /// CPU already credited to each process (its threads plus what it reaped), so a
-    /// child's time is not counted twice when its parent reaps it.
-    credited: HashMap<ProcKey, u64>,
+    account: WorkloadMemo,
 }
 
 /// Derives Frames from consecutive Samples.
-#[derive(Default)]
 pub struct Model {
     t0_ns: Option<u64>,
-    memo: HashMap<u32, WorkloadMemo>,
+    memo: HashMap<u32, PerWorkload>,
+    /// The cpu controller's groups as last read, and their throttled time one read before.
+    cgroups: HashMap<String, CgroupNode>,
+    throttled_before: HashMap<String, (u64, u64)>,
+    /// The rest of the machine's claims from its last read, and its per-thread memory.
+    rest: Vec<RestClaim>,
+    rest_memo: HashMap<u32, TaskMemo>,
+    /// Each group's throttled ns per ns, as of its last two reads.
+    throttle_rates: HashMap<String, f64>,
+    windows: Windows,
 }
 
-/// One claimant of the fairness model, with where it came from.
-struct TaskClaim {
-    claim: Claim,
-    realtime: bool,
+impl Default for Model {
+    fn default() -> Self {
+        Model::with_window(DEFAULT_WINDOW)
+    }
 }
 
-/// What one workload did over the interval, before fairness.
-struct Account {
-    received_ns: f64,
-    wait_ns: u64,
-    slices: u64,
-    tasks: Vec<TaskClaim>,
-    group: Option<(String, f64)>,
-    accounting: Accounting,
+/// Who a solver task belongs to.
+#[derive(Clone, Copy, PartialEq)]
+enum Owner {
+    Workload(usize),
+    Rest(usize),
 }
 
 impl Model {
@@ -63,163 +72,166 @@ impl Model {
         Self::default()
     }
 
+    /// A model whose verdicts cover the last `secs` seconds.
+    pub fn with_window(secs: f64) -> Self {
+        Model {
+            t0_ns: None,
+            memo: HashMap::new(),
+            cgroups: HashMap::new(),
+            throttled_before: HashMap::new(),
+            rest: Vec::new(),
+            rest_memo: HashMap::new(),
+            throttle_rates: HashMap::new(),
+            windows: Windows::new(secs),
+        }
+    }
+
+    /// The verdict window, in seconds.
+    pub fn window(&self) -> f64 {
+        self.windows.secs()
+    }
+
+    /// The Frame of the first Sample: who is there and in what state, no rates yet.
+    pub fn first(&mut self, cur: &Sample) -> Frame {
+        let t0 = *self.t0_ns.get_or_insert(epoch_of(cur));
+        self.learn_machine(cur);
+        Frame {
+            t: cur.t_ns.saturating_sub(t0) as f64 / 1e9,
+            interval: 0.0,
+            jain_index: 1.0,
+            workloads: cur
+                .workloads
+                .iter()
+                .map(|w| WorkloadFrame {
+                    state: state_of(w, false),
+                    ..blank_row(w)
+                })
+                .collect(),
+            machine: MachineFrame {
+                cpus: cur.machine.cpus,
+                autogroup: cur.machine.autogroup,
+                procs_running: cur.machine.procs_running,
+                psi_some_avg10: cur.machine.psi_some_avg10,
+                verdict_window: self.windows.secs(),
+                ..MachineFrame::default()
+            },
+            observer_cpu_pct: 0.0,
+            status_interval: cur.status_every_ns as f64 / 1e9,
+        }
+    }
+
     /// The Frame for the interval between `prev` and `cur`.
     pub fn step(&mut self, prev: &Sample, cur: &Sample) -> Frame {
-        let t0 = *self.t0_ns.get_or_insert(prev.t_ns);
+        let t0 = *self.t0_ns.get_or_insert(epoch_of(prev));
         let t_ns = cur.t_ns.saturating_sub(prev.t_ns).max(1) as f64;
         let secs = t_ns / 1e9;
-        let cpus = cur.machine.cpus.max(1) as f64;
+        let t_end = cur.t_ns.saturating_sub(t0) as f64 / 1e9;
         self.memo
             .retain(|id, _| cur.workloads.iter().any(|w| w.id == *id));
+        let throttled = self.learn_machine(cur);
+        let online = online_cpus(cur);
+        let autogroup_on = cur.machine.autogroup;
 
+        // Each running workload's interval.
         let accounts: Vec<Option<Account>> = cur
             .workloads
             .iter()
             .map(|w| {
-                let pw = prev.workloads.iter().find(|p| p.id == w.id)?;
+                if w.life != Life::Running {
+                    return None;
+                }
+                let pw = prev
+                    .workloads
+                    .iter()
+                    .find(|p| p.id == w.id && p.life == Life::Running)?;
                 let memo = self.memo.entry(w.id).or_default();
-                Some(account(pw, w, t_ns, &cur.machine, memo))
+                Some(account::account(pw, w, t_ns, prev.t_ns, &mut memo.account))
             })
             .collect();
 
-        // Rest of the machine: what /proc/stat says was busy beyond our workloads.
-        let ours_received: f64 = accounts.iter().flatten().map(|a| a.received_ns).sum();
-        let busy = cur.machine.busy_ns.saturating_sub(prev.machine.busy_ns) as f64;
-        let rest_received = ((busy - ours_received) / t_ns).max(0.0);
-        let ours_demand_ns: f64 = accounts
-            .iter()
-            .flatten()
-            .map(|a| a.tasks.iter().map(|t| t.claim.demand).sum::<f64>() * t_ns)
-            .sum();
-        let rest_demand = match (
-            cur.machine.rq_run_ns.zip(cur.machine.rq_wait_ns),
-            prev.machine.rq_run_ns.zip(prev.machine.rq_wait_ns),
-        ) {
-            (Some((r1, w1)), Some((r0, w0))) => {
-                let all = (r1.saturating_sub(r0) + w1.saturating_sub(w0)) as f64;
-                ((all - ours_demand_ns) / t_ns).max(rest_received)
-            }
-            // Without /proc/schedstat: procs_running (runnable tasks, instantaneous, averaged
-            // over both ends) less ours (Σ (run + wait) / T is our mean runnable count) and
-            // the observer itself. Noisy, but it sees a busy machine.
-            _ => {
-                let running =
-                    (cur.machine.procs_running as f64 + prev.machine.procs_running as f64) / 2.0;
-                (running - ours_demand_ns / t_ns - 1.0).max(rest_received)
-            }
+        // Every claimant in the group tree.
+        let mut tree = Tree::default();
+        let mut tasks: Vec<solver::Task> = Vec::new();
+        let mut owners: Vec<Owner> = Vec::new();
+        let mut received: Vec<f64> = Vec::new();
+        let mut cpu_of: Vec<Option<u32>> = Vec::new();
+        let mut push = |claim: &Claim, own: Option<(&str, f64)>, owner: Owner, tree: &mut Tree| {
+            let node = tree.place(&claim.placement, autogroup_on, &self.cgroups, own);
+            tasks.push(solver::Task {
+                group: node,
+                weight: claim.weight,
+                demand: claim.demand,
+                cpus: claim.cpus.clone(),
+                class: claim.class,
+            });
+            owners.push(owner);
+            received.push(claim.received);
+            cpu_of.push(claim.cpu);
         };
-
-        // Real-time tasks are served before any fair task.
-        let rt_demand: f64 = accounts
-            .iter()
-            .flatten()
-            .flat_map(|a| a.tasks.iter().filter(|t| t.realtime))
-            .map(|t| t.claim.demand)
-            .sum();
-        let rt_scale = if rt_demand > cpus {
-            cpus / rt_demand
-        } else {
-            1.0
-        };
-        let capacity = (cpus - rt_demand).max(0.0);
-
-        // Build the entities: groups by key, loose tasks, and the rest of the system.
-        let mut entities: Vec<Entity> = Vec::new();
-        let mut group_index: HashMap<String, usize> = HashMap::new();
-        // For each workload, for each of its tasks: (entity, position within it).
-        let mut places: Vec<Vec<Option<(usize, usize)>>> = Vec::new();
-        for acc in &accounts {
-            let mut p = Vec::new();
-            if let Some(acc) = acc {
-                for t in &acc.tasks {
-                    if t.realtime {
-                        p.push(None);
-                        continue;
-                    }
-                    match &acc.group {
-                        Some((key, weight)) => {
-                            let e = *group_index.entry(key.clone()).or_insert_with(|| {
-                                entities.push(Entity::Group {
-                                    weight: *weight,
-                                    tasks: Vec::new(),
-                                });
-                                entities.len() - 1
-                            });
-                            let Entity::Group { tasks, .. } = &mut entities[e] else {
-                                unreachable!()
-                            };
-                            tasks.push(t.claim);
-                            p.push(Some((e, tasks.len() - 1)));
-                        }
-                        None => {
-                            entities.push(Entity::Task(t.claim));
-                            p.push(Some((entities.len() - 1, 0)));
-                        }
-                    }
-                }
+        for (k, (w, acc)) in cur.workloads.iter().zip(&accounts).enumerate() {
+            let Some(acc) = acc else { continue };
+            let own = w
+                .cgroup
+                .as_ref()
+                .map(|c| (c.path.as_str(), c.weight.unwrap_or(1024.0)));
+            for c in &acc.claims {
+                push(c, own, Owner::Workload(k), &mut tree);
             }
-            places.push(p);
         }
-        let rest_index = entities.len();
-        entities.push(Entity::Task(Claim {
-            demand: rest_demand,
-            weight: REST_WEIGHT,
-        }));
-        let shares = fair::hierarchical(capacity, &entities);
-        let rest_fair = shares[rest_index][0];
+        for (k, r) in self.rest.iter().enumerate() {
+            push(&r.claim, None, Owner::Rest(k), &mut tree);
+        }
+        let machine = solver::Machine {
+            cpus: online.clone(),
+            fair_reserve: cur.machine.fair_reserve.unwrap_or(DEFAULT_FAIR_RESERVE),
+        };
+        let sol = solver::solve(&machine, &tree.groups, &tasks);
 
+        // Real-time tasks' CPU, by the CPU they were seen on (for "real-time took its CPUs").
+        let rt_cpu: f64 = (0..tasks.len())
+            .filter(|&i| tasks[i].class != Class::Fair)
+            .map(|i| received[i])
+            .sum();
+        let rt_on = |allowed: &CpuSet| -> f64 {
+            (0..tasks.len())
+                .filter(|&i| tasks[i].class != Class::Fair)
+                .filter(|&i| allowed.is_empty() || cpu_of[i].map_or(true, |c| allowed.contains(c)))
+                .map(|i| received[i])
+                .sum()
+        };
+
+        // Per workload: this interval, then the window.
         let mut frames = Vec::with_capacity(cur.workloads.len());
-        for ((w, acc), place) in cur.workloads.iter().zip(&accounts).zip(&places) {
+        let mut pending: Vec<Option<(Means, CpuSet, CpuSet, usize)>> = Vec::new();
+        for (k, (w, acc)) in cur.workloads.iter().zip(&accounts).enumerate() {
             let mut f = WorkloadFrame {
-                id: w.id,
-                name: w.name.clone(),
-                ops_unit: w.ops_unit.clone(),
-                tasks: w.processes.iter().map(|p| p.threads.len()).sum(),
-                state: match &w.health {
-                    Health::Ok => WorkloadState::Running,
-                    Health::Partial(why) => WorkloadState::Partial(why.clone()),
-                    Health::Gone(why) => WorkloadState::Gone(why.clone()),
-                },
-                progress: progress(w),
-                ..WorkloadFrame::default()
+                state: state_of(w, acc.is_some()),
+                ..blank_row(w)
             };
             let Some(acc) = acc else {
-                f.state = match f.state {
-                    WorkloadState::Running => WorkloadState::Starting,
-                    s => s,
-                };
                 frames.push(f);
+                pending.push(None);
                 continue;
             };
+            let mine: Vec<usize> = (0..tasks.len())
+                .filter(|&i| owners[i] == Owner::Workload(k))
+                .collect();
             let pw = prev.workloads.iter().find(|p| p.id == w.id);
             if let (Some(a), Some(b)) = (w.ops, pw.and_then(|p| p.ops)) {
                 f.ops_per_sec = a.saturating_sub(b) as f64 / secs;
             }
             f.cpu_received = acc.received_ns / t_ns;
-            let demand: f64 = acc.tasks.iter().map(|t| t.claim.demand).sum();
+            let demand: f64 = acc.claims.iter().map(|c| c.demand).sum();
             f.cpu_demand = demand.max(f.cpu_received);
-            f.cpu_fair = acc
-                .tasks
-                .iter()
-                .zip(place)
-                .map(|(t, p)| match p {
-                    Some((e, i)) => shares[*e][*i],
-                    None => t.claim.demand * rt_scale,
-                })
-                .sum();
+            f.cpu_fair = mine.iter().map(|&i| sol.share[i]).sum();
             f.fairness_ratio = ratio(f.cpu_received, f.cpu_fair);
-            f.weight = match &acc.group {
-                Some((key, weight)) if group_members(&accounts, key) == 1 => *weight,
-                _ => acc
-                    .tasks
-                    .iter()
-                    .filter(|t| t.claim.demand > 0.0)
-                    .map(|t| t.claim.weight)
-                    .sum(),
-            };
-            f.runq_wait_pct = acc.wait_ns as f64 / t_ns * 100.0;
+            f.weight = weight_of(&mine, &tasks, &tree);
+            let throttled_ns = throttled_of(acc, &throttled, t_ns);
+            let wait_ns = (acc.wait_ns - throttled_ns).max(0.0);
+            f.runq_wait_pct = wait_ns / t_ns * 100.0;
+            f.throttled_pct = throttled_ns / t_ns * 100.0;
             f.wait_per_slice_us = if acc.slices > 0 {
-                acc.wait_ns as f64 / acc.slices as f64 / 1000.0
+                wait_ns / acc.slices as f64 / 1000.0
             } else {
                 0.0
             };
@@ -228,21 +240,116 @@ impl Model {
             f.voluntary_cs_per_sec = vol;
             f.involuntary_cs_per_sec = invol;
             f.accounting = acc.accounting;
-            f.group = acc
-                .group
-                .as_ref()
-                .map(|(k, _)| k.clone())
+            f.group = mine
+                .first()
+                .map(|&i| tree.names[tasks[i].group].clone())
                 .unwrap_or_else(|| "tasks".into());
+            f.due = explain::due(&mine, &tasks, &sol, &tree, &online);
+            f.cpus_allowed = if acc.cpus_allowed.is_empty() {
+                online.to_string()
+            } else {
+                acc.cpus_allowed.intersection(&online).to_string()
+            };
+            f.cpus_used = acc.cpus_used.to_string();
+            let allowed = CpuSet::parse_list(&f.cpus_allowed).unwrap_or_default();
+            let means = self.windows.push(
+                &format!("workload {}", w.id),
+                Slot {
+                    t: t_end,
+                    dt: secs,
+                    received: f.cpu_received,
+                    fair: f.cpu_fair,
+                    demand: f.cpu_demand,
+                    wait: wait_ns / t_ns,
+                    throttled: throttled_ns / t_ns,
+                    rt_taken: if mine.iter().all(|&i| tasks[i].class == Class::Fair) {
+                        rt_on(&allowed)
+                    } else {
+                        0.0
+                    },
+                },
+            );
+            f.window_received = means.received;
+            f.window_fair = means.fair;
+            f.window_demand = means.demand;
+            f.window_ratio = ratio(means.received, means.fair);
+            f.verdict = Verdict::from_shares(means.received, means.fair);
+            pending.push(Some((
+                means,
+                allowed,
+                acc.cpus_used.clone(),
+                acc.busy_tasks,
+            )));
             frames.push(f);
+        }
+
+        // The rest of the machine: received from /proc/stat, due from its tasks.
+        let ours_received: f64 = frames.iter().map(|f| f.cpu_received).sum();
+        let busy = cur.machine.busy_ns.saturating_sub(prev.machine.busy_ns) as f64;
+        let rest_received = (busy / t_ns - ours_received).max(0.0);
+        let rest_idx: Vec<usize> = (0..tasks.len())
+            .filter(|&i| matches!(owners[i], Owner::Rest(_)))
+            .collect();
+        let rest_fair: f64 = rest_idx.iter().map(|&i| sol.share[i]).sum();
+        let rest_demand: f64 = rest_idx.iter().map(|&i| tasks[i].demand).sum();
+        let rest_means = self.windows.push(
+            "rest",
+            Slot {
+                t: t_end,
+                dt: secs,
+                received: rest_received,
+                fair: rest_fair,
+                demand: rest_demand.max(rest_received),
+                ..Slot::default()
+            },
+        );
+        let rest_groups = self.rest_groups(
+            &rest_idx, &owners, &tasks, &tree, &sol, &received, t_end, secs,
+        );
+
+        // Causes need everyone's window: who was short pays for who is ahead.
+        let mut short: Vec<(f64, String)> = frames
+            .iter()
+            .filter(|f| f.window_fair - f.window_received > 0.02)
+            .map(|f| (f.window_fair - f.window_received, f.name.clone()))
+            .collect();
+        short.extend(
+            rest_groups
+                .iter()
+                .filter(|g| g.fair - g.received > 0.02)
+                .map(|g| (g.fair - g.received, format!("other tasks: {}", g.name))),
+        );
+        short.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (f, p) in frames.iter_mut().zip(&pending) {
+            let Some((means, allowed, used, busy_tasks)) = p else {
+                continue;
+            };
+            f.cause = explain::cause(Evidence {
+                verdict: f.verdict,
+                means: *means,
+                allowed,
+                used,
+                busy_tasks: *busy_tasks,
+                short_ones: short
+                    .iter()
+                    .filter(|(_, n)| *n != f.name)
+                    .take(3)
+                    .map(|(_, n)| n.clone())
+                    .collect(),
+            });
+        }
+        self.windows.retain_recent(t_end);
+        for f in &mut frames {
+            f.tidy();
         }
 
         let ratios: Vec<f64> = frames
             .iter()
-            .filter(|f| f.cpu_fair > 0.0 || f.cpu_received > 0.0)
-            .map(|f| f.fairness_ratio)
+            .filter(|f| f.verdict != Verdict::None)
+            .map(|f| f.window_ratio)
             .collect();
         Frame {
-            t: cur.t_ns.saturating_sub(t0) as f64 / 1e9,
+            t: t_end,
             interval: secs,
             jain_index: fair::jain(&ratios),
             workloads: frames,
@@ -252,8 +359,15 @@ impl Model {
                 ctxt_per_sec: cur.machine.ctxt.saturating_sub(prev.machine.ctxt) as f64 / secs,
                 procs_running: cur.machine.procs_running,
                 psi_some_avg10: cur.machine.psi_some_avg10,
-                rest_cpu_received: rest_received,
-                rest_cpu_fair: rest_fair,
+                rest_cpu_received: rest_received + 0.0,
+                rest_cpu_fair: rest_fair + 0.0,
+                rest_cpu_demand: rest_demand.max(rest_received) + 0.0,
+                rest_window_received: rest_means.received + 0.0,
+                rest_window_fair: rest_means.fair + 0.0,
+                rest_verdict: Verdict::from_shares(rest_means.received, rest_means.fair),
+                rest_groups,
+                verdict_window: self.windows.secs(),
+                rt_cpu: rt_cpu + 0.0,
             },
             observer_cpu_pct: cur.observer_cpu_ns.saturating_sub(prev.observer_cpu_ns) as f64
                 / t_ns
@@ -261,11 +375,140 @@ impl Model {
             status_interval: cur.status_every_ns as f64 / 1e9,
         }
     }
+
+    /// Takes in what the Sample says of the machine: its groups and the rest of its tasks.
+    /// Returns each group's throttled time per unit of time, as of its last two reads.
+    fn learn_machine(&mut self, cur: &Sample) -> HashMap<String, f64> {
+        if let Some(nodes) = &cur.machine.cgroups {
+            let mut rates = HashMap::new();
+            for n in nodes {
+                if let Some(&(before, at)) = self.throttled_before.get(&n.path) {
+                    let dt = cur.t_ns.saturating_sub(at).max(1) as f64;
+                    rates.insert(
+                        n.path.clone(),
+                        n.throttled_ns.saturating_sub(before) as f64 / dt,
+                    );
+                }
+                self.throttled_before
+                    .insert(n.path.clone(), (n.throttled_ns, cur.t_ns));
+            }
+            self.cgroups = nodes.iter().map(|n| (n.path.clone(), n.clone())).collect();
+            self.throttled_before
+                .retain(|p, _| nodes.iter().any(|n| n.path == *p));
+            self.throttle_rates = rates;
+        }
+        if let Some(r) = &cur.machine.rest {
+            self.rest = account::rest_claims(r, &mut self.rest_memo);
+        }
+        self.throttle_rates.clone()
+    }
+
+    /// The rest's groups over the window, busiest first.
+    #[allow(clippy::too_many_arguments)]
+    fn rest_groups(
+        &mut self,
+        rest_idx: &[usize],
+        owners: &[Owner],
+        tasks: &[solver::Task],
+        tree: &Tree,
+        sol: &solver::Solution,
+        received: &[f64],
+        t_end: f64,
+        secs: f64,
+    ) -> Vec<RestGroup> {
+        // Per node: received, due, and a few of its processes' names.
+        let mut groups: Vec<(usize, f64, f64, Vec<String>)> = Vec::new();
+        for &i in rest_idx {
+            let Owner::Rest(k) = owners[i] else { continue };
+            let comm = self.rest[k].comm.clone();
+            let node = tasks[i].group;
+            match groups.iter_mut().find(|g| g.0 == node) {
+                Some(g) => {
+                    g.1 += received[i];
+                    g.2 += sol.share[i];
+                    if !g.3.contains(&comm) && g.3.len() < 3 {
+                        g.3.push(comm);
+                    }
+                }
+                None => groups.push((node, received[i], sol.share[i], vec![comm])),
+            }
+        }
+        let mut out: Vec<RestGroup> = groups
+            .into_iter()
+            .map(|(node, rec, fair, comms)| {
+                let m = self.windows.push(
+                    &format!("rest {}", tree.names[node]),
+                    Slot {
+                        t: t_end,
+                        dt: secs,
+                        received: rec,
+                        fair,
+                        ..Slot::default()
+                    },
+                );
+                RestGroup {
+                    name: format!("{} ({})", tree.names[node], comms.join(", ")),
+                    received: m.received,
+                    fair: m.fair,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| b.fair.total_cmp(&a.fair));
+        out.truncate(REST_GROUPS_SHOWN);
+        out
+    }
 }
 
-/// A derive without memory: for one-off pairs (tests, a replay's first frame).
+/// A derive without memory: for one-off pairs (tests).
 pub fn derive(prev: &Sample, cur: &Sample) -> Frame {
     Model::new().step(prev, cur)
+}
+
+/// Where Frame times count from: the session's start when the Sample knows it.
+fn epoch_of(s: &Sample) -> u64 {
+    if s.epoch_ns != 0 && s.epoch_ns <= s.t_ns {
+        s.epoch_ns
+    } else {
+        s.t_ns
+    }
+}
+
+fn online_cpus(s: &Sample) -> CpuSet {
+    s.machine
+        .online
+        .as_deref()
+        .and_then(CpuSet::parse_list)
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| CpuSet::first(s.machine.cpus.max(1)))
+}
+
+fn blank_row(w: &WorkloadSample) -> WorkloadFrame {
+    WorkloadFrame {
+        id: w.id,
+        name: w.name.clone(),
+        ops_unit: w.ops_unit.clone(),
+        tasks: w.processes.iter().map(|p| p.threads.len()).sum(),
+        progress: progress(w),
+        window_ratio: 1.0,
+        ..WorkloadFrame::default()
+    }
+}
+
+/// Its state from what its starter says and what the probe found; `measured`: it has an
+/// interval this step.
+fn state_of(w: &WorkloadSample, measured: bool) -> WorkloadState {
+    match &w.life {
+        Life::Pending => WorkloadState::Starting,
+        Life::Done(code) => WorkloadState::Done(*code),
+        Life::Stopped => WorkloadState::Stopped,
+        Life::Failed(why) => WorkloadState::Gone(why.clone()),
+        Life::Running => match &w.health {
+            Health::Gone(why) => WorkloadState::Gone(why.clone()),
+            Health::Partial(why) => WorkloadState::Partial(why.clone()),
+            Health::Ok if measured => WorkloadState::Running,
+            Health::Ok => WorkloadState::Starting,
+        },
+    }
 }
 
 fn ratio(received: f64, fair: f64) -> f64 {
@@ -281,12 +524,40 @@ fn ratio(received: f64, fair: f64) -> f64 {
     }
 }
 
-fn group_members(accounts: &[Option<Account>], key: &str) -> usize {
-    accounts
+/// Its weight as the model sees it: its group's, when it is alone in a group of its own;
+/// else the sum over its tasks that want CPU.
+fn weight_of(mine: &[usize], tasks: &[solver::Task], tree: &Tree) -> f64 {
+    let Some(&first) = mine.first() else {
+        return 0.0;
+    };
+    let node = tasks[first].group;
+    let alone = node != 0
+        && mine.iter().all(|&i| tasks[i].group == node)
+        && tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.group == node && t.demand > 0.01)
+            .all(|(k, _)| mine.contains(&k));
+    if alone {
+        return tree.groups[node].weight;
+    }
+    mine.iter()
+        .filter(|&&i| tasks[i].demand > 0.0)
+        .map(|&i| tasks[i].weight)
+        .sum()
+}
+
+/// The ns its cgroup's quota held it off the CPU over the interval: its groups' throttled
+/// rate (one throttled group counts once however many tasks sit in it).
+fn throttled_of(acc: &Account, rates: &HashMap<String, f64>, t_ns: f64) -> f64 {
+    let mut paths: Vec<&str> = acc
+        .claims
         .iter()
-        .flatten()
-        .filter(|a| a.group.as_ref().is_some_and(|(k, _)| k == key))
-        .count()
+        .filter_map(|c| c.placement.cgroup.as_deref())
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    paths.iter().filter_map(|p| rates.get(*p)).sum::<f64>() * t_ns
 }
 
 fn progress(w: &WorkloadSample) -> Option<f64> {
@@ -295,202 +566,6 @@ fn progress(w: &WorkloadSample) -> Option<f64> {
     }
     let (done, total) = (w.ops?, w.ops_expected?);
     Some((done as f64 / total as f64).clamp(0.0, 1.0))
-}
-
-fn task_weight(nice: i32, policy: u32) -> f64 {
-    if policy == SCHED_IDLE {
-        WEIGHT_IDLE
-    } else {
-        nice_to_weight(nice)
-    }
-}
-
-/// The scheduling entity a workload's tasks share, if any: its cgroup, else its autogroup
-/// (or session) when autogroup is on. None: its tasks compete one by one.
-fn group_of(
-    w: &WorkloadSample,
-    machine: &crate::probe::MachineSample,
-    accounting_cgroup: bool,
-) -> Option<(String, f64)> {
-    if let Some(cg) = w.cgroup.as_ref().filter(|_| accounting_cgroup) {
-        return Some((format!("cgroup {}", cg.path), cg.weight.unwrap_or(1024.0)));
-    }
-    if !machine.autogroup {
-        return None;
-    }
-    let leader = w
-        .processes
-        .iter()
-        .find(|p| p.pid == w.leader)
-        .or(w.processes.first())?;
-    Some(match leader.autogroup {
-        // The root autogroup is the root task group itself: no group to share.
-        Some((crate::probe::parse::ROOT_AUTOGROUP, _)) => return None,
-        Some((id, nice)) => (format!("autogroup-{id}"), nice_to_weight(nice)),
-        None => (format!("session-{}", leader.session), 1024.0),
-    })
-}
-
-/// A thread's run and wait deltas, rescaled from the interval between its own two reads to
-/// the sample interval `t`. Without this, a sweep preempted midway reads the threads after the
-/// pause late, their deltas span more than `t`, and a busy workload seems to receive more than
-/// the machine has. Unknown read times (0), or an own interval under an eighth of `t` (not a
-/// sweep's skew but clocks from elsewhere, as in synthetic samples), leave the deltas as they are.
-fn over_interval(dr: u64, dw: u64, read_before: u64, read_now: u64, t: u64) -> (u64, u64) {
-    let own = read_now.saturating_sub(read_before);
-    if read_before == 0 || own < t / 8 || own == t {
-        return (dr, dw);
-    }
-    let scale = t as f64 / own as f64;
-    let dr = (dr as f64 * scale).round() as u64;
-    // Run plus wait cannot exceed the interval.
-    let dw = ((dw as f64 * scale).round() as u64).min(t.saturating_sub(dr));
-    (dr, dw)
-}
-
-fn account(
-    pw: &WorkloadSample,
-    w: &WorkloadSample,
-    t_ns: f64,
-    machine: &crate::probe::MachineSample,
-    memo: &mut WorkloadMemo,
-) -> Account {
-    let prev_procs: HashMap<ProcKey, &ProcessSample> =
-        pw.processes.iter().map(|p| ((p.pid, p.start), p)).collect();
-    let cur_keys: HashMap<u32, ProcKey> = w
-        .processes
-        .iter()
-        .map(|p| (p.pid, (p.pid, p.start)))
-        .collect();
-
-    // CPU of children that vanished since the last sample and were reaped by a member: their
-    // parent's cutime now holds all of it, and we already credited part of it.
-    let mut already: HashMap<u32, u64> = HashMap::new();
-    for p in &pw.processes {
-        let key = (p.pid, p.start);
-        if cur_keys.get(&p.pid) == Some(&key) {
-            continue;
-        }
-        let credited = memo.credited.remove(&key).unwrap_or(0);
-        if cur_keys.contains_key(&p.ppid) {
-            *already.entry(p.ppid).or_default() += credited;
-        }
-    }
-
-    let t = t_ns as u64;
-    let mut received: u64 = 0;
-    let mut wait_sum: u64 = 0;
-    let mut run_sum: u64 = 0;
-    let mut slices: u64 = 0;
-    let mut per_task: Vec<(u32, u32, u64, u64, f64)> = Vec::new(); // pid, tid, run, wait, weight+rt
-    let mut reaped: Vec<(u32, u64)> = Vec::new();
-    let mut rt_flags: Vec<bool> = Vec::new();
-    for p in &w.processes {
-        let key = (p.pid, p.start);
-        let pp = prev_procs.get(&key);
-        let mut own: u64 = 0;
-        for th in &p.threads {
-            // The probe lists threads sorted by tid.
-            let old = pp.and_then(|pp| {
-                pp.threads
-                    .binary_search_by_key(&th.tid, |o| o.tid)
-                    .ok()
-                    .map(|k| &pp.threads[k])
-            });
-            let (dr, dw, ds) = match old {
-                Some(o) => {
-                    let dr = th.run_ns.saturating_sub(o.run_ns);
-                    let dw = th.wait_ns.saturating_sub(o.wait_ns);
-                    let ds = th.slices.saturating_sub(o.slices);
-                    let (dr, dw) = over_interval(dr, dw, o.read_ns, th.read_ns, t);
-                    (dr, dw, ds)
-                }
-                // Born during the interval (or first seen): it cannot have run or waited
-                // longer than the interval itself.
-                None => {
-                    let r = th.run_ns.min(t);
-                    (r, th.wait_ns.min(t - r), th.slices)
-                }
-            };
-            own += dr;
-            wait_sum += dw;
-            run_sum += dr;
-            slices += ds;
-            per_task.push((p.pid, th.tid, dr, dw, task_weight(th.nice, th.policy)));
-            rt_flags.push(th.policy == SCHED_FIFO || th.policy == SCHED_RR);
-        }
-        let child_now = p.child_ticks * NS_PER_TICK;
-        let child_before = pp.map(|pp| pp.child_ticks * NS_PER_TICK).unwrap_or(0);
-        let got = child_now
-            .saturating_sub(child_before)
-            .saturating_sub(already.get(&p.pid).copied().unwrap_or(0));
-        own += got;
-        reaped.push((p.pid, got));
-        *memo.credited.entry(key).or_default() += own;
-        received += own;
-    }
-
-    // Reaped children ran as a chain with the process that waited for them (fork, exec,
-    // wait): fold their CPU, and the run-queue wait they likely had, into that process's
-    // main thread, so a fork loop counts as one task, not as hundreds.
-    let wait_ratio = if run_sum > 0 {
-        (wait_sum as f64 / run_sum as f64).min(10.0)
-    } else {
-        0.0
-    };
-    // The thread that carries each process's chain: its main thread, or its first thread
-    // when the main one has exited.
-    let mut carrier: HashMap<u32, usize> = HashMap::new();
-    for (i, &(pid, tid, ..)) in per_task.iter().enumerate() {
-        let e = carrier.entry(pid).or_insert(i);
-        if tid == pid {
-            *e = i;
-        }
-    }
-    let reaped_of: HashMap<u32, u64> = reaped.iter().copied().collect();
-    let mut tasks: Vec<TaskClaim> = Vec::with_capacity(per_task.len());
-    for (i, &(pid, _, dr, dw, weight)) in per_task.iter().enumerate() {
-        let mut busy = (dr + dw) as f64;
-        if carrier.get(&pid) == Some(&i) {
-            busy += reaped_of.get(&pid).copied().unwrap_or(0) as f64 * (1.0 + wait_ratio);
-        }
-        tasks.push(TaskClaim {
-            claim: Claim {
-                demand: (busy / t_ns).min(1.0),
-                weight,
-            },
-            realtime: rt_flags[i],
-        });
-    }
-    // A zombie parent with reaped CPU but no thread left still ran.
-    for &(pid, got) in &reaped {
-        if got > 0 && !carrier.contains_key(&pid) {
-            tasks.push(TaskClaim {
-                claim: Claim {
-                    demand: (got as f64 * (1.0 + wait_ratio) / t_ns).min(1.0),
-                    weight: 1024.0,
-                },
-                realtime: false,
-            });
-        }
-    }
-
-    let (received_ns, accounting) = match (&w.cgroup, &pw.cgroup) {
-        (Some(c), Some(pc)) if c.path == pc.path => (
-            c.usage_ns.saturating_sub(pc.usage_ns) as f64,
-            Accounting::Cgroup,
-        ),
-        _ => (received as f64, Accounting::Proc),
-    };
-    let group = group_of(w, machine, accounting == Accounting::Cgroup);
-    Account {
-        received_ns,
-        wait_ns: wait_sum,
-        slices,
-        tasks,
-        group,
-        accounting,
-    }
 }
 
 /// Voluntary and involuntary switches per second, summed over threads, from the last two
@@ -522,33 +597,4 @@ fn switch_rates(memo: &mut StatusMemo, cur: &Sample, w: &WorkloadSample) -> (f64
     memo.t_ns = cur.status_t_ns;
     memo.counts = counts;
     memo.rates
-}
-
-#[cfg(test)]
-mod tests {
-    use super::over_interval;
-
-    const MS: u64 = 1_000_000;
-
-    #[test]
-    fn a_thread_read_late_is_rescaled_to_the_sample_interval() {
-        // Sample interval 100 ms; this thread was read 150 ms apart (the second sweep was
-        // preempted before reaching it) and ran the whole time: one CPU, not 1.5.
-        assert_eq!(
-            over_interval(150 * MS, 0, 1000 * MS, 1150 * MS, 100 * MS),
-            (100 * MS, 0)
-        );
-        // Read 50 ms apart, ran 25 ms and waited 25 ms: half a CPU, the rest waiting.
-        assert_eq!(
-            over_interval(25 * MS, 25 * MS, 1000 * MS, 1050 * MS, 100 * MS),
-            (50 * MS, 50 * MS)
-        );
-    }
-
-    #[test]
-    fn unknown_or_implausible_read_times_leave_deltas_alone() {
-        assert_eq!(over_interval(7, 3, 0, 1150 * MS, 100 * MS), (7, 3));
-        assert_eq!(over_interval(7, 3, 1000 * MS, 1001 * MS, 100 * MS), (7, 3));
-        assert_eq!(over_interval(7, 3, 1000 * MS, 1100 * MS, 100 * MS), (7, 3));
-    }
 }

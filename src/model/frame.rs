@@ -66,6 +66,220 @@ pub struct WorkloadFrame {
     pub accounting: Accounting,
     /// The autogroup / session / cgroup the fairness model put it in.
     pub group: String,
+    /// Received, due and wanted over the verdict window (CPUs, averaged), and their ratio:
+    /// what the table shows, so a verdict holds still while the per-interval figures above
+    /// move in the charts.
+    #[serde(default)]
+    pub window_received: f64,
+    #[serde(default)]
+    pub window_fair: f64,
+    #[serde(default)]
+    pub window_demand: f64,
+    #[serde(default = "one")]
+    pub window_ratio: f64,
+    #[serde(default)]
+    pub verdict: Verdict,
+    /// Why it is due what it is due.
+    #[serde(default)]
+    pub due: Due,
+    /// Why it got less (short, starved) or more (ahead) than it was due, when the data shows it.
+    #[serde(default)]
+    pub cause: Cause,
+    /// Time its cgroup's quota held it off the CPU over the interval, in % of one task-interval
+    /// (not counted in `runq_wait_pct`).
+    #[serde(default)]
+    pub throttled_pct: f64,
+    /// The CPUs its tasks may use, and those they were seen on over the interval.
+    #[serde(default)]
+    pub cpus_allowed: String,
+    #[serde(default)]
+    pub cpus_used: String,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl WorkloadFrame {
+    /// Turns the -0.0 of empty sums into 0.0, so files and screens never show "-0".
+    pub fn tidy(&mut self) {
+        for x in [
+            &mut self.cpu_received,
+            &mut self.cpu_demand,
+            &mut self.cpu_fair,
+            &mut self.runq_wait_pct,
+            &mut self.throttled_pct,
+            &mut self.wait_per_slice_us,
+            &mut self.window_received,
+            &mut self.window_fair,
+            &mut self.window_demand,
+        ] {
+            *x += 0.0;
+        }
+    }
+}
+
+/// What the ratio of received to due means, in one word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Due too little CPU (under 2% of one) for a ratio to mean anything.
+    #[default]
+    None,
+    /// Received under 60% of its due: the 2002 contest thread's fork_load (8% of 20% = 0.4).
+    Starved,
+    /// 60% to 90%.
+    Short,
+    /// 90% to 115%.
+    Fair,
+    /// More than 115% of its due: someone else pays for it.
+    Ahead,
+}
+
+/// A fair share below this (CPUs) makes the ratio noise.
+pub const MIN_FAIR: f64 = 0.02;
+
+impl Verdict {
+    pub fn from_shares(received: f64, fair: f64) -> Verdict {
+        if fair.is_nan() || fair < MIN_FAIR {
+            return Verdict::None;
+        }
+        let r = received / fair;
+        if r < 0.6 {
+            Verdict::Starved
+        } else if r < 0.9 {
+            Verdict::Short
+        } else if r <= 1.15 {
+            Verdict::Fair
+        } else {
+            Verdict::Ahead
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::None => "",
+            Verdict::Starved => "STARVED",
+            Verdict::Short => "short",
+            Verdict::Fair => "fair",
+            Verdict::Ahead => "ahead",
+        }
+    }
+}
+
+/// Why a workload is due what it is due: the rule that bounds most of its due share.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Due {
+    /// It wants no CPU now.
+    #[default]
+    Nothing,
+    /// Everything it wants: less than its weight's share.
+    AllItWants { wants: f64 },
+    /// Its weight's part of a pool: `weight / of_weight × pool` CPUs, where the pool is what
+    /// its group gets (or, at the top, the CPUs it may use) after those who want less.
+    Share {
+        weight: f64,
+        of_weight: f64,
+        pool: f64,
+        /// "its group", "CPU 0", "the machine".
+        pool_name: String,
+        wants: f64,
+    },
+    /// The quota of its cgroup (cpu.max): at most this many CPUs.
+    Quota { cpus: f64, group: String },
+    /// Real-time tasks take `taken` of the CPUs it may use (`cpus`), and leave the rest.
+    RealTime { taken: f64, cpus: String },
+    /// A SCHED_DEADLINE reservation.
+    Reservation { cpus: f64 },
+}
+
+/// What the data shows about a gap between received and due.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Cause {
+    #[default]
+    None,
+    /// Its tasks waited on run queues: `wait_pct` (of one task-interval) on these CPUs.
+    RunQueue { wait_pct: f64, cpus: String },
+    /// Its busy tasks ran on fewer CPUs than they may use.
+    Crowded { used: String, allowed: String },
+    /// Real-time tasks ran on its CPUs for this share of them.
+    RealTime { pct: f64 },
+    /// Its quota throttled it for this share of the time.
+    Throttled { pct: f64 },
+    /// It is ahead: these got less than they were due.
+    PaidBy { names: Vec<String> },
+}
+
+impl Due {
+    /// One line for the details panel: "due = weight 1024/5120 × the 200% its group gets".
+    pub fn text(&self) -> String {
+        let pct = |x: f64| format!("{:.0}%", x * 100.0);
+        match self {
+            Due::Nothing => "it wants no CPU now, so it is due none".into(),
+            Due::AllItWants { wants } => {
+                format!(
+                    "due = all it wants ({}): less than its weight's share",
+                    pct(*wants)
+                )
+            }
+            Due::Share {
+                weight,
+                of_weight,
+                pool,
+                pool_name,
+                wants,
+            } => format!(
+                "due = weight {}/{} × the {} {} (wants {})",
+                weight_text(*weight),
+                weight_text(*of_weight),
+                pct(*pool),
+                pool_name,
+                pct(*wants)
+            ),
+            Due::Quota { cpus, group } => {
+                format!("due = its quota: {} of a CPU ({group})", pct(*cpus))
+            }
+            Due::RealTime { taken, cpus } => format!(
+                "due = what real-time tasks leave: they take {} of CPU {cpus}",
+                pct(*taken)
+            ),
+            Due::Reservation { cpus } => {
+                format!("due = its deadline reservation, {} of a CPU", pct(*cpus))
+            }
+        }
+    }
+}
+
+impl Cause {
+    /// One line for the details panel; empty when there is nothing to say.
+    pub fn text(&self) -> String {
+        match self {
+            Cause::None => String::new(),
+            Cause::RunQueue { wait_pct, cpus } => {
+                format!("waited on the run queue of CPU {cpus} ({wait_pct:.0}% of a task's time)")
+            }
+            Cause::Crowded { used, allowed } => {
+                format!("crowded onto CPU {used} though it may use CPU {allowed}")
+            }
+            Cause::RealTime { pct } => {
+                format!("real-time tasks took {pct:.0}% of its CPUs")
+            }
+            Cause::Throttled { pct } => {
+                format!("its quota throttled it {pct:.0}% of the time")
+            }
+            Cause::PaidBy { names } => format!("paid by {}", names.join(", ")),
+        }
+    }
+}
+
+fn weight_text(w: f64) -> String {
+    if (w - w.round()).abs() < 0.05 {
+        format!("{}", w.round() as i64)
+    } else {
+        format!("{w:.1}")
+    }
 }
 
 /// The machine over one interval.
@@ -80,6 +294,33 @@ pub struct MachineFrame {
     /// CPUs used by everything outside schedlab's workloads.
     pub rest_cpu_received: f64,
     pub rest_cpu_fair: f64,
+    /// What the rest wanted, and its figures over the verdict window.
+    #[serde(default)]
+    pub rest_cpu_demand: f64,
+    #[serde(default)]
+    pub rest_window_received: f64,
+    #[serde(default)]
+    pub rest_window_fair: f64,
+    #[serde(default)]
+    pub rest_verdict: Verdict,
+    /// The rest's busiest groups over the window (by due share), for "who paid".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rest_groups: Vec<RestGroup>,
+    /// The verdict window, in seconds.
+    #[serde(default)]
+    pub verdict_window: f64,
+    /// CPUs real-time and deadline tasks received over the interval (workloads and rest).
+    #[serde(default)]
+    pub rt_cpu: f64,
+}
+
+/// A group of the rest of the machine (a session, a cgroup, the root's loose tasks).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RestGroup {
+    /// "session 812 (bash, make)", "cgroup /system.slice/x", "kernel threads".
+    pub name: String,
+    pub received: f64,
+    pub fair: f64,
 }
 
 /// Everything derived from two Samples.

@@ -1,10 +1,19 @@
 //! Pure functions from Samples to Frames: rates, CPU share, context-switch rates, run-queue
 //! wait, fair share, Jain's index, and statistics over repeated runs. No I/O.
 
+pub mod account;
+pub mod cpuset;
+pub mod demand;
 pub mod derive;
+pub mod explain;
 pub mod fair;
 pub mod frame;
+pub mod solver;
 pub mod stats;
+pub mod tree;
+pub mod window;
 
 pub use derive::{derive, Model};
-pub use frame::{Accounting, Frame, MachineFrame, WorkloadFrame, WorkloadState};
+pub use frame::{
+    Accounting, Cause, Due, Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState,
+};

@@ -1,24 +1,34 @@
 //! Everything that reads the kernel: which tasks belong to a workload, their
-//! schedstat/stat/status, cgroup usage, /proc/stat, PSI, autogroup. Returns raw cumulative
-//! counters with a timestamp (a Sample). Nothing else in the program opens /proc.
+//! schedstat/stat/status, allowed CPUs and groups, cgroup usage, /proc/stat, PSI, autogroup,
+//! and every other task on the machine. Returns raw cumulative counters with a timestamp (a
+//! Sample). Nothing else in the program opens /proc.
 //!
 //! Cost is the product's own noise, so the probe keeps every per-task file open and re-reads
 //! it with `pread` at offset 0 (about ten times cheaper than open/read/close), re-lists a
-//! process's threads only when its thread count changes or once a second, and finds a
+//! process's threads only when its thread count changes or every few seconds, and finds a
 //! group's processes by a /proc scan only when something forked (the /proc/stat `processes`
-//! counter moved) or once a second, reading /proc/PID/stat only for pids it has not seen.
+//! counter moved) or once a second, reading /proc/PID/stat only for pids it has not seen. The
+//! rest of the machine is read once a second, within a budget of tasks.
 
+mod cgroups;
 pub mod parse;
+mod reader;
+mod rest;
 pub mod sample;
+mod task;
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use parse::NS_PER_TICK;
+use reader::{read_path, ReadErr, Reader};
+use task::{ProcGone, ProcState, Sweep};
+
 pub use sample::{
-    CgroupSample, Health, MachineSample, ProcessSample, Sample, TaskSample, WorkloadSample,
+    CgroupNode, CgroupSample, CpuTimes, Health, Life, MachineSample, ProcessSample, RestSample,
+    RestTask, Sample, TaskSample, WorkloadSample,
 };
 
 /// A workload to watch.
@@ -73,128 +83,12 @@ impl Default for ProbeConfig {
 const CACHE_REFRESH_NS: u64 = 5_000_000_000;
 /// Rescan /proc at least this often.
 const RELIST_NS: u64 = 1_000_000_000;
-/// Re-list a process's threads at least this often. A change in its thread count, or a
-/// thread found gone at its read, re-lists at the next sweep; this only catches an exit and a birth
-/// between two sweeps that left the count the same. Listing 1,000 threads costs more than
-/// a sweep of their schedstat, so it is not done every second.
-const TASK_RELIST_NS: u64 = 5_000_000_000;
-/// Re-read every thread's nice at least this often (at once when the main thread's changes:
-/// a renice of a whole workload touches the main thread too).
-const NICE_EVERY_NS: u64 = 5_000_000_000;
-
-/// A file kept open and re-read from offset 0; or, when descriptors run out, a path
-/// reopened each time.
-enum Reader {
-    Open(File),
-    Path(PathBuf),
-}
-
-/// Why a read failed.
-enum ReadErr {
-    /// The task or process has exited (ENOENT, ESRCH).
-    Gone,
-    /// Not allowed (hidepid, permissions) or something else; the reason.
-    Failed(String),
-}
-
-fn classify(err: io::Error, path: &Path) -> ReadErr {
-    match err.raw_os_error() {
-        Some(libc::ENOENT) | Some(libc::ESRCH) => ReadErr::Gone,
-        _ if path.as_os_str().is_empty() => ReadErr::Failed(err.to_string()),
-        _ => ReadErr::Failed(format!("{}: {err}", path.display())),
-    }
-}
-
-impl Reader {
-    fn open(path: PathBuf) -> Result<Reader, ReadErr> {
-        match File::open(&path) {
-            Ok(f) => Ok(Reader::Open(f)),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) => {
-                Ok(Reader::Path(path))
-            }
-            Err(e) => Err(classify(e, &path)),
-        }
-    }
-
-    /// Reads the whole file into `buf` (cleared first).
-    fn read<'a>(&self, buf: &'a mut Vec<u8>) -> Result<&'a [u8], ReadErr> {
-        match self {
-            // The caller names the file: paths are not kept per open file.
-            Reader::Open(f) => pread_all(f, buf).map_err(|e| classify(e, Path::new(""))),
-            Reader::Path(p) => {
-                let f = File::open(p).map_err(|e| classify(e, p))?;
-                pread_all(&f, buf).map_err(|e| classify(e, p))
-            }
-        }
-    }
-}
-
-fn pread_all<'a>(f: &File, buf: &'a mut Vec<u8>) -> io::Result<&'a [u8]> {
-    use std::os::fd::AsRawFd;
-    buf.clear();
-    if buf.capacity() < 4096 {
-        buf.reserve(4096);
-    }
-    loop {
-        let len = buf.len();
-        let spare = buf.capacity() - len;
-        // pread straight into the spare capacity: no zero-filling of a buffer per read.
-        let n = unsafe {
-            libc::pread(
-                f.as_raw_fd(),
-                buf.as_mut_ptr().add(len).cast(),
-                spare,
-                len as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
-        }
-        // SAFETY: the kernel wrote n bytes there.
-        unsafe { buf.set_len(len + n as usize) };
-        // /proc files are produced whole by one read when the buffer is large enough; only a
-        // full buffer needs another round.
-        if n == 0 || buf.len() < buf.capacity() {
-            break;
-        }
-        buf.reserve(buf.capacity());
-    }
-    Ok(&buf[..])
-}
-
-fn read_path(path: &Path, buf: &mut Vec<u8>) -> Result<(), ReadErr> {
-    let f = File::open(path).map_err(|e| classify(e, path))?;
-    pread_all(&f, buf).map_err(|e| classify(e, path))?;
-    Ok(())
-}
-
-struct TaskState {
-    schedstat: Reader,
-    status: Option<Reader>,
-    /// Read on status ticks only, for per-thread nice and policy.
-    stat: Option<Reader>,
-    /// Timeslices at the last status read: a thread not scheduled since cannot have switched
-    /// (but for at most one switch-out, counted when it next runs), so its status is skipped.
-    status_slices: u64,
-    sample: TaskSample,
-}
-
-struct ProcState {
-    start: u64,
-    /// Files of this process that could not be opened or read, until the next re-list.
-    notes: Vec<String>,
-    stat: Reader,
-    listed_ns: u64,
-    /// When per-thread nice was last read, and the main thread's (nice, policy) then.
-    nice_ns: u64,
-    main_sched: (i32, u32),
-    tasks: HashMap<u32, TaskState>,
-    sample: ProcessSample,
-}
+/// Out-of-turn reads (stat, status) of threads that may be starving, at most per sweep.
+const SUSPECT_READS: u32 = 256;
+/// A CPU idle for less than this share of an interval was contended.
+const CONTENDED_IDLE: f64 = 0.05;
+/// How often the fair server's reserve (or the RT throttle) is re-read.
+const RESERVE_EVERY_NS: u64 = 10_000_000_000;
 
 #[derive(Default)]
 struct GroupState {
@@ -227,6 +121,14 @@ pub struct Probe {
     status_every_ns: u64,
     /// Threads read in the last sweep, for the status budget.
     threads_last: u64,
+    cgroups: cgroups::Cgroups,
+    rest: rest::Rest,
+    /// Per CPU (id, busy, idle) at the last sweep, to tell a contended CPU.
+    cpu_last: Vec<(u32, u64, u64)>,
+    fair_reserve: Option<f64>,
+    reserve_ns: u64,
+    /// Whether to read SCHED_DEADLINE reservations (sched_getattr: only on the real /proc).
+    deadline_attrs: bool,
 }
 
 /// Most per-thread status files read per second, on average. One costs ≈12 µs here (ten
@@ -243,18 +145,15 @@ fn status_period_ns(asked_ns: u64, threads: u64) -> u64 {
     asked_ns.max(threads * 1_000_000_000 / STATUS_READS_PER_SEC)
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+fn clock_ns(clock: nix::time::ClockId) -> u64 {
+    nix::time::clock_gettime(clock)
+        .map(|ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+        .unwrap_or(0)
 }
 
 /// CLOCK_MONOTONIC in ns: the clock Samples are stamped with.
 pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
+    clock_ns(nix::time::ClockId::CLOCK_MONOTONIC)
 }
 
 impl Probe {
@@ -287,6 +186,12 @@ impl Probe {
             probe_cpu_ns: 0,
             status_every_ns: cfg.status_every.as_nanos() as u64,
             threads_last: 0,
+            cgroups: cgroups::Cgroups::discover(&cfg.proc_root),
+            rest: rest::Rest::default(),
+            cpu_last: Vec::new(),
+            fair_reserve: None,
+            reserve_ns: 0,
+            deadline_attrs: cfg.proc_root == Path::new("/proc"),
             cfg,
         })
     }
@@ -303,9 +208,10 @@ impl Probe {
 
     /// One sweep over the machine and every target.
     pub fn sample(&mut self, targets: &[Target]) -> Sample {
-        let cpu0 = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        let cpu0 = clock_ns(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID);
         let t0 = monotonic_ns();
-        let machine = self.read_machine();
+        let mut machine = self.read_machine(t0);
+        let contended = self.contended(&machine);
         let forks = self.last_forks;
 
         // Forget workloads no longer asked for.
@@ -313,9 +219,11 @@ impl Probe {
         self.groups.retain(|id, _| wanted.contains(id));
         let new_target = targets.iter().any(|t| !self.groups.contains_key(&t.id));
 
+        let rest_due = t0 + rest::REST_EVERY_NS / 10 >= self.rest.last_ns + rest::REST_EVERY_NS;
         let refresh = t0.saturating_sub(self.cache_built_ns) >= CACHE_REFRESH_NS;
         let scan = refresh
             || new_target
+            || rest_due
             || forks != self.scan_forks
             || t0.saturating_sub(self.scanned_ns) >= RELIST_NS;
         if scan {
@@ -333,38 +241,83 @@ impl Probe {
         }
 
         let mut workloads = Vec::with_capacity(targets.len());
+        let mut suspects_left = SUSPECT_READS;
         for target in targets {
-            workloads.push(self.sample_target(target, scan, status_due, t0));
+            workloads.push(self.sample_target(
+                target,
+                scan,
+                status_due,
+                contended,
+                &mut suspects_left,
+                t0,
+            ));
         }
         self.threads_last = workloads
             .iter()
             .flat_map(|w| &w.processes)
             .map(|p| p.threads.len() as u64)
             .sum();
+
+        if rest_due {
+            machine.rest = Some(self.read_rest(targets, contended, &mut suspects_left, t0));
+        }
+        if status_due || rest_due {
+            let mut paths: Vec<&str> = workloads
+                .iter()
+                .flat_map(|w| &w.processes)
+                .filter_map(|p| p.cgroup.as_deref())
+                .collect();
+            if let Some(r) = &machine.rest {
+                paths.extend(r.tasks.iter().filter_map(|t| t.cgroup.as_deref()));
+            }
+            paths.sort_unstable();
+            paths.dedup();
+            let nodes = self.cgroups.nodes(paths.into_iter(), &mut self.buf);
+            machine.cgroups = Some(nodes);
+        }
+
         let t1 = monotonic_ns();
-        self.probe_cpu_ns += clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
+        self.probe_cpu_ns +=
+            clock_ns(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
         Sample {
             t_ns: t0 + (t1 - t0) / 2,
             machine,
             workloads,
-            observer_cpu_ns: clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID),
+            observer_cpu_ns: clock_ns(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID),
             probe_cpu_ns: self.probe_cpu_ns,
             status_t_ns: self.status_ns,
             status_every_ns,
+            epoch_ns: 0,
         }
     }
 }
 
 impl Probe {
-    fn read_machine(&mut self) -> MachineSample {
+    fn read_machine(&mut self, now: u64) -> MachineSample {
         let mut m = MachineSample::default();
         if let Ok(b) = self.proc_stat.read(&mut self.buf) {
             if let Some(ps) = parse::proc_stat(b) {
                 m.cpus = ps.cpus.max(1);
-                m.busy_ns = ps.busy_ticks * parse::NS_PER_TICK;
+                m.busy_ns = ps.busy_ticks * NS_PER_TICK;
                 m.ctxt = ps.ctxt;
                 m.procs_running = ps.procs_running;
                 self.last_forks = ps.processes;
+                if !ps.per_cpu.is_empty() {
+                    let mut online = crate::model::cpuset::CpuSet::new();
+                    for &(id, _, _) in &ps.per_cpu {
+                        online.insert(id);
+                    }
+                    m.online = Some(online.to_string());
+                    m.per_cpu = ps
+                        .per_cpu
+                        .iter()
+                        .map(|&(id, busy, idle)| CpuTimes {
+                            id,
+                            busy_ns: busy * NS_PER_TICK,
+                            idle_ns: idle * NS_PER_TICK,
+                        })
+                        .collect();
+                }
             }
         }
         if let Some(r) = &self.psi {
@@ -386,7 +339,35 @@ impl Probe {
                 m.rq_wait_ns = Some(wait);
             }
         }
+        if self.reserve_ns == 0 || now.saturating_sub(self.reserve_ns) >= RESERVE_EVERY_NS {
+            self.reserve_ns = now;
+            self.fair_reserve = fair_reserve(&self.cfg, &mut self.buf);
+        }
+        m.fair_reserve = self.fair_reserve;
         m
+    }
+
+    /// Whether some CPU was idle for almost none of the interval since the last sweep.
+    fn contended(&mut self, m: &MachineSample) -> bool {
+        let now: Vec<(u32, u64, u64)> = m
+            .per_cpu
+            .iter()
+            .map(|c| (c.id, c.busy_ns, c.idle_ns))
+            .collect();
+        let busy = now.iter().any(|&(id, b1, i1)| {
+            self.cpu_last
+                .iter()
+                .find(|(id0, _, _)| *id0 == id)
+                .is_some_and(|&(_, b0, i0)| {
+                    let busy = b1.saturating_sub(b0) as f64;
+                    let idle = i1.saturating_sub(i0) as f64;
+                    busy + idle > 0.0 && idle < CONTENDED_IDLE * (busy + idle)
+                })
+        });
+        // Without per-CPU figures (an old fake tree), assume the worst: read the suspects.
+        let unknown = self.cpu_last.is_empty() || now.is_empty();
+        self.cpu_last = now;
+        busy || unknown
     }
 
     /// Lists /proc and learns the group and start time of every process not seen before.
@@ -430,67 +411,74 @@ impl Probe {
         self.scanned_ns = now;
     }
 
+    /// The processes of a target, as /proc listed them at the last scan.
+    fn members(&self, target: &Target, leader_start: Option<u64>) -> Vec<(u32, u64)> {
+        if target.pgid == 0 {
+            self.pid_cache
+                .get(&target.leader)
+                .filter(|(_, start)| Some(*start) == leader_start)
+                .map(|&(_, start)| vec![(target.leader, start)])
+                .unwrap_or_default()
+        } else {
+            self.pid_cache
+                .iter()
+                .filter(|(_, (pgid, _))| *pgid == target.pgid)
+                .map(|(&pid, &(_, start))| (pid, start))
+                .collect()
+        }
+    }
+
     fn sample_target(
         &mut self,
         target: &Target,
         scan: bool,
         status_due: bool,
+        contended: bool,
+        suspects_left: &mut u32,
         now: u64,
     ) -> WorkloadSample {
+        let mut problems: Vec<String> = Vec::new();
+        if let Some(why) = self.unreadable.get(&target.leader) {
+            problems.push(format!("cannot read the leader's stat: {why}"));
+        }
+        self.note_leader(target, &mut problems);
+        let members = if scan {
+            let start = self.groups.get(&target.id).and_then(|g| g.leader_start);
+            Some(self.members(target, start))
+        } else {
+            None
+        };
+
         let Probe {
             cfg,
             buf,
             pid_cache,
-            unreadable,
             groups,
+            cgroups,
+            deadline_attrs,
             ..
         } = self;
         let group = groups.entry(target.id).or_default();
-        let mut problems: Vec<String> = Vec::new();
-        if let Some(why) = unreadable.get(&target.leader) {
-            problems.push(format!("cannot read the leader's stat: {why}"));
-        }
-
-        // The leader's identity, to tell its exit from a reused pid.
-        if let Some(&(_, start)) = pid_cache
-            .get(&target.leader)
-            .filter(|(pgid, _)| *pgid != u32::MAX)
-        {
-            match group.leader_start {
-                None => group.leader_start = Some(start),
-                Some(s) if s != start && group.procs.is_empty() => {
-                    problems.push(format!(
-                        "pid {} now belongs to another process (reused)",
-                        target.leader
-                    ));
-                }
-                _ => {}
-            }
-        }
-
-        if scan {
+        let mut sweep = Sweep {
+            proc_root: &cfg.proc_root,
+            now,
+            status_due,
+            contended,
+            suspects_left: *suspects_left,
+            stat_active: false,
+            cgroups,
+            deadline_attrs: *deadline_attrs,
+        };
+        if let Some(members) = members {
             // A process no longer listed in /proc (or listed as another) is gone.
             group
                 .procs
                 .retain(|pid, p| pid_cache.get(pid).map(|e| e.1) == Some(p.start));
-            let members: Vec<(u32, u64)> = if target.pgid == 0 {
-                pid_cache
-                    .get(&target.leader)
-                    .filter(|(_, start)| Some(*start) == group.leader_start)
-                    .map(|&(_, start)| vec![(target.leader, start)])
-                    .unwrap_or_default()
-            } else {
-                pid_cache
-                    .iter()
-                    .filter(|(_, (pgid, _))| *pgid == target.pgid)
-                    .map(|(&pid, &(_, start))| (pid, start))
-                    .collect()
-            };
             for (pid, start) in members {
                 if group.procs.get(&pid).map(|p| p.start) == Some(start) {
                     continue;
                 }
-                match open_process(&cfg.proc_root, pid, start, buf, now) {
+                match ProcState::open(&mut sweep, pid, start, buf) {
                     Ok(Some(p)) => {
                         group.procs.insert(pid, p);
                     }
@@ -502,107 +490,12 @@ impl Probe {
 
         let mut gone_pids = Vec::new();
         for (&pid, p) in group.procs.iter_mut() {
-            let st = match p.stat.read(buf) {
-                Ok(b) => parse::stat(b),
-                Err(ReadErr::Gone) => None,
-                Err(ReadErr::Failed(why)) => {
-                    problems.push(format!("{}/{pid}/stat: {why}", cfg.proc_root.display()));
-                    None
-                }
-            };
-            let Some(st) = st else {
-                gone_pids.push(pid);
-                continue;
-            };
-            if st.start != p.start || (target.pgid != 0 && st.pgrp != target.pgid) {
-                // It moved to another group (setsid, setpgid) or is not the process we knew.
-                gone_pids.push(pid);
-                continue;
+            match p.read(pid, target.pgid, &mut sweep, buf, &mut problems) {
+                Ok(()) => problems.extend(p.notes.iter().cloned()),
+                Err(ProcGone::Gone) => gone_pids.push(pid),
             }
-            p.sample.ppid = st.ppid;
-            p.sample.session = st.session;
-            p.sample.cpu_ticks = st.cpu_ticks;
-            p.sample.child_ticks = st.child_ticks;
-            if st.state == b'Z' {
-                // A zombie has no threads left to read; its times stay in its stat.
-                p.tasks.clear();
-                continue;
-            }
-            if st.num_threads as usize != p.tasks.len()
-                || now.saturating_sub(p.listed_ns) >= TASK_RELIST_NS
-            {
-                list_tasks(&cfg.proc_root, pid, p, now);
-            }
-            let main_nice = st.nice;
-            let nice_due = status_due
-                && ((st.nice, st.policy) != p.main_sched
-                    || now.saturating_sub(p.nice_ns) >= NICE_EVERY_NS);
-            if nice_due {
-                p.nice_ns = now;
-                p.main_sched = (st.nice, st.policy);
-            }
-            p.tasks.retain(|&tid, t| {
-                match t.schedstat.read(buf) {
-                    Ok(b) => match parse::schedstat(b) {
-                        Some((run, wait, slices)) => {
-                            t.sample.run_ns = run;
-                            t.sample.wait_ns = wait;
-                            t.sample.slices = slices;
-                            // A vDSO call (tens of ns) next to the read's syscall (~1 µs).
-                            t.sample.read_ns = monotonic_ns();
-                        }
-                        None => return false,
-                    },
-                    Err(ReadErr::Gone) => return false,
-                    Err(ReadErr::Failed(why)) => {
-                        problems.push(format!(
-                            "{}/{pid}/task/{tid}/schedstat: {why}",
-                            cfg.proc_root.display()
-                        ));
-                        return false;
-                    }
-                }
-                if tid == pid {
-                    // The process stat is the main thread's: its nice and policy are free.
-                    t.sample.nice = main_nice;
-                    t.sample.policy = st.policy;
-                }
-                if status_due && t.sample.slices != t.status_slices {
-                    t.status_slices = t.sample.slices;
-                    if let Some(r) = &t.status {
-                        match r.read(buf) {
-                            Ok(b) => {
-                                if let Some((v, i)) = parse::status_switches(b) {
-                                    t.sample.vol = Some(v);
-                                    t.sample.invol = Some(i);
-                                }
-                            }
-                            Err(ReadErr::Gone) => return false,
-                            Err(ReadErr::Failed(why)) => {
-                                p.notes.push(format!(
-                                    "{}/{pid}/task/{tid}/status: {why}",
-                                    cfg.proc_root.display()
-                                ));
-                                t.status = None;
-                            }
-                        }
-                    }
-                }
-                if nice_due {
-                    if let Some(r) = t.stat.as_ref().filter(|_| tid != pid) {
-                        if let Some(ts) = r.read(buf).ok().and_then(parse::stat) {
-                            t.sample.nice = ts.nice;
-                            t.sample.policy = ts.policy;
-                        }
-                    }
-                }
-                true
-            });
-            if status_due {
-                p.sample.autogroup = read_autogroup(&cfg.proc_root, pid, buf);
-            }
-            problems.extend(p.notes.iter().cloned());
         }
+        *suspects_left = sweep.suspects_left;
         for pid in gone_pids {
             group.procs.remove(&pid);
             // Learn its new group (or its successor's) at the next scan.
@@ -622,7 +515,7 @@ impl Probe {
         processes.sort_by_key(|p| p.pid);
 
         let cgroup = target.cgroup.as_deref().and_then(|dir| {
-            read_cgroup(&cfg.sys_root, dir, buf)
+            cgroups::read_usage(&cfg.sys_root, dir, buf)
                 .map_err(|why| problems.push(why))
                 .ok()
         });
@@ -671,200 +564,127 @@ impl Probe {
             processes,
             cgroup,
             health,
+            life: Life::Running,
         }
     }
-}
 
-/// Opens a newly found member process. Ok(None): it exited or is not the one we listed.
-fn open_process(
-    proc_root: &Path,
-    pid: u32,
-    start: u64,
-    buf: &mut Vec<u8>,
-    now: u64,
-) -> Result<Option<ProcState>, String> {
-    let path = proc_root.join(pid.to_string()).join("stat");
-    let stat = match Reader::open(path) {
-        Ok(r) => r,
-        Err(ReadErr::Gone) => return Ok(None),
-        Err(ReadErr::Failed(why)) => return Err(why),
-    };
-    let st = match stat.read(buf) {
-        Ok(b) => parse::stat(b),
-        Err(ReadErr::Gone) => return Ok(None),
-        Err(ReadErr::Failed(why)) => {
-            return Err(format!("{}/{pid}/stat: {why}", proc_root.display()))
-        }
-    };
-    let Some(st) = st.filter(|s| s.start == start) else {
-        return Ok(None);
-    };
-    let mut p = ProcState {
-        start,
-        notes: Vec::new(),
-        stat,
-        listed_ns: 0,
-        nice_ns: now,
-        main_sched: (st.nice, st.policy),
-        tasks: HashMap::new(),
-        sample: ProcessSample {
-            pid,
-            ppid: st.ppid,
-            start,
-            session: st.session,
-            autogroup: read_autogroup(proc_root, pid, buf),
-            cpu_ticks: st.cpu_ticks,
-            child_ticks: st.child_ticks,
-            threads: Vec::new(),
-        },
-    };
-    list_tasks(proc_root, pid, &mut p, now);
-    Ok(Some(p))
-}
-
-fn read_autogroup(proc_root: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<(u64, i32)> {
-    let path = proc_root.join(format!("{pid}/autogroup"));
-    read_path(&path, buf).ok()?;
-    parse::autogroup(buf)
-}
-
-/// Brings a process's thread list up to date: opens files of new threads, drops dead ones.
-fn list_tasks(proc_root: &Path, pid: u32, p: &mut ProcState, now: u64) {
-    p.listed_ns = now;
-    p.notes.clear();
-    let dir = proc_root.join(format!("{pid}/task"));
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) => {
-            if let ReadErr::Failed(why) = classify(e, &dir) {
-                p.notes.push(why);
-            }
-            return;
-        }
-    };
-    let mut seen = HashSet::with_capacity(p.tasks.len() + 4);
-    let mut buf = Vec::with_capacity(512);
-    // An open that fails for another reason than an exit (EACCES under hidepid) is a note.
-    let open = |path: PathBuf, notes: &mut Vec<String>| match Reader::open(path) {
-        Ok(r) => Some(r),
-        Err(ReadErr::Gone) => None,
-        Err(ReadErr::Failed(why)) => {
-            notes.push(why);
-            None
-        }
-    };
-    for entry in entries.flatten() {
-        let Some(tid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
+    /// Learns the leader's identity, to tell its exit from a reused pid.
+    fn note_leader(&mut self, target: &Target, problems: &mut Vec<String>) {
+        let Some(&(_, start)) = self
+            .pid_cache
+            .get(&target.leader)
+            .filter(|(pgid, _)| *pgid != u32::MAX)
         else {
-            continue;
+            return;
         };
-        seen.insert(tid);
-        let tdir = dir.join(tid.to_string());
-        if let Some(t) = p.tasks.get_mut(&tid) {
-            if t.status.is_none() {
-                // Retry a status file that could not be read before.
-                t.status = open(tdir.join("status"), &mut p.notes);
+        let group = self.groups.entry(target.id).or_default();
+        match group.leader_start {
+            None => group.leader_start = Some(start),
+            Some(s) if s != start && group.procs.is_empty() => {
+                problems.push(format!(
+                    "pid {} now belongs to another process (reused)",
+                    target.leader
+                ));
             }
-            continue;
+            _ => {}
         }
-        let Some(schedstat) = open(tdir.join("schedstat"), &mut p.notes) else {
-            continue;
-        };
-        let status = open(tdir.join("status"), &mut p.notes);
-        let stat = open(tdir.join("stat"), &mut p.notes);
-        let mut sample = TaskSample {
-            tid,
-            ..TaskSample::default()
-        };
-        if let Some(ts) = stat
-            .as_ref()
-            .and_then(|r| r.read(&mut buf).ok().and_then(parse::stat))
-        {
-            sample.nice = ts.nice;
-            sample.policy = ts.policy;
-        }
-        p.tasks.insert(
-            tid,
-            TaskState {
-                schedstat,
-                status,
-                stat,
-                status_slices: u64::MAX,
-                sample,
-            },
-        );
     }
-    p.tasks.retain(|tid, _| seen.contains(tid));
+
+    /// Reads every process that belongs to no target.
+    fn read_rest(
+        &mut self,
+        targets: &[Target],
+        contended: bool,
+        suspects_left: &mut u32,
+        now: u64,
+    ) -> RestSample {
+        let pgids: HashSet<u32> = targets
+            .iter()
+            .filter(|t| t.pgid != 0)
+            .map(|t| t.pgid)
+            .collect();
+        let leaders: HashSet<u32> = targets
+            .iter()
+            .filter(|t| t.pgid == 0)
+            .map(|t| t.leader)
+            .collect();
+        let mut members: Vec<(u32, u64)> = self
+            .pid_cache
+            .iter()
+            .filter(|(pid, (pgid, _))| {
+                *pgid != u32::MAX && !pgids.contains(pgid) && !leaders.contains(pid)
+            })
+            .map(|(&pid, &(_, start))| (pid, start))
+            .collect();
+        members.sort_unstable();
+        let meta_due = now.saturating_sub(self.rest.meta_ns) >= rest::REST_META_EVERY_NS;
+        if meta_due {
+            self.rest.meta_ns = now;
+        }
+        let Probe {
+            cfg,
+            buf,
+            cgroups,
+            rest,
+            deadline_attrs,
+            ..
+        } = self;
+        let mut sweep = Sweep {
+            proc_root: &cfg.proc_root,
+            now,
+            status_due: meta_due,
+            contended,
+            suspects_left: *suspects_left,
+            stat_active: true,
+            cgroups,
+            deadline_attrs: *deadline_attrs,
+        };
+        let out = rest.read(&members, &mut sweep, buf);
+        *suspects_left = sweep.suspects_left;
+        out
+    }
 }
 
-/// Reads a workload's cgroup: usage from v2 cpu.stat or v1 cpuacct.usage, weight from v2
-/// cpu.weight or v1 cpu.shares. With v1 the cpu and cpuacct controllers may be mounted
-/// apart (/sys/fs/cgroup/cpu and /sys/fs/cgroup/cpuacct): the same relative path is tried
-/// in the sibling hierarchy.
-fn read_cgroup(sys_root: &Path, dir: &Path, buf: &mut Vec<u8>) -> Result<CgroupSample, String> {
-    let base = sys_root.join("fs/cgroup");
-    let siblings: Vec<PathBuf> = {
-        let mut v = vec![dir.to_path_buf()];
-        for (from, to) in [
-            ("cpu", "cpuacct"),
-            ("cpuacct", "cpu"),
-            ("cpu,cpuacct", "cpu"),
-        ] {
-            if let Ok(rel) = dir.strip_prefix(base.join(from)) {
-                v.push(base.join(to).join(rel));
-            }
-        }
-        v
+/// The share of each CPU real-time tasks must leave to fair ones: the fair server's
+/// runtime / period (debugfs, kernel 6.12 and later), else RT throttling's complement.
+/// None when neither can be read (the model takes the kernel's default).
+fn fair_reserve(cfg: &ProbeConfig, buf: &mut Vec<u8>) -> Option<f64> {
+    let server = cfg.sys_root.join("kernel/debug/sched/fair_server/cpu0");
+    let read_u = |name: &str, buf: &mut Vec<u8>| {
+        read_path(&server.join(name), buf)
+            .ok()
+            .and_then(|_| parse::single_u64(buf))
     };
-    let mut usage = None;
-    let mut weight = None;
-    let mut version = 0;
-    for d in &siblings {
-        if usage.is_none() && read_path(&d.join("cpu.stat"), buf).is_ok() {
-            if let Some(ns) = parse::cgroup2_usage_ns(buf) {
-                usage = Some(ns);
-                version = 2;
-            }
-        }
-        if usage.is_none() && read_path(&d.join("cpuacct.usage"), buf).is_ok() {
-            usage = parse::single_u64(buf);
-            version = 1;
-        }
-        if weight.is_none() && read_path(&d.join("cpu.weight"), buf).is_ok() {
-            weight = parse::single_u64(buf).map(|w| w as f64 * 1024.0 / 100.0);
-        }
-        if weight.is_none() && read_path(&d.join("cpu.shares"), buf).is_ok() {
-            weight = parse::single_u64(buf).map(|w| w as f64);
+    if let (Some(runtime), Some(period)) = (read_u("runtime", buf), read_u("period", buf)) {
+        if period > 0 {
+            return Some((runtime as f64 / period as f64).clamp(0.0, 1.0));
         }
     }
-    match usage {
-        Some(usage_ns) => Ok(CgroupSample {
-            path: dir.display().to_string(),
-            version,
-            usage_ns,
-            weight,
-        }),
-        None => Err(format!(
-            "{}: no cpu.stat usage_usec or cpuacct.usage (falling back to /proc)",
-            dir.display()
-        )),
+    read_path(&cfg.proc_root.join("sys/kernel/osrelease"), buf).ok()?;
+    if parse::kernel_version(buf)? >= (6, 12) {
+        // The fair server replaced RT throttling; its default is 50 ms in every second.
+        return None;
     }
+    let read_i = |name: &str, buf: &mut Vec<u8>| {
+        read_path(&cfg.proc_root.join("sys/kernel").join(name), buf)
+            .ok()
+            .and_then(|_| parse::single_i64(buf))
+    };
+    let runtime = read_i("sched_rt_runtime_us", buf)?;
+    let period = read_i("sched_rt_period_us", buf)?;
+    if runtime < 0 || period <= 0 {
+        return Some(0.0);
+    }
+    Some((1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0))
 }
 
 /// Lifts the soft descriptor limit to the hard one: the probe keeps three files open per
 /// thread, and a 5,000-thread workload would exceed the usual 1,024.
 fn raise_fd_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
         }
     }
 }
@@ -873,7 +693,7 @@ fn raise_fd_limit() {
 pub fn pgid_of(proc_root: &Path, pid: u32) -> anyhow::Result<u32> {
     let path = proc_root.join(format!("{pid}/stat"));
     let mut buf = Vec::new();
-    match read_path(&path, &mut buf) {
+    match reader::read_path(&path, &mut buf) {
         Ok(()) => parse::stat(&buf)
             .map(|s| s.pgrp)
             .ok_or_else(|| anyhow::anyhow!("{}: unexpected format", path.display())),

@@ -20,6 +20,10 @@ pub struct Stat {
     /// Start time after boot, in ticks: with the pid, it names a process across pid reuse.
     pub start: u64,
     pub policy: u32,
+    /// The CPU it last ran on (field 39).
+    pub processor: Option<u32>,
+    /// Its real-time priority (field 40; 0 for fair tasks).
+    pub rt_priority: u32,
 }
 
 fn num<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
@@ -63,7 +67,20 @@ pub fn stat(buf: &[u8]) -> Option<Stat> {
         } else {
             0
         },
+        processor: if n >= 37 { num(field(39)) } else { None },
+        rt_priority: if n >= 38 {
+            num(field(40)).unwrap_or(0)
+        } else {
+            0
+        },
     })
+}
+
+/// The `comm` of a stat line: between the first '(' and the last ')'.
+pub fn stat_comm(buf: &[u8]) -> Option<&str> {
+    let open = buf.iter().position(|&c| c == b'(')?;
+    let close = buf.iter().rposition(|&c| c == b')')?;
+    std::str::from_utf8(buf.get(open + 1..close)?).ok()
 }
 
 /// /proc/PID/task/TID/schedstat: ns on CPU, ns waiting on a run queue, timeslices.
@@ -88,6 +105,44 @@ pub fn status_switches(buf: &[u8]) -> Option<(u64, u64)> {
     scan_switches(buf)
 }
 
+/// What a task's status file says that the probe uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status<'a> {
+    pub vol: Option<u64>,
+    pub invol: Option<u64>,
+    /// `Cpus_allowed_list`, as the kernel prints it ("0-3,8").
+    pub cpus_allowed: Option<&'a str>,
+}
+
+/// Switch counts and allowed CPUs from a task's status file. They are among its last lines:
+/// only the tail is scanned when it holds them all.
+pub fn status(buf: &[u8]) -> Status<'_> {
+    let tail = &buf[buf.len().saturating_sub(1024)..];
+    let tail = tail
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(tail, |i| &tail[i + 1..]);
+    let found = scan_status(tail);
+    if found.vol.is_some() && found.invol.is_some() && found.cpus_allowed.is_some() {
+        return found;
+    }
+    scan_status(buf)
+}
+
+fn scan_status(buf: &[u8]) -> Status<'_> {
+    let mut st = Status::default();
+    for line in buf.split(|c| *c == b'\n') {
+        if let Some(v) = line.strip_prefix(b"voluntary_ctxt_switches:") {
+            st.vol = num(v.trim_ascii());
+        } else if let Some(v) = line.strip_prefix(b"nonvoluntary_ctxt_switches:") {
+            st.invol = num(v.trim_ascii());
+        } else if let Some(v) = line.strip_prefix(b"Cpus_allowed_list:") {
+            st.cpus_allowed = std::str::from_utf8(v.trim_ascii()).ok();
+        }
+    }
+    st
+}
+
 fn scan_switches(buf: &[u8]) -> Option<(u64, u64)> {
     let mut vol = None;
     let mut invol = None;
@@ -102,7 +157,7 @@ fn scan_switches(buf: &[u8]) -> Option<(u64, u64)> {
 }
 
 /// What the machine-wide /proc/stat says.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcStat {
     /// CPUs listed (cpuN lines).
     pub cpus: usize,
@@ -112,6 +167,8 @@ pub struct ProcStat {
     /// Forks since boot: when it has not moved, no process was created anywhere.
     pub processes: u64,
     pub procs_running: u32,
+    /// Per CPU line: (id, busy ticks, idle ticks), idle counting iowait.
+    pub per_cpu: Vec<(u32, u64, u64)>,
 }
 
 pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
@@ -132,7 +189,16 @@ pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
                 s.busy_ticks = total.saturating_sub(idle);
                 saw_cpu = true;
             }
-            k if k.starts_with(b"cpu") => s.cpus += 1,
+            k if k.starts_with(b"cpu") => {
+                s.cpus += 1;
+                let id = num::<u32>(&k[3..]);
+                let v: Vec<u64> = it.filter_map(num).collect();
+                if let (Some(id), true) = (id, v.len() >= 4) {
+                    let total: u64 = v.iter().take(8).sum();
+                    let idle = v[3] + v.get(4).copied().unwrap_or(0);
+                    s.per_cpu.push((id, total.saturating_sub(idle), idle));
+                }
+            }
             b"ctxt" => s.ctxt = num(it.next()?)?,
             b"processes" => s.processes = num(it.next()?)?,
             b"procs_running" => s.procs_running = num(it.next()?)?,
@@ -201,6 +267,56 @@ pub fn proc_schedstat(buf: &[u8]) -> Option<(u64, u64)> {
         }
     }
     seen.then_some((run, wait))
+}
+
+/// The task's group in the cpu controller's hierarchy, from /proc/PID/cgroup: the v1 line
+/// whose controllers include `cpu`, else the v2 line (`0::/path`). (path, is v2).
+pub fn cpu_cgroup(buf: &[u8]) -> Option<(String, bool)> {
+    let text = std::str::from_utf8(buf).ok()?;
+    let mut v2 = None;
+    for line in text.lines() {
+        let mut it = line.splitn(3, ':');
+        let (_id, ctrl, path) = (it.next()?, it.next()?, it.next()?);
+        if ctrl.is_empty() {
+            v2 = Some(path.to_string());
+        } else if ctrl.split(',').any(|c| c == "cpu") {
+            return Some((path.to_string(), false));
+        }
+    }
+    v2.map(|p| (p, true))
+}
+
+/// A named integer line of a cgroup stat file (cpu.stat): `name N`.
+pub fn keyed_u64(buf: &[u8], key: &str) -> Option<u64> {
+    buf.split(|c| *c == b'\n').find_map(|l| {
+        let rest = l.strip_prefix(key.as_bytes())?.strip_prefix(b" ")?;
+        num(rest.trim_ascii())
+    })
+}
+
+/// v2 cpu.max: "max 100000" (no limit) or "20000 100000" → quota in CPUs.
+pub fn cpu_max(buf: &[u8]) -> Option<Option<f64>> {
+    let text = std::str::from_utf8(buf).ok()?;
+    let mut it = text.split_whitespace();
+    let quota = it.next()?;
+    let period: f64 = it.next().map_or(Some(100_000.0), |p| p.parse().ok())?;
+    if quota == "max" {
+        return Some(None);
+    }
+    let q: f64 = quota.parse().ok()?;
+    (period > 0.0).then_some(Some(q / period))
+}
+
+/// The kernel release as (major, minor), from /proc/sys/kernel/osrelease ("6.18.44-fc").
+pub fn kernel_version(buf: &[u8]) -> Option<(u32, u32)> {
+    let text = std::str::from_utf8(buf).ok()?.trim();
+    let mut it = text.split(|c: char| !c.is_ascii_digit());
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// A single signed integer file (cpu.cfs_quota_us, sched_rt_runtime_us: -1 = none).
+pub fn single_i64(buf: &[u8]) -> Option<i64> {
+    num(buf.trim_ascii())
 }
 
 /// cgroup v2 cpu.stat usage_usec, in ns.
@@ -288,6 +404,52 @@ mod tests {
             proc_schedstat(b"version 15\ntimestamp 1\ncpu0 0 0 0 0 0 0 100 20 5\ndomain0 3 1\ncpu1 0 0 0 0 0 0 50 10 2\n"),
             Some((150, 30))
         );
+    }
+
+    #[test]
+    fn placement_files() {
+        let line = b"599 (cat) R 594 594 1094 0 -1 4194304 101 0 0 0 0 0 0 0 20 0 1 0 83451 3133440 405 18446744073709551615 94242013835264 94242013855145 140737333911504 0 0 0 0 0 0 0 0 0 17 1 7 1 0 0 0\n";
+        let st = stat(line).unwrap();
+        assert_eq!(
+            (st.state, st.processor, st.rt_priority, st.policy),
+            (b'R', Some(1), 7, 1)
+        );
+        assert_eq!(stat_comm(line), Some("cat"));
+        let status_text = format!(
+            "Name:\tcat\n{}Cpus_allowed:\t3\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\nvoluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t2\n",
+            "Filler:\tx\n".repeat(200)
+        );
+        let st = status(status_text.as_bytes());
+        assert_eq!(
+            (st.vol, st.invol, st.cpus_allowed),
+            (Some(5), Some(2), Some("0-1"))
+        );
+        assert_eq!(
+            cpu_cgroup(b"9:name=systemd:/\n2:cpuacct:/\n1:cpu:/schedlab/w1\n0::/\n"),
+            Some(("/schedlab/w1".to_string(), false))
+        );
+        assert_eq!(
+            cpu_cgroup(b"0::/user.slice/x\n"),
+            Some(("/user.slice/x".to_string(), true))
+        );
+        assert_eq!(
+            cpu_cgroup(b"4:cpu,cpuacct:/a\n"),
+            Some(("/a".to_string(), false))
+        );
+        assert_eq!(cpu_max(b"max 100000\n"), Some(None));
+        assert_eq!(cpu_max(b"20000 100000\n"), Some(Some(0.2)));
+        assert_eq!(
+            keyed_u64(
+                b"nr_periods 11\nnr_throttled 10\nthrottled_time 785368523\n",
+                "throttled_time"
+            ),
+            Some(785368523)
+        );
+        assert_eq!(keyed_u64(b"nr_throttled_x 3\n", "nr_throttled"), None);
+        assert_eq!(kernel_version(b"6.18.44-fc-v1045\n"), Some((6, 18)));
+        assert_eq!(single_i64(b"-1\n"), Some(-1));
+        let ps = proc_stat(b"cpu  100 1 50 800 20 0 9 0 0 0\ncpu0 60 0 20 300 10 0 5 0 0 0\ncpu1 40 1 30 500 10 0 4 0 0 0\nctxt 1\n").unwrap();
+        assert_eq!(ps.per_cpu, vec![(0, 85, 310), (1, 75, 510)]);
     }
 
     #[test]

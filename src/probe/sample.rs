@@ -20,6 +20,10 @@ pub struct Sample {
     pub status_t_ns: u64,
     /// How often status is read, in ns.
     pub status_every_ns: u64,
+    /// When the session began, on the same clock as `t_ns` (0: unknown, the first Sample's
+    /// time is used): Frame times count from it, live and replayed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch_ns: u64,
 }
 
 /// Machine-wide counters.
@@ -41,6 +45,98 @@ pub struct MachineSample {
     /// /proc/schedstat run and run-queue wait summed over CPUs, in ns (needs CONFIG_SCHEDSTATS).
     pub rq_run_ns: Option<u64>,
     pub rq_wait_ns: Option<u64>,
+    /// The online CPUs' ids as the kernel lists them ("0-3"); None: CPUs 0..cpus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online: Option<String>,
+    /// Per online CPU: its id, busy and idle time since boot (/proc/stat cpuN lines), in ns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_cpu: Vec<CpuTimes>,
+    /// The share of each CPU real-time tasks must leave to fair tasks that want it: the fair
+    /// server's runtime / period (kernel 6.12 and later), else 1 - sched_rt_runtime_us /
+    /// sched_rt_period_us. None: unknown (the model takes the kernel's default, 5%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair_reserve: Option<f64>,
+    /// The cpu controller's groups that tasks in this Sample sit in, with their ancestors,
+    /// as read at this sweep; None: not read this time (the last list still holds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroups: Option<Vec<CgroupNode>>,
+    /// Every other task on the machine, read at a lower rate; None: not read this sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rest: Option<RestSample>,
+}
+
+/// One CPU's times since boot, in ns.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CpuTimes {
+    pub id: u32,
+    pub busy_ns: u64,
+    pub idle_ns: u64,
+}
+
+/// A group of the cpu controller (a cgroup), as the scheduler sees it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CgroupNode {
+    /// Its path inside the cpu hierarchy ("/" is the root).
+    pub path: String,
+    /// Its weight on the kernel's nice-0 = 1024 scale (v1 cpu.shares; v2 cpu.weight × 1024 /
+    /// 100; 3 when v2's cpu.idle is set).
+    pub weight: f64,
+    /// Its bandwidth limit in CPUs (v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<f64>,
+    /// Time it was throttled by that limit since it was made, in ns, and how many times.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub throttled_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nr_throttled: u64,
+}
+
+/// The rest of the machine: every task not in a workload that ran, waited or was runnable
+/// since the previous rest read. Deltas, so a replay needs no earlier Sample to use it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RestSample {
+    /// CLOCK_MONOTONIC ns of this read and of the previous one (0: none; nothing listed).
+    pub t_ns: u64,
+    pub since_ns: u64,
+    pub tasks: Vec<RestTask>,
+    /// Tasks the read budget left out this time (a machine with very many tasks).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
+}
+
+/// One task of the rest of the machine, over `since_ns..t_ns`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RestTask {
+    pub pid: u32,
+    pub tid: u32,
+    /// The process's name (`comm`).
+    pub comm: String,
+    pub session: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autogroup: Option<(u64, i32)>,
+    /// ns on CPU and waiting on a run queue over the interval.
+    pub run_ns: u64,
+    pub wait_ns: u64,
+    /// CPU of children its process reaped over the interval (main thread only), in ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reaped_ns: u64,
+    /// Runnable (state R) at this read and at the previous one.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub runnable: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub runnable_before: bool,
+    pub nice: i32,
+    pub policy: u32,
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    pub rt_priority: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_bw: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
 }
 
 /// Whether a workload could be read.
@@ -70,6 +166,31 @@ pub struct WorkloadSample {
     pub processes: Vec<ProcessSample>,
     pub cgroup: Option<CgroupSample>,
     pub health: Health,
+    /// Where it is in its life, as whoever started it (the Lab) knows it.
+    #[serde(default, skip_serializing_if = "Life::is_running")]
+    pub life: Life,
+}
+
+/// A workload's life as its starter sees it; the probe only reads a running one.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Life {
+    /// Waiting for its start delay.
+    Pending,
+    #[default]
+    Running,
+    /// Ended by itself, with this exit code.
+    Done(i32),
+    /// Stopped by the user or its time was up.
+    Stopped,
+    /// Could not start, or a watched process is gone; the reason.
+    Failed(String),
+}
+
+impl Life {
+    pub fn is_running(&self) -> bool {
+        *self == Life::Running
+    }
 }
 
 /// One process of a workload.
@@ -87,6 +208,9 @@ pub struct ProcessSample {
     /// cutime + cstime: children it has reaped, in ticks.
     pub child_ticks: u64,
     pub threads: Vec<TaskSample>,
+    /// Its cgroup in the cpu controller's hierarchy ("/": the root), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 /// One thread.
@@ -107,10 +231,39 @@ pub struct TaskSample {
     /// different times; each thread's deltas are over its own interval, not the sample's.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub read_ns: u64,
+    /// Its state letter from stat ('R' runnable, 'S', 'D', ...) when stat was read at this
+    /// sweep; None when not read this time (stat is read at status sweeps, and at every sweep
+    /// for a thread that ran little while CPUs were busy: it may be starving).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<char>,
+    /// The CPU it was last seen on (stat's `processor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// The CPUs it may run on (status `Cpus_allowed_list`); None: unknown, taken as all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// Its real-time priority (1..=99 under SCHED_FIFO/RR).
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    pub rt_priority: u32,
+    /// A SCHED_DEADLINE task's reserved bandwidth (runtime / period).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_bw: Option<f64>,
+    /// When `vol` was read (CLOCK_MONOTONIC ns; 0 = never): a thread that may be starving has
+    /// its status read out of turn, so this can be later than the Sample's status time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub vol_ns: u64,
 }
 
 fn is_zero(x: &u64) -> bool {
     *x == 0
+}
+
+fn is_zero32(x: &u32) -> bool {
+    *x == 0
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 /// The workload's own cgroup.

@@ -98,6 +98,13 @@ const WORKLOAD_COUNTERS: &[Counter<WorkloadFrame>] = &[
         label: Label::None,
         add: |w, dt| w.runq_wait_pct / 100.0 * dt,
     },
+    Counter {
+        name: "schedlab_workload_throttled_seconds",
+        unit: "seconds",
+        help: "Time its cgroup's quota held it off the CPU (not counted as run-queue wait).",
+        label: Label::None,
+        add: |w, dt| w.throttled_pct / 100.0 * dt,
+    },
 ];
 
 const WORKLOAD_GAUGES: &[Gauge<WorkloadFrame>] = &[
@@ -110,9 +117,8 @@ const WORKLOAD_GAUGES: &[Gauge<WorkloadFrame>] = &[
     Gauge {
         name: "schedlab_workload_fairness_ratio",
         unit: "ratio",
-        help:
-            "CPU received over CPU due in the last sampling interval (1 = fair, below = starved).",
-        get: |w| Some(w.fairness_ratio),
+        help: "CPU received over CPU due over the verdict window (1 = fair, below = starved).",
+        get: |w| Some(w.window_ratio),
     },
 ];
 

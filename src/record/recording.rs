@@ -245,17 +245,28 @@ impl Recording {
         self.repeats.iter().map(Vec::len).sum()
     }
 
-    /// The Frames of each repeat: the model run over its consecutive Samples, as live.
-    pub fn frames_per_repeat(&self) -> Vec<Vec<Frame>> {
+    /// Every Frame of each repeat, exactly as the live run derived them: the first Frame of a
+    /// repeat (no interval yet) included, with the verdict window the run used.
+    pub fn replayed(&self) -> Vec<Vec<Frame>> {
+        let window = self.header.scenario.verdict_window;
         self.repeats
             .iter()
             .map(|samples| {
-                let mut model = Model::new();
-                samples
-                    .windows(2)
-                    .map(|w| model.step(&w[0], &w[1]))
+                let mut model = window.map_or_else(Model::new, Model::with_window);
+                let first = samples.first().map(|s| model.first(s));
+                first
+                    .into_iter()
+                    .chain(samples.windows(2).map(|w| model.step(&w[0], &w[1])))
                     .collect()
             })
+            .collect()
+    }
+
+    /// The Frames of each repeat's intervals (five samples, four intervals).
+    pub fn frames_per_repeat(&self) -> Vec<Vec<Frame>> {
+        self.replayed()
+            .into_iter()
+            .map(|frames| frames.into_iter().skip(1).collect())
             .collect()
     }
 

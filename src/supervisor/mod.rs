@@ -79,7 +79,14 @@ pub struct Knobs {
     /// CPUs it may run on; None = all.
     pub affinity: Option<Vec<usize>>,
     pub placement: Placement,
+    /// A bandwidth limit for its cgroup (placement = cgroup only), in % of one CPU: cgroup
+    /// v2 `cpu.max`, v1 `cpu.cfs_quota_us` over a 100 ms period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<u32>,
 }
+
+/// The largest quota a workload may be given, in % of one CPU (100 CPUs).
+pub const MAX_CPU_QUOTA: u32 = 10_000;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,6 +148,15 @@ impl Running {
                 self.cgroup.as_mut().unwrap().set_weight(*weight)?;
             }
             _ => bail!("{}: a new placement needs a restart", self.name),
+        }
+        if new.cpu_quota != self.knobs.cpu_quota {
+            match self.cgroup.as_mut() {
+                Some(g) => g.set_quota(new.cpu_quota)?,
+                None => bail!(
+                    "{}: a CPU quota needs a cgroup of its own (placement cgroup)",
+                    self.name
+                ),
+            }
         }
         self.knobs = new.clone();
         Ok(changed)
@@ -298,11 +314,19 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
 /// The workload's own cgroup, when its placement asks for one.
 fn own_cgroup(spec: &LaunchSpec) -> Result<Option<WorkloadCgroup>> {
     match spec.knobs.placement {
-        Placement::Cgroup { weight } => Ok(Some(
-            WorkloadCgroup::create(&spec.name, weight).with_context(|| {
+        Placement::Cgroup { weight } => {
+            let mut g = WorkloadCgroup::create(&spec.name, weight).with_context(|| {
                 format!("{}: cannot place it in a cgroup of its own", spec.name)
-            })?,
-        )),
+            })?;
+            if spec.knobs.cpu_quota.is_some() {
+                g.set_quota(spec.knobs.cpu_quota)?;
+            }
+            Ok(Some(g))
+        }
+        _ if spec.knobs.cpu_quota.is_some() => bail!(
+            "{}: a CPU quota needs a cgroup of its own (placement cgroup)",
+            spec.name
+        ),
         _ => Ok(None),
     }
 }

@@ -168,6 +168,46 @@ fn find_hierarchy(mountinfo: &str, self_cgroup: &str) -> Result<Hierarchy> {
     }
 }
 
+/// Where the cpu controller's hierarchy is mounted, as the probe reads tasks' groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuMount {
+    /// The mount point, and the hierarchy path mounted there ("/" but inside some
+    /// containers).
+    pub point: PathBuf,
+    pub root: String,
+    pub v2: bool,
+}
+
+impl CpuMount {
+    /// The directory of a path of the hierarchy (as /proc/PID/cgroup prints it).
+    pub fn dir(&self, path: &str) -> PathBuf {
+        dir_of(
+            &Mount {
+                root: self.root.clone(),
+                point: self.point.clone(),
+                v2: self.v2,
+                controllers: Vec::new(),
+            },
+            path,
+        )
+    }
+}
+
+/// The hierarchy the cpu controller is bound to, from a mountinfo text: a v1 hierarchy with
+/// `cpu` among its controllers, else a v2 one that has the controller.
+pub fn cpu_mount(mountinfo: &str) -> Option<CpuMount> {
+    let mounts = parse_mountinfo(mountinfo);
+    let pick = mounts
+        .iter()
+        .find(|m| !m.v2 && m.controllers.iter().any(|c| c == "cpu"))
+        .or_else(|| mounts.iter().find(|m| m.v2 && v2_has_cpu(&m.point)))?;
+    Some(CpuMount {
+        point: pick.point.clone(),
+        root: pick.root.clone(),
+        v2: pick.v2,
+    })
+}
+
 /// Where workload cgroups go on this machine.
 pub fn hierarchy() -> Result<Hierarchy> {
     let mountinfo =
@@ -277,6 +317,42 @@ impl WorkloadCgroup {
         let path = self.dirs[0].join(file);
         fs::write(&path, value).with_context(|| format!("writing {}", path.display()))?;
         self.weight = weight;
+        Ok(())
+    }
+
+    /// Sets (or, with None, lifts) a bandwidth limit, in % of one CPU per 100 ms period.
+    pub fn set_quota(&mut self, pct: Option<u32>) -> Result<()> {
+        const PERIOD_US: u64 = 100_000;
+        if let Some(p) = pct {
+            if !(1..=crate::supervisor::MAX_CPU_QUOTA).contains(&p) {
+                bail!(
+                    "cpu quota must be 1..{} (% of one CPU), not {p}",
+                    crate::supervisor::MAX_CPU_QUOTA
+                );
+            }
+        }
+        let quota_us = pct.map(|p| u64::from(p) * PERIOD_US / 100);
+        let writes: Vec<(&str, String)> = match self.version {
+            Version::V2 => vec![(
+                "cpu.max",
+                match quota_us {
+                    Some(q) => format!("{q} {PERIOD_US}"),
+                    None => format!("max {PERIOD_US}"),
+                },
+            )],
+            Version::V1 => vec![
+                ("cpu.cfs_period_us", PERIOD_US.to_string()),
+                (
+                    "cpu.cfs_quota_us",
+                    quota_us.map_or_else(|| "-1".to_string(), |q| q.to_string()),
+                ),
+            ],
+        };
+        for (file, value) in writes {
+            let path = self.dirs[0].join(file);
+            fs::write(&path, &value)
+                .with_context(|| format!("writing {value} to {}", path.display()))?;
+        }
         Ok(())
     }
 

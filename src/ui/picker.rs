@@ -214,6 +214,12 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
             weight.to_string(),
             "1..10000 (100 = default), for own cgroup",
         ),
+        Field::text(
+            "quota",
+            "cpu quota %",
+            k.cpu_quota.map(|q| q.to_string()).unwrap_or_default(),
+            "empty: no limit; else % of one CPU (20 = a fifth), for own cgroup",
+        ),
     ]
 }
 
@@ -242,12 +248,20 @@ pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
         },
         _ => Placement::Shared,
     };
+    let cpu_quota = match form.text("quota") {
+        "" => None,
+        _ if !matches!(placement, Placement::Cgroup { .. }) => {
+            return Err("cpu quota %: applies only to an own cgroup".into())
+        }
+        _ => Some(form.number("quota", 1..=crate::supervisor::MAX_CPU_QUOTA)?),
+    };
     Ok(Knobs {
         nice: form.number("nice", NICE)?,
         policy,
         rt_priority,
         affinity,
         placement,
+        cpu_quota,
     })
 }
 
@@ -350,8 +364,15 @@ mod tests {
             rt_priority: 10,
             affinity: Some(vec![0, 1]),
             placement: Placement::Cgroup { weight: 300 },
+            cpu_quota: None,
         };
         let form = Form::new("k", knob_fields(&k));
         assert_eq!(knobs_from(&form).unwrap(), k);
+        let quota = Knobs {
+            cpu_quota: Some(20),
+            ..k
+        };
+        let form = Form::new("k", knob_fields(&quota));
+        assert_eq!(knobs_from(&form).unwrap(), quota);
     }
 }

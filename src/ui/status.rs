@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame as TermFrame;
 
-use crate::model::{Accounting, Frame, WorkloadFrame, WorkloadState};
+use crate::model::{Accounting, WorkloadFrame, WorkloadState};
 use crate::supervisor::knobs::placement_words;
 use crate::supervisor::Program;
 
@@ -43,6 +43,11 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
         (
             format!("window {}", fmt::span(app.window)),
             format!("win {}", fmt::span(app.window)),
+        ),
+        // Optional: the RATIO column's header always names the verdict window.
+        (
+            format!("verdicts over {}", fmt::span(m.verdict_window)),
+            format!("vrd {}", fmt::span(m.verdict_window)),
         ),
         (format!("{} CPUs", app.cpus), format!("{} CPU", app.cpus)),
         (
@@ -80,7 +85,9 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
         },
     ]);
     let sep = Span::styled(" │ ", t.dim());
-    let build = |long: bool, title: u8, keep: usize| -> Vec<Span> {
+    // The verdict window's item (after the replay's position, the tick and the chart window).
+    let optional = usize::from(app.replay.is_some()) + 2;
+    let build = |long: bool, title: u8, keep: usize, with_optional: bool| -> Vec<Span> {
         let mut spans = Vec::new();
         if app.replay.is_some_and(|r| r.paused) {
             spans.push(Span::styled(" paused ", t.frozen()));
@@ -99,7 +106,10 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
         if title > 0 {
             first = false;
         }
-        for (l, s) in items.iter().take(keep) {
+        for (i, (l, s)) in items.iter().enumerate().take(keep) {
+            if i == optional && !with_optional {
+                continue;
+            }
             let text = if long { l } else { s };
             if !text.is_empty() {
                 if !first {
@@ -113,16 +123,24 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
     };
     let w = area.width as usize;
     let spans = [
-        build(true, 2, items.len()),
-        build(true, 1, items.len()),
-        build(false, 1, items.len()),
-        build(false, 0, items.len()),
+        build(true, 2, items.len(), true),
+        build(true, 2, items.len(), false),
+        build(true, 1, items.len(), true),
+        build(true, 1, items.len(), false),
+        build(false, 1, items.len(), true),
+        build(false, 1, items.len(), false),
+        build(false, 0, items.len(), true),
+        build(false, 0, items.len(), false),
     ]
     .into_iter()
     // Still too wide (a replay's position comes first): drop items from the end.
-    .chain((1..items.len()).rev().map(|keep| build(false, 0, keep)))
+    .chain(
+        (1..items.len())
+            .rev()
+            .map(|keep| build(false, 0, keep, false)),
+    )
     .find(|s| width(s) <= w)
-    .unwrap_or_else(|| build(false, 0, 1));
+    .unwrap_or_else(|| build(false, 0, 1, false));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -150,42 +168,9 @@ fn quote(word: &str) -> String {
     }
 }
 
-/// Why `w` is due what it is due, from the numbers on screen.
-pub fn explain_fair(wf: &WorkloadFrame, frame: &Frame) -> String {
-    if wf.cpu_fair < 0.005 && wf.cpu_demand < 0.005 {
-        return "it wants no CPU now, so it is due none".into();
-    }
-    let group: Vec<&WorkloadFrame> = frame
-        .workloads
-        .iter()
-        .filter(|o| o.group == wf.group)
-        .collect();
-    let group_cpus: f64 = group.iter().map(|o| o.cpu_fair).sum();
-    if wf.cpu_fair >= wf.cpu_demand * 0.98 {
-        return format!(
-            "due = all it wants ({}%): less than its weight's share",
-            pct(wf.cpu_demand)
-        );
-    }
-    // Water-filling: members wanting less than their share keep their demand; the rest of
-    // the group's CPUs go to the others in proportion to weight.
-    let capped: f64 = group
-        .iter()
-        .filter(|o| o.cpu_fair >= o.cpu_demand * 0.98)
-        .map(|o| o.cpu_fair)
-        .sum();
-    let weights: f64 = group
-        .iter()
-        .filter(|o| o.cpu_fair < o.cpu_demand * 0.98)
-        .map(|o| o.weight)
-        .sum();
-    format!(
-        "due = weight {}/{} × the {}% its group gets (wants {}%)",
-        fmt::weight(wf.weight),
-        fmt::weight(weights),
-        pct(group_cpus - capped),
-        pct(wf.cpu_demand),
-    )
+/// Why `w` is due what it is due: the model's reason, in words.
+pub fn explain_fair(wf: &WorkloadFrame) -> String {
+    wf.due.text()
 }
 
 pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
@@ -220,18 +205,29 @@ pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
     let mut pieces: Vec<Vec<Span<'static>>> = Vec::new();
     match (wf, app.shown()) {
         (Some(wf), Some(frame)) if !matches!(wf.state, WorkloadState::Starting) => {
-            let v = Verdict::of(wf);
+            let v = wf.verdict;
             let mut got = vec![Span::raw(format!(
-                "got {}% of a CPU, due {}%",
-                pct(wf.cpu_received),
-                pct(wf.cpu_fair)
+                "got {}% of a CPU, due {}% over {}",
+                pct(wf.window_received),
+                pct(wf.window_fair),
+                fmt::span(frame.machine.verdict_window),
             ))];
-            if v != Verdict::Idle {
-                got.push(Span::raw(format!(" → {:.2} ", wf.fairness_ratio)));
+            if v != Verdict::None {
+                got.push(Span::raw(format!(" → {:.2} ", wf.window_ratio)));
                 got.push(Span::styled(v.word(), t.verdict(v)));
             }
             pieces.push(got);
-            pieces.push(vec![Span::raw(explain_fair(wf, frame))]);
+            pieces.push(vec![Span::raw(explain_fair(wf))]);
+            let cause = wf.cause.text();
+            if !cause.is_empty() {
+                pieces.push(vec![Span::styled(cause, t.verdict(v))]);
+            }
+            if wf.throttled_pct >= 1.0 {
+                pieces.push(vec![Span::raw(format!(
+                    "throttled {:.0}% of the time by its quota",
+                    wf.throttled_pct
+                ))]);
+            }
             if let WorkloadState::Gone(why) | WorkloadState::Partial(why) = &wf.state {
                 pieces.push(vec![Span::styled(why.clone(), t.warn())]);
             }

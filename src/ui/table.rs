@@ -1,4 +1,5 @@
 //! The workload table: one row per workload in its colour, then the rest of the machine.
+//! CPU%, FAIR% and RATIO are over the verdict window (the charts keep every interval).
 //! Columns are chosen by priority to fit the width: the ones the issue asks for always fit
 //! in 80 columns; wider terminals get units, demand, weights, knobs and the last run's figure.
 
@@ -98,8 +99,19 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
         offset,
     });
 
+    // The ratio is over the verdict window: its header says how long.
+    let window = frame.map_or(0.0, |fr| fr.machine.verdict_window);
+    let ratio_header = if window > 0.0 {
+        format!("RATIO {}", super::fmt::span(window))
+    } else {
+        "RATIO".to_string()
+    };
     let header = Row::new(cols.iter().map(|(c, h, _)| {
-        let cell = Cell::from(*h);
+        let cell = if *c == Col::Ratio {
+            Cell::from(ratio_header.clone())
+        } else {
+            Cell::from(*h)
+        };
         if matches!(
             c,
             Col::Name | Col::State | Col::Knobs | Col::Group | Col::Ratio | Col::LastRun
@@ -133,7 +145,8 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
 
     if let Some(fr) = frame {
         let m = &fr.machine;
-        let verdict = Verdict::from_shares(m.rest_cpu_received, m.rest_cpu_fair);
+        // The rest, like every row, over the verdict window; no verdict when it wants little.
+        let verdict = m.rest_verdict;
         rows.push(
             Row::new(cols.iter().map(|(c, _, width)| match c {
                 Col::Name => Cell::from(if *width >= 16 {
@@ -141,9 +154,9 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
                 } else {
                     "other tasks"
                 }),
-                Col::Cpu => num(pct(m.rest_cpu_received)),
-                Col::Fair => num(pct(m.rest_cpu_fair)),
-                Col::Ratio => ratio_cell(app, m.rest_cpu_received, m.rest_cpu_fair, verdict),
+                Col::Cpu => num(pct(m.rest_window_received)),
+                Col::Fair => num(pct(m.rest_window_fair)),
+                Col::Ratio => ratio_cell(app, m.rest_window_received, m.rest_window_fair, verdict),
                 _ => Cell::from(""),
             }))
             .style(theme.dim()),
@@ -163,7 +176,7 @@ fn num(s: String) -> Cell<'static> {
 }
 
 fn ratio_cell(app: &App, received: f64, fair: f64, v: Verdict) -> Cell<'static> {
-    if v == Verdict::Idle {
+    if v == Verdict::None {
         return Cell::from("  -");
     }
     let r = received / fair;
@@ -220,10 +233,11 @@ fn workload_cell<'a>(
         Col::Tasks => live.map_or_else(dash, |f| num(f.tasks.to_string())),
         Col::Ops => live.map_or_else(dash, |f| num(si(f.ops_per_sec))),
         Col::Unit => Cell::from(w.decl.kind.ops_unit()),
-        Col::Cpu => live.map_or_else(dash, |f| num(pct(f.cpu_received))),
-        Col::Fair => live.map_or_else(dash, |f| num(pct(f.cpu_fair))),
+        // Received, due and their ratio over the verdict window: a verdict that holds still.
+        Col::Cpu => live.map_or_else(dash, |f| num(pct(f.window_received))),
+        Col::Fair => live.map_or_else(dash, |f| num(pct(f.window_fair))),
         Col::Ratio => match live {
-            Some(f) => ratio_cell(app, f.cpu_received, f.cpu_fair, Verdict::of(f)),
+            Some(f) => ratio_cell(app, f.window_received, f.window_fair, f.verdict),
             None => Cell::from("  -"),
         },
         Col::Vol => live.map_or_else(dash, |f| num(si(f.voluntary_cs_per_sec))),

@@ -4,8 +4,6 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::model::WorkloadFrame;
-
 /// Workload colours: distinct on dark and light terminals, none of them the verdict red.
 const PALETTE: [Color; 8] = [
     Color::Cyan,
@@ -56,7 +54,7 @@ impl Theme {
             Verdict::Short => self.fg(Color::Yellow),
             Verdict::Fair => self.fg(Color::Green),
             Verdict::Ahead => self.fg(Color::LightBlue),
-            Verdict::Idle => self.dim(),
+            Verdict::None => self.dim(),
         }
     }
 
@@ -131,69 +129,20 @@ impl Theme {
     }
 }
 
-/// What a fairness ratio means, in one word and one colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Due too little CPU for a ratio to mean anything.
-    Idle,
-    /// Received under 60% of its fair share: fork_load in the 2002 contest thread (8% of 20%
-    /// due = 0.4).
-    Starved,
-    /// 60% to 90%.
-    Short,
-    /// 90% to 115%.
-    Fair,
-    /// More than 115% of its due: someone else pays for it.
-    Ahead,
-}
-
-/// A fair share below this (CPUs) makes the ratio noise.
-const MIN_FAIR: f64 = 0.02;
-
-impl Verdict {
-    pub fn of(w: &WorkloadFrame) -> Verdict {
-        Self::from_shares(w.cpu_received, w.cpu_fair)
-    }
-
-    pub fn from_shares(received: f64, fair: f64) -> Verdict {
-        if fair.is_nan() || fair < MIN_FAIR {
-            return Verdict::Idle;
-        }
-        let r = received / fair;
-        if r < 0.6 {
-            Verdict::Starved
-        } else if r < 0.9 {
-            Verdict::Short
-        } else if r <= 1.15 {
-            Verdict::Fair
-        } else {
-            Verdict::Ahead
-        }
-    }
-
-    pub fn word(self) -> &'static str {
-        match self {
-            Verdict::Idle => "",
-            Verdict::Starved => "STARVED",
-            Verdict::Short => "short",
-            Verdict::Fair => "fair",
-            Verdict::Ahead => "ahead",
-        }
-    }
-}
+pub use crate::model::Verdict;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_seeds_fork_load_is_starved() {
+    fn the_2002_contest_fork_load_is_starved() {
         // 8% received where 20% was due.
         assert_eq!(Verdict::from_shares(0.08, 0.20), Verdict::Starved);
         assert_eq!(Verdict::from_shares(0.40, 0.40), Verdict::Fair);
         assert_eq!(Verdict::from_shares(0.30, 0.40), Verdict::Short);
         assert_eq!(Verdict::from_shares(0.60, 0.40), Verdict::Ahead);
-        assert_eq!(Verdict::from_shares(0.0, 0.0), Verdict::Idle);
-        assert_eq!(Verdict::from_shares(0.1, f64::NAN), Verdict::Idle);
+        assert_eq!(Verdict::from_shares(0.0, 0.0), Verdict::None);
+        assert_eq!(Verdict::from_shares(0.1, f64::NAN), Verdict::None);
     }
 }

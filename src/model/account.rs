@@ -1,0 +1,442 @@
+//! What each task did over an interval, before fairness: CPU received (reaped children
+//! included, counted once), what it wanted (with the wait the kernel has not reported yet),
+//! its weight and class, the CPUs it may use and where it sits in the group tree. For the
+//! workloads from two consecutive Samples; for the rest of the machine from its deltas.
+
+use std::collections::{HashMap, HashSet};
+
+use super::cpuset::CpuSet;
+use super::demand::{self, Observed, TaskMemo};
+use super::solver::Class;
+use super::tree::Placement;
+use super::Accounting;
+use crate::probe::parse::{nice_to_weight, NS_PER_TICK, WEIGHT_IDLE};
+use crate::probe::{ProcessSample, RestSample, TaskSample, WorkloadSample};
+
+const SCHED_FIFO: u32 = 1;
+const SCHED_RR: u32 = 2;
+const SCHED_IDLE: u32 = 5;
+const SCHED_DEADLINE: u32 = 6;
+
+/// A claimant of the fairness model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    /// CPUs it wanted (0..=1).
+    pub demand: f64,
+    /// CPUs it received, when known per task (0 for the rest between its reads).
+    pub received: f64,
+    pub weight: f64,
+    pub class: Class,
+    /// The CPUs it may use (empty: all).
+    pub cpus: CpuSet,
+    /// The CPU it was last seen on.
+    pub cpu: Option<u32>,
+    pub placement: Placement,
+}
+
+impl Claim {
+    pub fn realtime(&self) -> bool {
+        !matches!(self.class, Class::Fair)
+    }
+}
+
+/// The class and weight the kernel gives a task.
+pub fn class_of(policy: u32, nice: i32, rt_priority: u32, dl_bw: Option<f64>) -> (Class, f64) {
+    match policy {
+        SCHED_FIFO | SCHED_RR => (Class::RealTime(rt_priority.max(1)), 1024.0),
+        SCHED_DEADLINE => (Class::Deadline(dl_bw.unwrap_or(0.0)), 1024.0),
+        SCHED_IDLE => (Class::Fair, WEIGHT_IDLE),
+        _ => (Class::Fair, nice_to_weight(nice)),
+    }
+}
+
+type ProcKey = (u32, u64);
+
+/// What the model keeps of a workload between intervals.
+#[derive(Default)]
+pub struct WorkloadMemo {
+    /// CPU already credited to each process (its threads plus what it reaped), so a child's
+    /// time is not counted twice when its parent reaps it.
+    credited: HashMap<ProcKey, u64>,
+    /// Per thread: the wait counted ahead of schedstat, its state, its switches.
+    tasks: HashMap<(u32, u64, u32), TaskMemo>,
+}
+
+/// One workload over one interval.
+#[derive(Debug)]
+pub struct Account {
+    pub received_ns: f64,
+    /// Task-ns spent waiting for a CPU (what schedstat reported plus what it has not yet).
+    pub wait_ns: f64,
+    pub slices: u64,
+    pub claims: Vec<Claim>,
+    pub accounting: Accounting,
+    /// The union of its tasks' allowed CPUs, and the CPUs its tasks were seen on.
+    pub cpus_allowed: CpuSet,
+    pub cpus_used: CpuSet,
+    /// Tasks that wanted most of the interval.
+    pub busy_tasks: usize,
+}
+
+/// A thread's run and wait deltas, rescaled from the interval between its own two reads to
+/// the sample interval `t`. Without this, a sweep preempted midway reads the threads after the
+/// pause late, their deltas span more than `t`, and a busy workload seems to receive more than
+/// the machine has. Unknown read times (0), or an own interval under an eighth of `t` (not a
+/// sweep's skew but clocks from elsewhere, as in synthetic samples), leave the deltas as they are.
+pub fn over_interval(dr: u64, dw: u64, read_before: u64, read_now: u64, t: u64) -> (u64, u64) {
+    let own = read_now.saturating_sub(read_before);
+    if read_before == 0 || own < t / 8 || own == t {
+        return (dr, dw);
+    }
+    let scale = t as f64 / own as f64;
+    let dr = (dr as f64 * scale).round() as u64;
+    // Run plus wait cannot exceed the interval.
+    let dw = ((dw as f64 * scale).round() as u64).min(t.saturating_sub(dr));
+    (dr, dw)
+}
+
+fn cpus_of(th: &TaskSample) -> CpuSet {
+    th.cpus
+        .as_deref()
+        .and_then(CpuSet::parse_list)
+        .unwrap_or_default()
+}
+
+fn placement_of(p: &ProcessSample) -> Placement {
+    Placement {
+        cgroup: p.cgroup.clone(),
+        autogroup: p.autogroup,
+        session: p.session,
+    }
+}
+
+/// One workload over the interval between `pw` and `w` (`since_ns` is `pw`'s Sample time).
+pub fn account(
+    pw: &WorkloadSample,
+    w: &WorkloadSample,
+    t_ns: f64,
+    since_ns: u64,
+    memo: &mut WorkloadMemo,
+) -> Account {
+    let prev_procs: HashMap<ProcKey, &ProcessSample> =
+        pw.processes.iter().map(|p| ((p.pid, p.start), p)).collect();
+    let cur_keys: HashMap<u32, ProcKey> = w
+        .processes
+        .iter()
+        .map(|p| (p.pid, (p.pid, p.start)))
+        .collect();
+
+    // CPU of children that vanished since the last sample and were reaped by a member: their
+    // parent's cutime now holds all of it, and we already credited part of it.
+    let mut already: HashMap<u32, u64> = HashMap::new();
+    for p in &pw.processes {
+        let key = (p.pid, p.start);
+        if cur_keys.get(&p.pid) == Some(&key) {
+            continue;
+        }
+        let credited = memo.credited.remove(&key).unwrap_or(0);
+        if cur_keys.contains_key(&p.ppid) {
+            *already.entry(p.ppid).or_default() += credited;
+        }
+    }
+
+    let t = t_ns as u64;
+    let mut received: u64 = 0;
+    let mut run_sum: u64 = 0;
+    let mut wait_sum: u64 = 0;
+    let mut slices: u64 = 0;
+    let mut cpus_allowed = CpuSet::new();
+    let mut cpus_used = CpuSet::new();
+    // Per thread: pid, tid, run, wanted (ns), and its claim without demand yet.
+    let mut per_task: Vec<(u32, u32, u64, u64, Claim)> = Vec::new();
+    let mut reaped: Vec<(u32, u64, Placement)> = Vec::new();
+    let mut seen_tasks: HashSet<(u32, u64, u32)> = HashSet::new();
+    for p in &w.processes {
+        let key = (p.pid, p.start);
+        let pp = prev_procs.get(&key);
+        let placement = placement_of(p);
+        let mut own: u64 = 0;
+        for th in &p.threads {
+            // The probe lists threads sorted by tid.
+            let old = pp.and_then(|pp| {
+                pp.threads
+                    .binary_search_by_key(&th.tid, |o| o.tid)
+                    .ok()
+                    .map(|k| &pp.threads[k])
+            });
+            let (dr, dw, ds) = match old {
+                Some(o) => {
+                    let dr = th.run_ns.saturating_sub(o.run_ns);
+                    let dw = th.wait_ns.saturating_sub(o.wait_ns);
+                    let ds = th.slices.saturating_sub(o.slices);
+                    let (dr, dw) = over_interval(dr, dw, o.read_ns, th.read_ns, t);
+                    (dr, dw, ds)
+                }
+                // Born during the interval (or first seen): it cannot have run or waited
+                // longer than the interval itself.
+                None => {
+                    let r = th.run_ns.min(t);
+                    (r, th.wait_ns.min(t - r), th.slices)
+                }
+            };
+            let tkey = (p.pid, p.start, th.tid);
+            seen_tasks.insert(tkey);
+            let tm = memo.tasks.entry(tkey).or_default();
+            if tm.runnable.is_none() {
+                // Its first interval: its state at the start is in the previous Sample.
+                tm.runnable = old.and_then(|o| o.state).map(|c| c == 'R');
+            }
+            let fresh_vol = th.vol.zip(Some(th.vol_ns)).filter(|&(_, at)| at > since_ns);
+            let (busy, waited) = demand::wanted(
+                Observed {
+                    run_ns: dr,
+                    wait_ns: dw,
+                    runnable: th.state.map(|c| c == 'R'),
+                    vol: fresh_vol,
+                    since_ns,
+                },
+                t,
+                tm,
+            );
+            own += dr;
+            run_sum += dr;
+            wait_sum += waited;
+            slices += ds;
+            let cpus = cpus_of(th);
+            cpus_allowed = cpus_allowed.union(&cpus);
+            if busy > 0 {
+                if let Some(c) = th.cpu {
+                    cpus_used.insert(c);
+                }
+            }
+            let (class, weight) = class_of(th.policy, th.nice, th.rt_priority, th.dl_bw);
+            per_task.push((
+                p.pid,
+                th.tid,
+                dr,
+                busy,
+                Claim {
+                    demand: 0.0,
+                    received: dr as f64 / t_ns,
+                    weight,
+                    class,
+                    cpus,
+                    cpu: th.cpu,
+                    placement: placement.clone(),
+                },
+            ));
+        }
+        let child_now = p.child_ticks * NS_PER_TICK;
+        let child_before = pp.map(|pp| pp.child_ticks * NS_PER_TICK).unwrap_or(0);
+        let got = child_now
+            .saturating_sub(child_before)
+            .saturating_sub(already.get(&p.pid).copied().unwrap_or(0));
+        own += got;
+        reaped.push((p.pid, got, placement));
+        *memo.credited.entry(key).or_default() += own;
+        received += own;
+    }
+    memo.tasks.retain(|k, _| seen_tasks.contains(k));
+
+    // Reaped children ran as a chain with the process that waited for them (fork, exec,
+    // wait): fold their CPU, and the run-queue wait they likely had, into that process's
+    // main thread, so a fork loop counts as one task, not as hundreds.
+    let wait_ratio = if run_sum > 0 {
+        (wait_sum as f64 / run_sum as f64).min(10.0)
+    } else {
+        0.0
+    };
+    // The thread that carries each process's chain: its main thread, or its first thread
+    // when the main one has exited.
+    let mut carrier: HashMap<u32, usize> = HashMap::new();
+    for (i, &(pid, tid, ..)) in per_task.iter().enumerate() {
+        let e = carrier.entry(pid).or_insert(i);
+        if tid == pid {
+            *e = i;
+        }
+    }
+    let reaped_of: HashMap<u32, u64> = reaped.iter().map(|(p, g, _)| (*p, *g)).collect();
+    let mut claims: Vec<Claim> = Vec::with_capacity(per_task.len());
+    let mut busy_tasks = 0;
+    let wait_total = wait_sum as f64;
+    for (i, (pid, _, _, busy, mut claim)) in per_task.into_iter().enumerate() {
+        let mut busy = busy as f64;
+        if carrier.get(&pid) == Some(&i) {
+            let r = reaped_of.get(&pid).copied().unwrap_or(0) as f64;
+            busy += r * (1.0 + wait_ratio);
+            claim.received += r / t_ns;
+        }
+        claim.demand = (busy / t_ns).min(1.0);
+        if claim.demand >= 0.5 {
+            busy_tasks += 1;
+        }
+        claims.push(claim);
+    }
+    // A zombie parent with reaped CPU but no thread left still ran.
+    for (pid, got, placement) in reaped {
+        if got > 0 && !carrier.contains_key(&pid) {
+            claims.push(Claim {
+                demand: (got as f64 * (1.0 + wait_ratio) / t_ns).min(1.0),
+                received: got as f64 / t_ns,
+                weight: 1024.0,
+                class: Class::Fair,
+                cpus: CpuSet::new(),
+                cpu: None,
+                placement,
+            });
+        }
+    }
+
+    let (received_ns, accounting) = match (&w.cgroup, &pw.cgroup) {
+        (Some(c), Some(pc)) if c.path == pc.path => (
+            c.usage_ns.saturating_sub(pc.usage_ns) as f64,
+            Accounting::Cgroup,
+        ),
+        _ => (received as f64, Accounting::Proc),
+    };
+    Account {
+        received_ns,
+        wait_ns: wait_total,
+        slices,
+        claims,
+        accounting,
+        cpus_allowed,
+        cpus_used,
+        busy_tasks,
+    }
+}
+
+/// A task of the rest of the machine, as a claim, with what names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RestClaim {
+    pub claim: Claim,
+    pub comm: String,
+}
+
+/// The rest's claims from one read of it. `credit`: wait counted ahead, per thread.
+pub fn rest_claims(r: &RestSample, memo: &mut HashMap<u32, TaskMemo>) -> Vec<RestClaim> {
+    let t = r.t_ns.saturating_sub(r.since_ns);
+    if r.since_ns == 0 || t == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(r.tasks.len());
+    let mut seen = HashSet::with_capacity(r.tasks.len());
+    for task in &r.tasks {
+        seen.insert(task.tid);
+        let tm = memo.entry(task.tid).or_default();
+        tm.runnable = Some(task.runnable_before);
+        let (busy, _) = demand::wanted(
+            Observed {
+                run_ns: task.run_ns,
+                wait_ns: task.wait_ns,
+                runnable: Some(task.runnable),
+                vol: None,
+                since_ns: r.since_ns,
+            },
+            t,
+            tm,
+        );
+        let reaped = task.reaped_ns as f64;
+        let (class, weight) = class_of(task.policy, task.nice, task.rt_priority, task.dl_bw);
+        out.push(RestClaim {
+            claim: Claim {
+                demand: ((busy as f64 + reaped) / t as f64).min(1.0),
+                received: (task.run_ns as f64 + reaped) / t as f64,
+                weight,
+                class,
+                cpus: task
+                    .cpus
+                    .as_deref()
+                    .and_then(CpuSet::parse_list)
+                    .unwrap_or_default(),
+                cpu: task.cpu,
+                placement: Placement {
+                    cgroup: task.cgroup.clone(),
+                    autogroup: task.autogroup,
+                    session: task.session,
+                },
+            },
+            comm: task.comm.clone(),
+        });
+    }
+    // Threads not listed were idle: they keep what they were credited, and nothing else.
+    memo.retain(|tid, m| seen.contains(tid) || m.credit_ns > 0);
+    if memo.len() > 100_000 {
+        memo.clear();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn workload(state: char, read_ns: u64) -> WorkloadSample {
+        WorkloadSample {
+            processes: vec![ProcessSample {
+                pid: 7,
+                threads: vec![TaskSample {
+                    tid: 7,
+                    run_ns: 50 * MS,
+                    wait_ns: 950 * MS,
+                    state: Some(state),
+                    read_ns,
+                    ..TaskSample::default()
+                }],
+                ..ProcessSample::default()
+            }],
+            ..WorkloadSample::default()
+        }
+    }
+
+    #[test]
+    fn a_thread_runnable_at_both_ends_of_its_first_interval_wanted_all_of_it() {
+        // Seen runnable when first read and again 500 ms later, schedstat unmoved: starved,
+        // not idle, from the first interval on.
+        let (t0, t1) = (1000 * MS, 1500 * MS);
+        let mut memo = WorkloadMemo::default();
+        let acc = account(
+            &workload('R', t0),
+            &workload('R', t1),
+            500.0 * MS as f64,
+            t0,
+            &mut memo,
+        );
+        assert_eq!(acc.claims[0].demand, 1.0);
+        assert_eq!(acc.wait_ns, 500.0 * MS as f64);
+        // Asleep when first read: it may have just woken, so only what it used counts.
+        let mut memo = WorkloadMemo::default();
+        let acc = account(
+            &workload('S', t0),
+            &workload('R', t1),
+            500.0 * MS as f64,
+            t0,
+            &mut memo,
+        );
+        assert_eq!(acc.claims[0].demand, 0.0);
+    }
+
+    #[test]
+    fn a_thread_read_late_is_rescaled_to_the_sample_interval() {
+        // Sample interval 100 ms; this thread was read 150 ms apart (the second sweep was
+        // preempted before reaching it) and ran the whole time: one CPU, not 1.5.
+        assert_eq!(
+            over_interval(150 * MS, 0, 1000 * MS, 1150 * MS, 100 * MS),
+            (100 * MS, 0)
+        );
+        // Read 50 ms apart, ran 25 ms and waited 25 ms: half a CPU, the rest waiting.
+        assert_eq!(
+            over_interval(25 * MS, 25 * MS, 1000 * MS, 1050 * MS, 100 * MS),
+            (50 * MS, 50 * MS)
+        );
+    }
+
+    #[test]
+    fn unknown_or_implausible_read_times_leave_deltas_alone() {
+        assert_eq!(over_interval(7, 3, 0, 1150 * MS, 100 * MS), (7, 3));
+        assert_eq!(over_interval(7, 3, 1000 * MS, 1001 * MS, 100 * MS), (7, 3));
+        assert_eq!(over_interval(7, 3, 1000 * MS, 1100 * MS, 100 * MS), (7, 3));
+    }
+}

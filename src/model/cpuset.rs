@@ -1,0 +1,180 @@
+//! A set of CPU ids, as the kernel prints it in `Cpus_allowed_list` ("0-3,8"). Small and
+//! hashable, so the fairness model can group tasks by the CPUs they may use.
+
+use std::fmt;
+
+/// CPU ids as a bitmap (bit k of word k/64 = CPU k).
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CpuSet {
+    words: Vec<u64>,
+}
+
+impl CpuSet {
+    pub fn new() -> CpuSet {
+        CpuSet::default()
+    }
+
+    /// CPUs 0..n.
+    pub fn first(n: usize) -> CpuSet {
+        let mut s = CpuSet::new();
+        for c in 0..n {
+            s.insert(c as u32);
+        }
+        s
+    }
+
+    pub fn insert(&mut self, cpu: u32) {
+        let w = cpu as usize / 64;
+        if self.words.len() <= w {
+            self.words.resize(w + 1, 0);
+        }
+        self.words[w] |= 1 << (cpu % 64);
+    }
+
+    pub fn contains(&self, cpu: u32) -> bool {
+        self.words
+            .get(cpu as usize / 64)
+            .is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|w| *w == 0)
+    }
+
+    /// Every CPU of `self` is in `other`.
+    pub fn is_subset(&self, other: &CpuSet) -> bool {
+        self.words
+            .iter()
+            .enumerate()
+            .all(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
+    }
+
+    pub fn union(&self, other: &CpuSet) -> CpuSet {
+        let n = self.words.len().max(other.words.len());
+        let mut s = CpuSet {
+            words: (0..n)
+                .map(|i| {
+                    self.words.get(i).copied().unwrap_or(0)
+                        | other.words.get(i).copied().unwrap_or(0)
+                })
+                .collect(),
+        };
+        s.trim();
+        s
+    }
+
+    pub fn intersection(&self, other: &CpuSet) -> CpuSet {
+        let mut s = CpuSet {
+            words: self
+                .words
+                .iter()
+                .zip(&other.words)
+                .map(|(a, b)| a & b)
+                .collect(),
+        };
+        s.trim();
+        s
+    }
+
+    fn trim(&mut self) {
+        while self.words.last() == Some(&0) {
+            self.words.pop();
+        }
+    }
+
+    /// The CPU ids in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            (0..64u32)
+                .filter(move |b| w & (1 << b) != 0)
+                .map(move |b| i as u32 * 64 + b)
+        })
+    }
+
+    /// Parses a kernel CPU list: "0-3,8", "1", "" (empty). None for anything else.
+    pub fn parse_list(text: &str) -> Option<CpuSet> {
+        let mut s = CpuSet::new();
+        for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+                None => {
+                    let c = part.parse::<u32>().ok()?;
+                    (c, c)
+                }
+            };
+            // A list longer than any machine's CPUs is not a CPU list.
+            if hi < lo || hi >= 65_536 {
+                return None;
+            }
+            for c in lo..=hi {
+                s.insert(c);
+            }
+        }
+        Some(s)
+    }
+}
+
+impl fmt::Display for CpuSet {
+    /// The kernel's list form: ranges joined by commas.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ids: Vec<u32> = self.iter().collect();
+        let mut first = true;
+        let mut i = 0;
+        while i < ids.len() {
+            let mut j = i;
+            while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+                j += 1;
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if j == i {
+                write!(f, "{}", ids[i])?;
+            } else {
+                write!(f, "{}-{}", ids[i], ids[j])?;
+            }
+            i = j + 1;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CpuSet({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_round_trip() {
+        for text in ["0-3,8", "1", "", "0,2,4-5,63-65"] {
+            assert_eq!(CpuSet::parse_list(text).unwrap().to_string(), text);
+        }
+        assert_eq!(CpuSet::parse_list("0-1\n").unwrap().len(), 2);
+        assert!(CpuSet::parse_list("3-1").is_none());
+        assert!(CpuSet::parse_list("x").is_none());
+    }
+
+    #[test]
+    fn set_relations() {
+        let a = CpuSet::parse_list("0").unwrap();
+        let all = CpuSet::first(2);
+        assert!(a.is_subset(&all) && !all.is_subset(&a));
+        assert_eq!(a.union(&CpuSet::parse_list("1").unwrap()), all);
+        assert_eq!(all.intersection(&a), a);
+        assert!(CpuSet::parse_list("5")
+            .unwrap()
+            .intersection(&all)
+            .is_empty());
+        assert_eq!(all.iter().collect::<Vec<_>>(), vec![0, 1]);
+    }
+}

@@ -1,0 +1,113 @@
+//! The rest of the machine, task by task: every process outside the workloads, read about
+//! once a second (the fairness model needs what else wanted the CPUs, grouped the way the
+//! kernel groups it, not one lump). Bounded by a budget of tasks per read on big machines.
+
+use std::collections::HashMap;
+
+use super::task::{ProcGone, ProcState, Sweep};
+use super::{RestSample, RestTask, NS_PER_TICK};
+
+/// How often the rest of the machine is read.
+pub(super) const REST_EVERY_NS: u64 = 1_000_000_000;
+/// Most tasks read per rest read: about 5 ms of reading on these machines.
+pub(super) const REST_MAX_TASKS: usize = 4_000;
+/// Allowed CPUs, cgroup and autogroup of the rest are re-read this often.
+pub(super) const REST_META_EVERY_NS: u64 = 10_000_000_000;
+
+#[derive(Default)]
+pub(super) struct Rest {
+    procs: HashMap<u32, ProcState>,
+    /// The last read, and the last read of allowed CPUs and groups.
+    pub(super) last_ns: u64,
+    pub(super) meta_ns: u64,
+    /// Whether each thread was runnable at the last read.
+    runnable: HashMap<u32, bool>,
+}
+
+impl Rest {
+    /// Reads every process in `members` ((pid, start), not in any workload).
+    pub(super) fn read(
+        &mut self,
+        members: &[(u32, u64)],
+        sweep: &mut Sweep,
+        buf: &mut Vec<u8>,
+    ) -> RestSample {
+        let since = self.last_ns;
+        self.last_ns = sweep.now;
+        let wanted: HashMap<u32, u64> = members.iter().copied().collect();
+        self.procs
+            .retain(|pid, p| wanted.get(pid) == Some(&p.start));
+        let mut problems = Vec::new();
+        let mut tasks_seen: usize = self.procs.values().map(|p| p.tasks.len()).sum();
+        let mut skipped = 0u64;
+        for &(pid, start) in members {
+            if self.procs.contains_key(&pid) {
+                continue;
+            }
+            if tasks_seen >= REST_MAX_TASKS {
+                skipped += 1;
+                continue;
+            }
+            if let Ok(Some(p)) = ProcState::open(sweep, pid, start, buf) {
+                tasks_seen += p.tasks.len();
+                self.procs.insert(pid, p);
+            }
+        }
+        let mut out = Vec::new();
+        let mut gone = Vec::new();
+        let mut runnable_now: HashMap<u32, bool> = HashMap::with_capacity(self.runnable.len());
+        for (&pid, p) in self.procs.iter_mut() {
+            let child_before = p.sample.child_ticks;
+            match p.read(pid, 0, sweep, buf, &mut problems) {
+                Ok(()) => {}
+                Err(ProcGone::Gone) => {
+                    gone.push(pid);
+                    continue;
+                }
+            }
+            let reaped = p.sample.child_ticks.saturating_sub(child_before) * NS_PER_TICK;
+            for (&tid, t) in &p.tasks {
+                let runnable = t.sample.state == Some('R');
+                let before = self.runnable.get(&tid).copied().unwrap_or(false);
+                runnable_now.insert(tid, runnable);
+                let Some((run, wait)) = t.deltas() else {
+                    continue;
+                };
+                let reaped_ns = if tid == pid { reaped } else { 0 };
+                if since == 0 || (run == 0 && wait == 0 && !runnable && reaped_ns == 0) {
+                    continue;
+                }
+                out.push(RestTask {
+                    pid,
+                    tid,
+                    comm: p.comm.clone(),
+                    session: p.sample.session,
+                    cgroup: p.sample.cgroup.clone(),
+                    autogroup: p.sample.autogroup,
+                    run_ns: run,
+                    wait_ns: wait,
+                    reaped_ns,
+                    runnable,
+                    runnable_before: before,
+                    nice: t.sample.nice,
+                    policy: t.sample.policy,
+                    rt_priority: t.sample.rt_priority,
+                    dl_bw: t.sample.dl_bw,
+                    cpus: t.sample.cpus.clone(),
+                    cpu: t.sample.cpu,
+                });
+            }
+        }
+        for pid in gone {
+            self.procs.remove(&pid);
+        }
+        self.runnable = runnable_now;
+        out.sort_by_key(|t| t.tid);
+        RestSample {
+            t_ns: sweep.now,
+            since_ns: since,
+            tasks: out,
+            skipped,
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! One process and its threads, as the probe keeps them between sweeps: files held open, the
+//! last values read, and the rules for what to read at each sweep.
+//!
+//! schedstat is read at every sweep (one small pread). stat (state, CPU, nice, policy) and
+//! status (switches, allowed CPUs) cost more, so they are read at status sweeps; and, out of
+//! turn within a budget, for a thread that ran little while CPUs were busy: it may be starving,
+//! and only its state says so (the kernel adds run-queue wait to schedstat only when the task
+//! finally runs).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use super::cgroups::{read_cgroup_file, Cgroups};
+use super::parse;
+use super::reader::{classify, read_path, ReadErr, Reader};
+use super::{monotonic_ns, ProcessSample, TaskSample};
+
+/// Re-list a process's threads at least this often. A change in its thread count, or a
+/// thread found gone at its read, re-lists at the next sweep; this only catches an exit and a
+/// birth between two sweeps that left the count the same. Listing 1,000 threads costs more
+/// than a sweep of their schedstat, so it is not done every second.
+pub(super) const TASK_RELIST_NS: u64 = 5_000_000_000;
+/// Re-read every thread's nice at least this often (at once when the main thread's changes:
+/// a renice of a whole workload touches the main thread too).
+const NICE_EVERY_NS: u64 = 5_000_000_000;
+/// A thread that used less than this share of its interval (run + wait) may be waiting for a
+/// CPU it has not got yet.
+const RAN_LITTLE: f64 = 0.95;
+/// SCHED_DEADLINE's policy number.
+const SCHED_DEADLINE: u32 = 6;
+
+pub(super) struct TaskState {
+    schedstat: Reader,
+    status: Option<Reader>,
+    stat: Option<Reader>,
+    /// Timeslices at the last status read: a thread not scheduled since cannot have switched
+    /// (but for at most one switch-out, counted when it next runs), so its status is skipped.
+    status_slices: u64,
+    /// run, wait and read time at the read before the last.
+    prev: (u64, u64, u64),
+    pub(super) sample: TaskSample,
+}
+
+pub(super) struct ProcState {
+    pub(super) start: u64,
+    /// Files of this process that could not be opened or read, until the next re-list.
+    pub(super) notes: Vec<String>,
+    stat: Reader,
+    listed_ns: u64,
+    /// When per-thread nice was last read, and the main thread's (nice, policy) then.
+    nice_ns: u64,
+    main_sched: (i32, u32),
+    pub(super) tasks: HashMap<u32, TaskState>,
+    pub(super) sample: ProcessSample,
+    /// The process's name, for the rest of the machine.
+    pub(super) comm: String,
+    /// The main thread's state at its last read.
+    pub(super) state: u8,
+}
+
+/// What one sweep reads, shared by every process it visits.
+pub(super) struct Sweep<'a> {
+    pub proc_root: &'a Path,
+    pub now: u64,
+    /// Status (switches, allowed CPUs), stat (state, CPU, nice), cgroup and autogroup.
+    pub status_due: bool,
+    /// Some CPU was busy for (nearly) the whole last interval: threads that ran little may be
+    /// waiting for one, so their state is worth a read.
+    pub contended: bool,
+    /// Out-of-turn stat and status reads left in this sweep.
+    pub suspects_left: u32,
+    /// Read stat for every thread that ran or waited since its last read (the rest of the
+    /// machine, read once a second, wants each active task's state and CPU).
+    pub stat_active: bool,
+    pub cgroups: &'a mut Cgroups,
+    /// Read a SCHED_DEADLINE thread's reservation (real /proc only).
+    pub deadline_attrs: bool,
+}
+
+/// Why a process could not be read this sweep.
+pub(super) enum ProcGone {
+    /// It exited, or its pid now names another process, or it left the group.
+    Gone,
+}
+
+impl ProcState {
+    /// Opens a newly found process. Ok(None): it exited or is not the one listed.
+    pub(super) fn open(
+        sweep: &mut Sweep,
+        pid: u32,
+        start: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<ProcState>, String> {
+        let proc_root = sweep.proc_root;
+        let path = proc_root.join(pid.to_string()).join("stat");
+        let stat = match Reader::open(path) {
+            Ok(r) => r,
+            Err(ReadErr::Gone) => return Ok(None),
+            Err(ReadErr::Failed(why)) => return Err(why),
+        };
+        let (st, comm) = match stat.read(buf) {
+            Ok(b) => (
+                parse::stat(b),
+                parse::stat_comm(b).unwrap_or("").to_string(),
+            ),
+            Err(ReadErr::Gone) => return Ok(None),
+            Err(ReadErr::Failed(why)) => {
+                return Err(format!("{}/{pid}/stat: {why}", proc_root.display()))
+            }
+        };
+        let Some(st) = st.filter(|s| s.start == start) else {
+            return Ok(None);
+        };
+        let mut p = ProcState {
+            start,
+            notes: Vec::new(),
+            stat,
+            listed_ns: 0,
+            nice_ns: sweep.now,
+            main_sched: (st.nice, st.policy),
+            tasks: HashMap::new(),
+            sample: ProcessSample {
+                pid,
+                ppid: st.ppid,
+                start,
+                session: st.session,
+                autogroup: read_autogroup(proc_root, pid, buf),
+                cpu_ticks: st.cpu_ticks,
+                child_ticks: st.child_ticks,
+                threads: Vec::new(),
+                cgroup: None,
+            },
+            comm,
+            state: st.state,
+        };
+        p.sample.cgroup = read_group(sweep, pid, buf);
+        p.list_tasks(proc_root, sweep.now);
+        Ok(Some(p))
+    }
+
+    /// One sweep of this process: its stat, every thread's schedstat, and what else is due.
+    /// `pgid`: the group it must still be in (0: any).
+    pub(super) fn read(
+        &mut self,
+        pid: u32,
+        pgid: u32,
+        sweep: &mut Sweep,
+        buf: &mut Vec<u8>,
+        problems: &mut Vec<String>,
+    ) -> Result<(), ProcGone> {
+        let proc_root = sweep.proc_root;
+        let st = match self.stat.read(buf) {
+            Ok(b) => parse::stat(b),
+            Err(ReadErr::Gone) => None,
+            Err(ReadErr::Failed(why)) => {
+                problems.push(format!("{}/{pid}/stat: {why}", proc_root.display()));
+                None
+            }
+        };
+        let Some(st) = st else {
+            return Err(ProcGone::Gone);
+        };
+        if st.start != self.start || (pgid != 0 && st.pgrp != pgid) {
+            // It moved to another group (setsid, setpgid) or is not the process we knew.
+            return Err(ProcGone::Gone);
+        }
+        self.sample.ppid = st.ppid;
+        self.sample.session = st.session;
+        self.sample.cpu_ticks = st.cpu_ticks;
+        self.sample.child_ticks = st.child_ticks;
+        self.state = st.state;
+        if st.state == b'Z' {
+            // A zombie has no threads left to read; its times stay in its stat.
+            self.tasks.clear();
+            return Ok(());
+        }
+        if st.num_threads as usize != self.tasks.len()
+            || sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS
+        {
+            self.list_tasks(proc_root, sweep.now);
+        }
+        let nice_due = sweep.status_due
+            && ((st.nice, st.policy) != self.main_sched
+                || sweep.now.saturating_sub(self.nice_ns) >= NICE_EVERY_NS);
+        if nice_due {
+            self.nice_ns = sweep.now;
+            self.main_sched = (st.nice, st.policy);
+        }
+        let notes = &mut self.notes;
+        self.tasks.retain(|&tid, t| {
+            match t.read_schedstat(buf) {
+                Ok(true) => {}
+                Ok(false) => return false,
+                Err(ReadErr::Gone) => return false,
+                Err(ReadErr::Failed(why)) => {
+                    problems.push(format!(
+                        "{}/{pid}/task/{tid}/schedstat: {why}",
+                        proc_root.display()
+                    ));
+                    return false;
+                }
+            }
+            if tid == pid {
+                // The process's stat is the main thread's: its state, CPU, nice and policy
+                // come free with it.
+                t.sample.state = Some(st.state as char);
+                t.sample.cpu = st.processor.or(t.sample.cpu);
+                t.sample.nice = st.nice;
+                t.sample.policy = st.policy;
+                t.sample.rt_priority = st.rt_priority;
+            }
+            let suspect = t.ran_little();
+            let stat_due = tid != pid
+                && (sweep.status_due
+                    || nice_due
+                    || (sweep.stat_active && t.active())
+                    || (sweep.contended && suspect && take(&mut sweep.suspects_left)));
+            if stat_due {
+                if let Some(r) = &t.stat {
+                    if let Some(ts) = r.read(buf).ok().and_then(parse::stat) {
+                        t.sample.state = Some(ts.state as char);
+                        t.sample.cpu = ts.processor.or(t.sample.cpu);
+                        t.sample.nice = ts.nice;
+                        t.sample.policy = ts.policy;
+                        t.sample.rt_priority = ts.rt_priority;
+                    }
+                }
+            }
+            // A runnable thread that ran a little and then waited: did it sleep in between?
+            // Its voluntary switches say (read out of turn, within the budget).
+            let waiting = suspect
+                && t.sample.state == Some('R')
+                && t.ran_at_all()
+                && take(&mut sweep.suspects_left);
+            if (sweep.status_due && t.sample.slices != t.status_slices) || waiting {
+                t.status_slices = t.sample.slices;
+                if let Err(why) = t.read_status(buf, sweep.now) {
+                    notes.push(format!(
+                        "{}/{pid}/task/{tid}/status: {why}",
+                        proc_root.display()
+                    ));
+                    t.status = None;
+                }
+            }
+            if sweep.deadline_attrs && t.sample.policy == SCHED_DEADLINE {
+                t.sample.dl_bw = deadline_bandwidth(tid);
+            }
+            true
+        });
+        if sweep.status_due {
+            self.sample.autogroup = read_autogroup(proc_root, pid, buf);
+            self.sample.cgroup = read_group(sweep, pid, buf);
+        }
+        Ok(())
+    }
+
+    /// Brings the thread list up to date: opens files of new threads, drops dead ones.
+    fn list_tasks(&mut self, proc_root: &Path, now: u64) {
+        let pid = self.sample.pid;
+        self.listed_ns = now;
+        self.notes.clear();
+        let dir = proc_root.join(format!("{pid}/task"));
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) => {
+                if let ReadErr::Failed(why) = classify(e, &dir) {
+                    self.notes.push(why);
+                }
+                return;
+            }
+        };
+        let mut seen = HashSet::with_capacity(self.tasks.len() + 4);
+        let mut buf = Vec::with_capacity(512);
+        // An open that fails for another reason than an exit (EACCES under hidepid) is a note.
+        let open = |path: PathBuf, notes: &mut Vec<String>| match Reader::open(path) {
+            Ok(r) => Some(r),
+            Err(ReadErr::Gone) => None,
+            Err(ReadErr::Failed(why)) => {
+                notes.push(why);
+                None
+            }
+        };
+        for entry in entries.flatten() {
+            let Some(tid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            seen.insert(tid);
+            let tdir = dir.join(tid.to_string());
+            if let Some(t) = self.tasks.get_mut(&tid) {
+                if t.status.is_none() {
+                    // Retry a status file that could not be read before.
+                    t.status = open(tdir.join("status"), &mut self.notes);
+                }
+                continue;
+            }
+            let Some(schedstat) = open(tdir.join("schedstat"), &mut self.notes) else {
+                continue;
+            };
+            let status = open(tdir.join("status"), &mut self.notes);
+            let stat = open(tdir.join("stat"), &mut self.notes);
+            let mut t = TaskState {
+                schedstat,
+                status,
+                stat,
+                status_slices: u64::MAX,
+                prev: (0, 0, 0),
+                sample: TaskSample {
+                    tid,
+                    ..TaskSample::default()
+                },
+            };
+            if let Some(ts) = t
+                .stat
+                .as_ref()
+                .and_then(|r| r.read(&mut buf).ok().and_then(parse::stat))
+            {
+                t.sample.nice = ts.nice;
+                t.sample.policy = ts.policy;
+                t.sample.rt_priority = ts.rt_priority;
+                t.sample.cpu = ts.processor;
+            }
+            // Its allowed CPUs from the start: a pinned thread is pinned at birth.
+            let _ = t.read_status(&mut buf, now);
+            self.tasks.insert(tid, t);
+        }
+        self.tasks.retain(|tid, _| seen.contains(tid));
+    }
+}
+
+impl TaskState {
+    /// Reads schedstat; Ok(false) when its text is not schedstat's.
+    fn read_schedstat(&mut self, buf: &mut Vec<u8>) -> Result<bool, ReadErr> {
+        let b = self.schedstat.read(buf)?;
+        let Some((run, wait, slices)) = parse::schedstat(b) else {
+            return Ok(false);
+        };
+        // Keep the last read's values to judge what this interval held.
+        self.prev = (self.sample.run_ns, self.sample.wait_ns, self.sample.read_ns);
+        self.sample.run_ns = run;
+        self.sample.wait_ns = wait;
+        self.sample.slices = slices;
+        // A vDSO call (tens of ns) next to the read's syscall (~1 µs).
+        self.sample.read_ns = monotonic_ns();
+        self.sample.state = None;
+        Ok(true)
+    }
+
+    /// Whether it used (ran or waited for, as far as schedstat knows yet) less than most of
+    /// the time since its last read.
+    fn ran_little(&self) -> bool {
+        let (run0, wait0, at0) = self.prev;
+        if at0 == 0 {
+            return false;
+        }
+        let own = self.sample.read_ns.saturating_sub(at0) as f64;
+        let used =
+            self.sample.run_ns.saturating_sub(run0) + self.sample.wait_ns.saturating_sub(wait0);
+        (used as f64) < RAN_LITTLE * own
+    }
+
+    /// It ran or waited since its last read.
+    pub(super) fn active(&self) -> bool {
+        self.sample.run_ns != self.prev.0 || self.sample.wait_ns != self.prev.1
+    }
+
+    /// run and wait since the last read, when there was one.
+    pub(super) fn deltas(&self) -> Option<(u64, u64)> {
+        (self.prev.2 != 0).then(|| {
+            (
+                self.sample.run_ns.saturating_sub(self.prev.0),
+                self.sample.wait_ns.saturating_sub(self.prev.1),
+            )
+        })
+    }
+
+    fn ran_at_all(&self) -> bool {
+        self.sample.run_ns > self.prev.0
+    }
+
+    /// Reads status: switches and allowed CPUs.
+    fn read_status(&mut self, buf: &mut Vec<u8>, now: u64) -> Result<(), String> {
+        let Some(r) = &self.status else {
+            return Ok(());
+        };
+        match r.read(buf) {
+            Ok(b) => {
+                let st = parse::status(b);
+                if let (Some(v), Some(i)) = (st.vol, st.invol) {
+                    self.sample.vol = Some(v);
+                    self.sample.invol = Some(i);
+                    self.sample.vol_ns = now;
+                }
+                if let Some(list) = st.cpus_allowed {
+                    if self.sample.cpus.as_deref() != Some(list) {
+                        self.sample.cpus = Some(list.to_string());
+                    }
+                }
+                Ok(())
+            }
+            Err(ReadErr::Gone) => Ok(()),
+            Err(ReadErr::Failed(why)) => Err(why),
+        }
+    }
+}
+
+/// Takes one read from a budget.
+fn take(left: &mut u32) -> bool {
+    if *left == 0 {
+        return false;
+    }
+    *left -= 1;
+    true
+}
+
+pub(super) fn read_autogroup(proc_root: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<(u64, i32)> {
+    let path = proc_root.join(format!("{pid}/autogroup"));
+    read_path(&path, buf).ok()?;
+    parse::autogroup(buf)
+}
+
+fn read_group(sweep: &mut Sweep, pid: u32, buf: &mut Vec<u8>) -> Option<String> {
+    if !read_cgroup_file(sweep.proc_root, pid, buf) {
+        return None;
+    }
+    let text = buf.clone();
+    sweep.cgroups.group_of(&text, buf, sweep.now)
+}
+
+/// A SCHED_DEADLINE thread's reserved bandwidth (runtime / period), from sched_getattr(2).
+fn deadline_bandwidth(tid: u32) -> Option<f64> {
+    #[repr(C)]
+    #[derive(Default)]
+    struct SchedAttr {
+        size: u32,
+        policy: u32,
+        flags: u64,
+        nice: i32,
+        priority: u32,
+        runtime: u64,
+        deadline: u64,
+        period: u64,
+        util_min: u32,
+        util_max: u32,
+    }
+    let mut attr = SchedAttr::default();
+    // SAFETY: sched_getattr writes at most `size` bytes (the struct's size, passed as such)
+    // into `attr`, a live, properly aligned value of that size.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid as libc::pid_t,
+            &mut attr as *mut SchedAttr,
+            std::mem::size_of::<SchedAttr>() as u32,
+            0u32,
+        )
+    };
+    if rc != 0 || attr.runtime == 0 {
+        return None;
+    }
+    let period = if attr.period != 0 {
+        attr.period
+    } else {
+        attr.deadline
+    };
+    (period > 0).then(|| attr.runtime as f64 / period as f64)
+}

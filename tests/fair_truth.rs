@@ -1,0 +1,356 @@
+//! The fairness model against the kernel itself: small setups whose fair answer follows from
+//! the kernel's own rules alone (one run queue with nice weights, pinned splits, cgroup
+//! weights, SCHED_IDLE, real time, a quota, autogroup sessions), each run for real, with the
+//! model's fair share of every workload asserted within 0.03 CPU of that answer, and the
+//! verdict and the reason the model gives, once the verdict window has settled.
+//!
+//! They need a quiet machine (another busy task would rightly change what is due), so each
+//! case first waits for the rest of the machine to want almost nothing, and says so if it
+//! never does. Cases that need root (cgroups, real time) say loudly that they were skipped
+//! without it. The cases run one at a time.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use schedlab::engine::lab::Lab;
+use schedlab::model::{Due, Frame, Verdict, WorkloadFrame};
+use schedlab::scenario::Scenario;
+
+/// One case at a time: they share the machine's CPUs.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+const TOLERANCE: f64 = 0.03;
+const INTERVAL: Duration = Duration::from_millis(250);
+/// Settling (start-up, the first window) and then the verdict window itself.
+const SETTLE: Duration = Duration::from_secs(3);
+const WINDOW: f64 = 5.0;
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn skip(case: &str, why: &str) {
+    eprintln!("\n*** SKIPPED fair_truth {case}: {why} ***\n");
+}
+
+fn two_cpus() -> bool {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2
+}
+
+/// Runs a scenario for `run` after it settles and returns every Frame from then on.
+fn run_case(toml: &str, run: Duration) -> Vec<Frame> {
+    let scenario = Scenario::from_toml(toml, "case").expect("case parses");
+    let mut lab = Lab::new(INTERVAL).expect("lab");
+    lab.set_verdict_window(WINDOW);
+    wait_for_quiet(&mut lab);
+    for w in scenario.workloads {
+        lab.add(real_binary(&w)).expect("workload starts");
+    }
+    let start = Instant::now();
+    let mut frames = Vec::new();
+    let mut next = Instant::now();
+    while start.elapsed() < SETTLE + Duration::from_secs_f64(WINDOW) + run {
+        next += INTERVAL;
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        let f = lab.tick();
+        if start.elapsed() >= SETTLE + Duration::from_secs_f64(WINDOW) {
+            frames.push(f);
+        }
+    }
+    // Another task that got busy meanwhile would rightly change what is due: say so rather
+    // than report a difference with the kernel's rules that is not one.
+    let busiest = frames
+        .iter()
+        .map(|f| f.machine.rest_window_fair)
+        .fold(0.0, f64::max);
+    assert!(
+        busiest < 0.1,
+        "the machine got busy during the case: other tasks were due {busiest:.2} CPUs; these \
+         cases compare the model with the kernel and need a machine doing nothing else"
+    );
+    frames
+}
+
+/// Waits until the rest of the machine wants under 0.1 CPU over a few seconds.
+fn wait_for_quiet(lab: &mut Lab) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut quiet_since: Option<Instant> = None;
+    let mut last = 0.0;
+    while Instant::now() < deadline {
+        std::thread::sleep(INTERVAL);
+        let f = lab.tick();
+        last = f.machine.rest_cpu_demand.max(f.machine.rest_cpu_received);
+        if f.interval > 0.0 && last < 0.1 {
+            let since = *quiet_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= Duration::from_secs(2) {
+                return;
+            }
+        } else {
+            quiet_since = None;
+        }
+    }
+    panic!(
+        "the machine never got quiet: other tasks wanted {last:.2} CPUs; these cases compare \
+         the model with the kernel and need a machine doing nothing else"
+    );
+}
+
+fn row<'a>(f: &'a Frame, name: &str) -> &'a WorkloadFrame {
+    f.workloads
+        .iter()
+        .find(|w| w.name == name)
+        .unwrap_or_else(|| panic!("no workload {name} in {f:?}"))
+}
+
+/// The last Frame's windowed figures of `name`: due within tolerance of `want`.
+fn assert_due(frames: &[Frame], name: &str, want: f64) {
+    let w = row(frames.last().unwrap(), name);
+    assert!(
+        (w.window_fair - want).abs() <= TOLERANCE,
+        "{name}: due {:.3} CPU, the kernel's rules say {want:.3} (got {:.3}, {:?}, {:?})",
+        w.window_fair,
+        w.window_received,
+        w.due,
+        w.cause
+    );
+}
+
+fn verdict_of(frames: &[Frame], name: &str) -> Verdict {
+    let w = row(frames.last().unwrap(), name);
+    if w.verdict != Verdict::Fair {
+        eprintln!(
+            "{name}: got {:.3}, due {:.3}, ratio {:.2} {:?}: {:?} {:?}",
+            w.window_received, w.window_fair, w.window_ratio, w.verdict, w.due, w.cause
+        );
+    }
+    w.verdict
+}
+
+fn due_of(frames: &[Frame], name: &str) -> Due {
+    row(frames.last().unwrap(), name).due.clone()
+}
+
+fn hog(name: &str, threads: u32, extra: &str) -> String {
+    format!("[[workload]]\nname = \"{name}\"\nkind = \"cpu-hog\"\nthreads = {threads}\n{extra}\n")
+}
+
+#[test]
+fn nice_levels_on_one_cpu_split_it_1024_335_110() {
+    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    let toml = [
+        hog("nice0", 1, "affinity = [0]"),
+        hog("nice5", 1, "affinity = [0]\nnice = 5"),
+        hog("nice10", 1, "affinity = [0]\nnice = 10"),
+    ]
+    .concat();
+    let frames = run_case(&format!("name = \"case1\"\n{toml}"), Duration::from_secs(1));
+    let total = 1024.0 + 335.0 + 110.0;
+    for (name, w) in [("nice0", 1024.0), ("nice5", 335.0), ("nice10", 110.0)] {
+        assert_due(&frames, name, w / total);
+        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
+        match due_of(&frames, name) {
+            Due::Share { pool_name, .. } => assert!(pool_name.contains("CPU 0"), "{pool_name}"),
+            other => panic!("{name}: due for {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn three_pinned_hogs_and_a_free_one_get_a_third_each_and_a_cpu() {
+    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    if !two_cpus() {
+        return skip("case 2", "needs two CPUs");
+    }
+    let toml = [hog("pinned", 3, "affinity = [0]"), hog("free", 1, "")].concat();
+    let frames = run_case(&format!("name = \"case2\"\n{toml}"), Duration::from_secs(1));
+    assert_due(&frames, "pinned", 1.0);
+    assert_due(&frames, "free", 1.0);
+    for name in ["pinned", "free"] {
+        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
+    }
+    assert!(matches!(due_of(&frames, "free"), Due::AllItWants { .. }));
+    assert!(matches!(due_of(&frames, "pinned"), Due::Share { .. }));
+    let jain = frames.last().unwrap().jain_index;
+    assert!(jain > 0.98, "Jain {jain}");
+}
+
+#[test]
+fn two_cgroups_weighted_100_and_300_split_one_cpu_a_quarter_and_three() {
+    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    if !is_root() {
+        return skip("case 3", "cgroups need root");
+    }
+    let toml = [
+        hog(
+            "light",
+            1,
+            "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 100",
+        ),
+        hog(
+            "heavy",
+            1,
+            "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 300",
+        ),
+    ]
+    .concat();
+    let frames = run_case(&format!("name = \"case3\"\n{toml}"), Duration::from_secs(1));
+    assert_due(&frames, "light", 0.25);
+    assert_due(&frames, "heavy", 0.75);
+    for name in ["light", "heavy"] {
+        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
+    }
+}
+
+#[test]
+fn a_sched_idle_hog_beside_a_normal_one_is_due_3_in_1027() {
+    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    let toml = [
+        hog("normal", 1, "affinity = [0]"),
+        hog("idle", 1, "affinity = [0]\npolicy = \"idle\""),
+    ]
+    .concat();
+    let frames = run_case(&format!("name = \"case4\"\n{toml}"), Duration::from_secs(1));
+    assert_due(&frames, "normal", 1024.0 / 1027.0);
+    assert_due(&frames, "idle", 3.0 / 1027.0);
+    assert_eq!(verdict_of(&frames, "normal"), Verdict::Fair);
+    // Under 2% of a CPU: a ratio would be noise.
+    assert_eq!(verdict_of(&frames, "idle"), Verdict::None);
+}
+
+#[test]
+fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
+    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    if !is_root() {
+        return skip("cases 5 and 8", "real-time policies need root");
+    }
+    let toml = [
+        hog(
+            "fifo",
+            1,
+            "affinity = [1]\npolicy = \"fifo\"\nrt_priority = 10",
+        ),
+        hog("normal", 1, "affinity = [1]"),
+    ]
+    .concat();
+    let frames = run_case(&format!("name = \"case5\"\n{toml}"), Duration::from_secs(3));
+    // Case 5: the normal hog is due what real time leaves it (the fair server's 5%).
+    assert_due(&frames, "fifo", 0.95);
+    assert_due(&frames, "normal", 0.05);
+    for name in ["fifo", "normal"] {
+        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
+    }
+    assert!(
+        matches!(due_of(&frames, "normal"), Due::RealTime { .. }),
+        "{:?}",
+        due_of(&frames, "normal")
+    );
+    assert!(due_of(&frames, "normal").text().contains("real-time"));
+    // Case 8: runnable but off-CPU most of each second, it wants the whole CPU in every
+    // interval: never idle, never a blank verdict.
+    for f in &frames {
+        let n = row(f, "normal");
+        assert!(
+            n.cpu_demand >= 0.9,
+            "at {:.2} s the normal hog wanted only {:.2}",
+            f.t,
+            n.cpu_demand
+        );
+        assert_ne!(n.verdict, Verdict::None, "at {:.2} s", f.t);
+    }
+}
+
+#[test]
+fn a_hog_capped_by_cpu_max_at_20_percent_is_due_its_quota() {
+    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    if !is_root() {
+        return skip("case 6", "cgroups need root");
+    }
+    let toml = hog("capped", 1, "placement = \"cgroup\"\ncpu_quota = 20");
+    let frames = run_case(&format!("name = \"case6\"\n{toml}"), Duration::from_secs(1));
+    assert_due(&frames, "capped", 0.2);
+    assert_eq!(verdict_of(&frames, "capped"), Verdict::Fair);
+    assert!(matches!(due_of(&frames, "capped"), Due::Quota { .. }));
+    let w = row(frames.last().unwrap(), "capped");
+    assert!(
+        w.throttled_pct > 50.0,
+        "throttled {:.0}% (wait {:.0}%)",
+        w.throttled_pct,
+        w.runq_wait_pct
+    );
+    assert!(
+        w.runq_wait_pct < 20.0,
+        "throttled time counted as waiting: {w:?}"
+    );
+}
+
+#[test]
+fn one_session_of_one_hog_and_one_of_three_split_a_cpu_in_halves() {
+    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    let on = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+        .is_ok_and(|s| s.trim() == "1");
+    if !on {
+        return skip("case 7", "autogroup is off on this kernel");
+    }
+    let toml = [
+        hog("alone", 1, "affinity = [0]\nplacement = \"own-session\""),
+        hog("three", 3, "affinity = [0]\nplacement = \"own-session\""),
+    ]
+    .concat();
+    let frames = run_case(&format!("name = \"case7\"\n{toml}"), Duration::from_secs(1));
+    assert_due(&frames, "alone", 0.5);
+    // Three tasks of 1/6 each.
+    assert_due(&frames, "three", 0.5);
+    for name in ["alone", "three"] {
+        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
+    }
+}
+
+#[test]
+fn the_default_scenario_is_due_the_whole_machine_steadily() {
+    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    let toml = schedlab::scenario::PRESETS[0].1;
+    let frames = run_case(toml, Duration::from_secs(30));
+    let cpus = frames[0].machine.cpus as f64;
+    for f in &frames {
+        let due: f64 =
+            f.workloads.iter().map(|w| w.window_fair).sum::<f64>() + f.machine.rest_window_fair;
+        assert!(
+            (due - cpus).abs() <= 0.1,
+            "at {:.1} s the shares add up to {due:.2} of {cpus} CPUs",
+            f.t
+        );
+        assert_eq!(
+            f.machine.rest_verdict,
+            Verdict::None,
+            "an idle rest of the machine has a verdict at {:.1} s: {:?}",
+            f.t,
+            f.machine
+        );
+    }
+    for name in ["ref-job", "fork_load"] {
+        let dues: Vec<f64> = frames.iter().map(|f| row(f, name).window_fair).collect();
+        let (lo, hi) = dues
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        assert!(
+            hi - lo < 0.05,
+            "{name}'s due moved from {lo:.3} to {hi:.3} while nothing changed"
+        );
+    }
+}
+
+/// Under cargo test the supervisor's "this binary" is the test harness: run the real schedlab
+/// binary with the same arguments instead.
+fn real_binary(d: &schedlab::scenario::WorkloadDecl) -> schedlab::scenario::WorkloadDecl {
+    use schedlab::supervisor::Program;
+    use schedlab::workload::kind::WorkloadKind;
+    let Program::SelfExe(args) = d.kind.program() else {
+        return d.clone();
+    };
+    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
+    argv.extend(args);
+    schedlab::scenario::WorkloadDecl {
+        kind: WorkloadKind::Command { argv },
+        ..d.clone()
+    }
+}
