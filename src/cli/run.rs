@@ -301,15 +301,13 @@ fn run_once(
         }
     }
     let mut frames = Vec::new();
-    let mut next = start;
     loop {
-        next += interval;
+        // The Lab keeps the grid: a late wake-up is measured against it, and intervals
+        // missed altogether are skipped, not burst through.
         let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            // Fell behind (a slow sweep): tick now and keep the cadence from here.
-            next = now;
+        let due = lab.next_due();
+        if due > now {
+            std::thread::sleep(due - now);
         }
         let frame = lab.tick();
         if let Some(rec) = recording.as_mut() {

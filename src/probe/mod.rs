@@ -288,6 +288,10 @@ impl Probe {
             status_t_ns: self.status_ns,
             status_every_ns,
             epoch_ns: 0,
+            due_ns: 0,
+            sweep_start_ns: t0,
+            interval_ns: 0,
+            missed: 0,
         }
     }
 }
