@@ -14,6 +14,7 @@ use crate::probe::{
 };
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{self, LaunchSpec, Running};
+use crate::sys::priority::{self, SamplerPriority};
 
 /// Sampling interval bounds.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -68,6 +69,9 @@ pub struct Lab {
     epoch_ns: u64,
     /// When each sample is due.
     schedule: Schedule,
+    /// How the thread that ticks is scheduled, and whether it was promoted.
+    sampler_priority: SamplerPriority,
+    sampler_promoted: Option<bool>,
     next_id: u32,
     entries: Vec<Entry>,
     last: Option<Sample>,
@@ -87,6 +91,8 @@ impl Lab {
             started: Instant::now(),
             epoch_ns: crate::probe::monotonic_ns(),
             schedule: Schedule::new(interval, Instant::now()),
+            sampler_priority: SamplerPriority::default(),
+            sampler_promoted: None,
             next_id: 1,
             entries: Vec::new(),
             last: None,
@@ -210,6 +216,12 @@ impl Lab {
         self.interval
     }
 
+    /// How the sampling thread is scheduled (before the first tick: the thread that ticks is
+    /// promoted at its first tick).
+    pub fn set_sampler_priority(&mut self, p: SamplerPriority) {
+        self.sampler_priority = p;
+    }
+
     /// When the next sample is due: callers sleep until then and tick.
     pub fn next_due(&self) -> Instant {
         self.schedule.next_due()
@@ -244,14 +256,23 @@ impl Lab {
             }
         }
 
+        if self.sampler_promoted.is_none() {
+            // The thread that ticks is the sampler: make it prompt where the machine allows.
+            self.sampler_promoted = Some(
+                self.sampler_priority == SamplerPriority::Realtime
+                    && priority::promote_this_thread(),
+            );
+        }
         let targets = self.targets();
         let slot = self.schedule.take(Instant::now());
         let mut sample = self.probe.sample(&targets);
         sample.epoch_ns = self.epoch_ns;
         // The grid on the Samples' clock: how late this sample was, and what it missed.
-        sample.due_ns = self.epoch_ns + slot.due.saturating_duration_since(self.started).as_nanos() as u64;
+        sample.due_ns =
+            self.epoch_ns + slot.due.saturating_duration_since(self.started).as_nanos() as u64;
         sample.missed = slot.missed;
         sample.interval_ns = self.interval.as_nanos() as u64;
+        sample.observer_rt = self.sampler_promoted == Some(true);
 
         // Every workload goes into the Sample, running or not, with the life the Lab knows:
         // the model makes every row of the Frame from it, live and replayed alike.

@@ -120,6 +120,7 @@ impl Model {
             late_ms: lateness_ms(cur),
             sweep_ms: sweep_ms(cur),
             missed: cur.missed,
+            observer_rt: cur.observer_rt,
         }
     }
 
@@ -379,6 +380,7 @@ impl Model {
             late_ms: lateness_ms(cur),
             sweep_ms: sweep_ms(cur),
             missed: cur.missed,
+            observer_rt: cur.observer_rt,
         }
     }
 

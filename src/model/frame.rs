@@ -347,4 +347,8 @@ pub struct Frame {
     pub sweep_ms: f64,
     #[serde(default)]
     pub missed: u32,
+    /// The sampling thread ran under SCHED_FIFO (a prompt sampler; the fairness model counts
+    /// it as the real-time task it is).
+    #[serde(default)]
+    pub observer_rt: bool,
 }

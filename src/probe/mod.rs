@@ -292,6 +292,7 @@ impl Probe {
             sweep_start_ns: t0,
             interval_ns: 0,
             missed: 0,
+            observer_rt: false,
         }
     }
 }

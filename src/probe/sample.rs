@@ -35,6 +35,9 @@ pub struct Sample {
     pub interval_ns: u64,
     #[serde(default, skip_serializing_if = "is_zero32")]
     pub missed: u32,
+    /// The sampling thread ran under SCHED_FIFO (a prompt sampler).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub observer_rt: bool,
 }
 
 /// Machine-wide counters.

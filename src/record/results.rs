@@ -280,7 +280,12 @@ impl ObserverResult {
             .iter()
             .filter_map(|fr| {
                 let t: f64 = fr.iter().map(|f| f.interval).sum();
-                (t > 0.0).then(|| fr.iter().map(|f| f.observer_cpu_pct * f.interval).sum::<f64>() / t)
+                (t > 0.0).then(|| {
+                    fr.iter()
+                        .map(|f| f.observer_cpu_pct * f.interval)
+                        .sum::<f64>()
+                        / t
+                })
             })
             .collect();
         let mut late: Vec<f64> = frames.iter().map(|f| f.late_ms).collect();

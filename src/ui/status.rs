@@ -96,9 +96,10 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
             // much: every figure on screen carries the observer's effect.
             Some(fr) => {
                 let (long, short) = lateness_words(fr);
+                let rt = if fr.observer_rt { " rt" } else { "" };
                 (
-                    format!("self {:.1}% CPU{long}", fr.observer_cpu_pct),
-                    format!("self {:.1}%{short}", fr.observer_cpu_pct),
+                    format!("self {:.1}% CPU{rt}{long}", fr.observer_cpu_pct),
+                    format!("self {:.1}%{rt}{short}", fr.observer_cpu_pct),
                 )
             }
             None => ("self -".into(), "self -".into()),
