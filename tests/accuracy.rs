@@ -101,6 +101,9 @@ impl Workload {
         cmd.args(["-c", script])
             .stdin(Stdio::null())
             .stdout(Stdio::null());
+        // SAFETY: the closure runs in the forked child before exec and only calls setsid, setpgid
+        // and write(2) of a 'static byte to `fd`, which `procs` keeps open until after spawn; all
+        // async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {
                 if own_session {
@@ -127,6 +130,8 @@ impl Workload {
 
 impl Drop for Workload {
     fn drop(&mut self) {
+        // SAFETY: kill takes no pointer; the group is the workload's own (it called setsid or
+        // setpgid), not ours.
         unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
         let _ = self.child.wait();
     }

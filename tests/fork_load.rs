@@ -103,6 +103,7 @@ fn sigterm_stops_reports_and_leaves_nothing() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: kill takes no pointer; the pid is our unreaped child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

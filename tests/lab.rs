@@ -101,6 +101,7 @@ fn restart_remove_and_a_workload_killed_from_outside() {
 
     // Killed by someone else: reaped, and shown as done with 128 + the signal.
     let pid_b = lab.running(b).unwrap().pid;
+    // SAFETY: kill takes no pointer; the pid is a workload the Lab started and has not reaped.
     unsafe { libc::kill(pid_b as i32, libc::SIGKILL) };
     std::thread::sleep(Duration::from_millis(100));
     let f = lab.tick();

@@ -196,6 +196,7 @@ fn sigterm_mid_run_removes_every_queue() {
     let pid = child.id();
     // Catch the queues of a batch while they exist.
     let (ledger, objs) = wait_for_objects(pid, 100, LIMIT);
+    // SAFETY: kill takes no pointer; the pid is our unreaped child.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let status = wait_bounded(&mut child, LIMIT);
     assert_eq!(status.code(), Some(128 + libc::SIGTERM));
@@ -213,6 +214,7 @@ fn sigkill_mid_run_is_swept_by_cleanup() {
     let before: Vec<i32> = queues().into_iter().map(|(id, _)| id).collect();
     let pid = child.id();
     let (ledger, _) = wait_for_objects(pid, 1, LIMIT);
+    // SAFETY: kill takes no pointer; the pid is our unreaped child.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     wait_bounded(&mut child, LIMIT);
     // What the ledger holds at death is what was left.
@@ -234,6 +236,7 @@ fn sigkill_mid_run_is_swept_by_cleanup() {
         [] => {}
         [(id, 0)] => {
             eprintln!("WARNING: queue {id} was created by the msgget the SIGKILL interrupted before its id was recorded; removed by the test (known gap)");
+            // SAFETY: msgctl(IPC_RMID) ignores its buffer argument, so null is allowed.
             unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
         }
         _ => panic!("queues left after cleanup, beyond the one msgget window: {stray:?}"),

@@ -166,6 +166,7 @@ fn sigterm_and_sigint_remove_objects_and_tasks() {
             tasks_of(pid, 4)
         };
         std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: kill takes no pointer; the pid is our unreaped child.
         unsafe { libc::kill(pid as i32, sig) };
         let status = wait_bounded(&mut child, LIMIT);
         assert_eq!(status.code(), Some(128 + sig), "{kind}: {status:?}");
@@ -192,6 +193,7 @@ fn after_sigkill_cleanup_or_the_next_run_removes_what_was_left() {
         let pid = child.id();
         let tasks = tasks_of(pid, 4);
         let ledger = ledger_of(pid).unwrap();
+        // SAFETY: kill takes no pointer; the pid is our unreaped child.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         wait_bounded(&mut child, LIMIT);
         // The tasks die with their parent (PDEATHSIG), so none spins on.
@@ -230,6 +232,8 @@ fn a_peer_killed_mid_run_ends_the_run_with_its_name() {
         let pid = child.id();
         let tasks = tasks_of(pid, 2);
         std::thread::sleep(Duration::from_millis(100));
+        // SAFETY: kill takes no pointer and touches no memory of ours; the victim is a task of our
+        // child's run.
         unsafe { libc::kill(tasks[victim] as i32, libc::SIGKILL) };
         let status = wait_bounded(&mut child, LIMIT);
         let mut err = String::new();

@@ -260,21 +260,28 @@ fn case(cmd: &Long, exit: Exit, sysv_before: &std::collections::BTreeSet<String>
     }
     match exit {
         Exit::Normal | Exit::Panic => {}
+        // SAFETY: kill takes no pointer and touches no memory of ours; -pid is our child's own
+        // process group.
         Exit::CtrlC => unsafe {
             libc::kill(-pid, libc::SIGINT);
         },
+        // SAFETY: kill takes no pointer; the pid is our unreaped child.
         Exit::Sigterm => unsafe {
             libc::kill(pid, libc::SIGTERM);
         },
+        // SAFETY: kill takes no pointer; the pid is our unreaped child.
         Exit::Sighup => unsafe {
             libc::kill(pid, libc::SIGHUP);
         },
+        // SAFETY: kill takes no pointer; the pid is our unreaped child.
         Exit::Sigkill => unsafe {
             libc::kill(pid, libc::SIGKILL);
         },
         Exit::ChildCrash => {
             let kids = children_of(pid);
             let victim = *kids.last().unwrap_or_else(|| panic!("{label}: no child"));
+            // SAFETY: kill takes no pointer and touches no memory of ours; the victim is a child of
+            // our child.
             unsafe { libc::kill(victim, libc::SIGKILL) };
         }
     }
@@ -287,6 +294,7 @@ fn case(cmd: &Long, exit: Exit, sysv_before: &std::collections::BTreeSet<String>
         }
         if child.try_wait().unwrap().is_none() {
             kept_running = true;
+            // SAFETY: kill takes no pointer; the pid is our unreaped child.
             unsafe { libc::kill(pid, libc::SIGTERM) };
         }
     }
@@ -365,6 +373,7 @@ fn exit_paths(names: &[&str]) {
             report.push(case(&cmd, exit, snap.sysv()));
         }
     }
+    // SAFETY: kill takes no pointer; the pid is our unreaped child.
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
     wait_within(&mut server, SECS(10)).expect("side server ends on SIGTERM");
     assert_no_process(&server_tag, SECS(10), "side server");
@@ -412,6 +421,7 @@ fn remove_the_queue_a_sigkill_caught_unrecorded(
             "WARNING {label}: queue {id} was created by a msgget the SIGKILL interrupted before \
              its id was recorded; removed by the test (known gap, see docs/reliability.md)"
         );
+        // SAFETY: msgctl(IPC_RMID) ignores its buffer argument, so null is allowed.
         unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
     }
 }

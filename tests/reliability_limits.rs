@@ -20,6 +20,8 @@ fn with_rlimit(
     soft: u64,
     hard: u64,
 ) {
+    // SAFETY: the closure runs in the forked child before exec and only calls setrlimit on a local
+    // rlimit, which is async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
             let lim = libc::rlimit {
@@ -137,6 +139,9 @@ impl PidsCgroup {
     fn enter(&self, cmd: &mut std::process::Command) {
         let procs =
             std::ffi::CString::new(self.dir.join("cgroup.procs").to_str().unwrap()).unwrap();
+        // SAFETY: the closure runs in the forked child before exec: open reads `procs`, a
+        // NUL-terminated CString the closure owns, then write(2) of a 'static byte and close of the
+        // fd it opened; all async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {
                 let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
@@ -163,6 +168,8 @@ impl Drop for PidsCgroup {
             .split_whitespace()
             .filter_map(|p| p.parse::<i32>().ok())
         {
+            // SAFETY: kill takes no pointer and touches no memory of ours; the pids are what the
+            // test's cgroup still holds.
             unsafe { libc::kill(p, libc::SIGKILL) };
         }
         for _ in 0..100 {

@@ -212,6 +212,8 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         // Pass or fail: nothing of ours survives the test.
         for (pid, _) in self.tagged() {
+            // SAFETY: kill takes no pointer and touches no memory of ours; the pids are the test's
+            // own tagged processes.
             unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
         }
         let _ = Command::new("tmux")
@@ -306,6 +308,8 @@ fn sigterm_restores_the_terminal_and_stops_every_workload() {
     let Some(t) = Tmux::start("term") else { return };
     t.start_dashboard();
     let pid = t.dashboard_pid();
+    // SAFETY: kill takes no pointer and touches no memory of ours; the pid is the dashboard this
+    // test started.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
     t.assert_clean_exit("SIGTERM");
 }
@@ -315,6 +319,8 @@ fn sighup_restores_the_terminal_and_stops_every_workload() {
     let Some(t) = Tmux::start("hup") else { return };
     t.start_dashboard();
     let pid = t.dashboard_pid();
+    // SAFETY: kill takes no pointer and touches no memory of ours; the pid is the dashboard this
+    // test started.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) };
     t.assert_clean_exit("SIGHUP");
 }
@@ -351,6 +357,8 @@ fn sigkill_leaves_no_workload_and_a_sane_terminal() {
         row(s, "sleep").is_some_and(|f| f[2] == "running")
     });
     let pid = t.dashboard_pid();
+    // SAFETY: kill takes no pointer and touches no memory of ours; the pid is the dashboard this
+    // test started.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
     t.assert_clean_exit("SIGKILL");
     assert!(
@@ -397,6 +405,8 @@ fn a_crashed_workload_leaves_the_dashboard_usable_and_nothing_behind() {
         assert!(Instant::now() < deadline, "no workload started");
         std::thread::sleep(Duration::from_millis(100));
     };
+    // SAFETY: kill takes no pointer and touches no memory of ours; the victim is a workload of this
+    // test's dashboard.
     unsafe { libc::kill(victim as libc::pid_t, libc::SIGKILL) };
     std::thread::sleep(Duration::from_millis(1500));
     assert!(

@@ -105,6 +105,8 @@ fn untrack(pgid: u32) {
 
 fn kill_tracked() {
     for &g in GROUPS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        // SAFETY: kill takes no pointer; `g` is the pgid of a load this process started (a
+        // workload's own group, never 0 or 1), so -g names that group only.
         unsafe { libc::kill(-(g as libc::pid_t), libc::SIGKILL) };
     }
 }
@@ -184,6 +186,7 @@ pub fn main(args: Args) -> Result<()> {
     }
     // Show where each ran, so the placement line above can be checked.
     let me = std::process::id();
+    // SAFETY: getpgrp has no preconditions and cannot fail.
     let (_, own) = group_cpu("contest", unsafe { libc::getpgrp() } as u32, me);
     if let Some(own) = own {
         let mut line = format!(

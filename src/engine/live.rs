@@ -33,6 +33,8 @@ fn kill_live_groups() {
     };
     for g in &groups {
         if g.pgid > 1 {
+            // SAFETY: kill takes no pointer; pgid > 1 rules out kill(0) and kill(-1), so -pgid
+            // names that workload's group only.
             unsafe { libc::kill(-(g.pgid as libc::pid_t), libc::SIGKILL) };
         }
     }

@@ -139,6 +139,7 @@ pub fn apply(scope: &Scope, change: &Change) -> Result<usize> {
 fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Result<bool> {
     let id = tid as libc::id_t;
     if let Some(nice) = change.nice {
+        // SAFETY: setpriority takes integers only.
         if unsafe { libc::setpriority(libc::PRIO_PROCESS, id, nice) } < 0 {
             return refused(std::io::Error::last_os_error(), || {
                 format!("setting nice {nice} (lowering nice needs root or CAP_SYS_NICE)")
@@ -149,6 +150,7 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Res
         let param = libc::sched_param {
             sched_priority: if policy.is_realtime() { prio as i32 } else { 0 },
         };
+        // SAFETY: `param` is a live sched_param that sched_setscheduler only reads.
         if unsafe { libc::sched_setscheduler(tid as libc::pid_t, policy.as_libc(), &param) } < 0 {
             return refused(std::io::Error::last_os_error(), || {
                 if policy.is_realtime() {
@@ -163,6 +165,8 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Res
         }
     }
     if let Some(set) = cpuset {
+        // SAFETY: `set` is a live cpu_set_t and the size passed is its own; sched_setaffinity only
+        // reads it.
         if unsafe {
             libc::sched_setaffinity(
                 tid as libc::pid_t,
@@ -326,6 +330,7 @@ mod tests {
         assert_eq!(nice_of(run.pid), 7);
         assert_eq!(nice_of(sleeper), 7);
         assert_eq!(
+            // SAFETY: sched_getscheduler takes a pid only.
             unsafe { libc::sched_getscheduler(sleeper as libc::pid_t) },
             libc::SCHED_BATCH
         );

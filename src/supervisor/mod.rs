@@ -235,6 +235,8 @@ impl Drop for Running {
 
 fn kill_group(pgid: u32, sig: libc::c_int) {
     if pgid > 1 {
+        // SAFETY: kill takes no pointer and touches no memory of ours; pgid > 1 rules out kill(0)
+        // and kill(-1), which would hit our own group or every process.
         unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
     }
 }
@@ -430,15 +432,18 @@ const F_SETSIG: libc::c_int = 10;
 
 fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
+    // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
         return Err(std::io::Error::last_os_error()).context("pipe2 for a lifeline");
     }
+    // SAFETY: pipe2 just returned both descriptors (checked above); nothing else owns them.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// A cpu_set_t holding `cpus`, checked against the machine.
 pub fn cpu_set(cpus: &[usize]) -> Result<libc::cpu_set_t> {
     let online = online_cpus();
+    // SAFETY: cpu_set_t is a plain bit array: all-zero bytes are the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     if cpus.is_empty() {
         bail!("an empty CPU list");
@@ -450,6 +455,8 @@ pub fn cpu_set(cpus: &[usize]) -> Result<libc::cpu_set_t> {
                 online - 1
             );
         }
+        // SAFETY: CPU_SET writes only into `set`, a live local, and indexes its bit array with
+        // Rust's bounds check.
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
     Ok(set)

@@ -407,6 +407,8 @@ impl WorkloadCgroup {
             // empty, since a fork loop may fork while we kill.
             if self.version != Version::V2 || fs::write(&kill_file, "1").is_err() {
                 for pid in procs {
+                    // SAFETY: kill takes no pointer and touches no memory of ours; the pids are the
+                    // tasks cgroup.procs lists (0 never appears there).
                     unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
                 }
             }
@@ -459,6 +461,8 @@ pub fn raw(fds: &[OwnedFd]) -> Vec<RawFd> {
 pub fn kill_and_remove_dirs(dirs: &[PathBuf], deadline: Instant) {
     for dir in dirs {
         for pid in read_ids(&dir.join("cgroup.procs")) {
+            // SAFETY: kill takes no pointer and touches no memory of ours; the pids are the tasks
+            // cgroup.procs lists (0 never appears there).
             unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
         }
     }
@@ -556,6 +560,7 @@ pub fn sweep_orphans() -> usize {
             let Some(owner) = owner_of(&name) else {
                 continue;
             };
+            // SAFETY: kill with signal 0 only checks that `owner` exists; it sends nothing.
             let alive = unsafe { libc::kill(owner, 0) } == 0
                 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
             if alive {
@@ -563,6 +568,8 @@ pub fn sweep_orphans() -> usize {
             }
             let dir = e.path();
             for pid in read_ids(&dir.join("cgroup.procs")) {
+                // SAFETY: kill takes no pointer and touches no memory of ours; the pids are the
+                // tasks cgroup.procs lists (0 never appears there).
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
             }
             if rmdir_patiently(&dir, Instant::now() + Duration::from_millis(500)).is_ok() {
@@ -661,6 +668,8 @@ mod tests {
         let fds = group.open_procs().unwrap();
         let raw_fds = raw(&fds);
         use std::os::unix::process::CommandExt;
+        // SAFETY: pre_exec's closure runs in the forked child before exec, where join_from_child's
+        // only calls, write(2) on the group's open cgroup.procs descriptors, are async-signal-safe.
         let mut child = unsafe {
             std::process::Command::new("sleep")
                 .arg("30")

@@ -45,12 +45,17 @@ struct Mapping {
     fd: OwnedFd,
 }
 
-// The mapping is plain shared memory accessed only through atomics.
+// SAFETY: Send: a `Mapping` owns its mapping and descriptor, unmaps once in Drop, and the memory is
+// only ever reached through atomics, so any thread may own it.
 unsafe impl Send for Mapping {}
+// SAFETY: Sync: a shared `Mapping` gives out the memory only as `&AtomicU64` (Header, Slot), which
+// is Sync.
 unsafe impl Sync for Mapping {}
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        // SAFETY: `base` and `len` are exactly what mmap returned in `map`; every reference into
+        // the mapping borrows a region or holds this Arc, so none outlives the unmap.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }
@@ -68,18 +73,22 @@ pub struct CounterSlot {
     _map: Arc<Mapping>,
 }
 
-// Each slot has one writer; readers only load.
+// SAFETY: Send: the slot points into a mapping its `_map` keeps alive and is reached only through
+// an atomic; one writer per slot is the counting protocol, not a memory-safety need.
 unsafe impl Send for CounterSlot {}
 
 impl CounterSlot {
     /// Counts `n` operations: a plain load and store, never a locked instruction.
     #[inline(always)]
     pub fn add(&self, n: u64) {
+        // SAFETY: `value` points to an AtomicU64 inside the mapping (64-byte aligned slot), kept
+        // mapped by `self._map`.
         let v = unsafe { &*self.value };
         v.store(v.load(Relaxed).wrapping_add(n), Relaxed);
     }
 
     pub fn get(&self) -> u64 {
+        // SAFETY: `value` points to an AtomicU64 inside the mapping, kept mapped by `self._map`.
         unsafe { &*self.value }.load(Relaxed)
     }
 
@@ -93,12 +102,16 @@ impl CounterSlot {
 impl CounterRegion {
     /// Creates a fresh region with room for `capacity` slots.
     pub fn create(capacity: usize) -> Result<Self> {
+        // SAFETY: the name is a NUL-terminated C string literal; memfd_create reads nothing else.
         let raw = unsafe { libc::memfd_create(c"schedlab-counters".as_ptr(), libc::MFD_CLOEXEC) };
         if raw < 0 {
             return Err(std::io::Error::last_os_error()).context("memfd_create for counters");
         }
+        // SAFETY: `raw` is the new descriptor memfd_create just returned (checked non-negative);
+        // nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let len = LINE * (capacity + 1);
+        // SAFETY: `fd` is an open descriptor this function owns; ftruncate takes no pointer.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
             return Err(std::io::Error::last_os_error()).context("sizing the counter region");
         }
@@ -116,14 +129,22 @@ impl CounterRegion {
         let raw: RawFd = text
             .parse()
             .with_context(|| format!("{ENV_FD}={text:?} is not a descriptor"))?;
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) takes no pointer; a `raw` that is not open fails with
+        // EBADF, handled below.
         let dup = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 3) };
         if dup < 0 {
             return Err(std::io::Error::last_os_error())
                 .with_context(|| format!("{ENV_FD}={raw} is not an open descriptor"));
         }
+        // SAFETY: `raw` was handed to this process for the region alone (SCHEDLAB_COUNTERS_FD); no
+        // Rust object owns it, and it is closed once, after the dup above took its place.
         unsafe { libc::close(raw) };
+        // SAFETY: `dup` is the new descriptor fcntl just returned (checked non-negative); nothing
+        // else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(dup) };
+        // SAFETY: libc::stat is plain old data: all-zero bytes are a valid value.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is a live, writable libc::stat for fstat to fill; `fd` is open.
         if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 || (st.st_size as usize) < LINE {
             bail!("{ENV_FD}={raw} is not a counter region");
         }
@@ -143,6 +164,8 @@ impl CounterRegion {
     }
 
     fn map(fd: OwnedFd, len: usize) -> Result<Self> {
+        // SAFETY: a new shared mapping (null hint) of `len` bytes of a descriptor we own: no
+        // existing memory is touched; MAP_FAILED is checked below.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -168,11 +191,15 @@ impl CounterRegion {
     }
 
     fn header(&self) -> &Header {
+        // SAFETY: `base` is a live, page-aligned mapping of at least LINE bytes (create sizes it
+        // so, from_env checks st_size >= LINE); Header is 64 bytes of atomics, valid for any bits.
         unsafe { &*(self.map.base as *const Header) }
     }
 
     fn slot(&self, i: usize) -> &Slot {
         debug_assert!(i < self.capacity);
+        // SAFETY: callers pass i < capacity = len / LINE - 1, so LINE * (i + 2) <= len: the slot
+        // lies inside the mapping, 64-byte aligned as the page is; atomics are valid for any bits.
         unsafe { &*(self.map.base.add(LINE * (i + 1)) as *const Slot) }
     }
 

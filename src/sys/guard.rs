@@ -139,6 +139,7 @@ fn address_space() -> Option<(u64, u64)> {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // SAFETY: `lim` is a live, writable rlimit for getrlimit to fill.
     if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } != 0
         || lim.rlim_cur == libc::RLIM_INFINITY
     {
@@ -158,6 +159,7 @@ fn address_space() -> Option<(u64, u64)> {
 
 /// RLIMIT_NPROC counts every task of our real uid; the kernel ignores it for root.
 fn nproc_headroom() -> Option<(u64, String)> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         return None;
     }
@@ -165,11 +167,13 @@ fn nproc_headroom() -> Option<(u64, String)> {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // SAFETY: `lim` is a live, writable rlimit for getrlimit to fill.
     if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut lim) } != 0
         || lim.rlim_cur == libc::RLIM_INFINITY
     {
         return None;
     }
+    // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
     let mine = procfs::process::all_processes()
         .ok()?

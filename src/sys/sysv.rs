@@ -56,6 +56,8 @@ fn ledger() -> &'static Ledger {
             }
         };
         // A normal exit (return from main, process::exit) removes what is left and the file.
+        // SAFETY: atexit stores a plain `extern "C" fn()` that lives as long as the program; it is
+        // registered once, inside this OnceLock initialiser.
         unsafe { libc::atexit(remove_all_at_exit) };
         Ledger {
             owner: std::process::id(),
@@ -88,6 +90,9 @@ fn map_ledger_file() -> Result<(&'static [AtomicU64], Option<PathBuf>)> {
         .with_context(|| format!("creating {}", path.display()))?;
     let len = LEDGER_CAPACITY * 8;
     file.set_len(len as u64)?;
+    // SAFETY: a new shared mapping (null hint) of the ledger file, which set_len just sized to
+    // `len` bytes: no existing memory is touched; MAP_FAILED is checked below. The mapping outlives
+    // `file`.
     let base = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -102,6 +107,9 @@ fn map_ledger_file() -> Result<(&'static [AtomicU64], Option<PathBuf>)> {
         let _ = std::fs::remove_file(&path);
         return Err(io::Error::last_os_error()).context("mapping the SysV ledger");
     }
+    // SAFETY: `base` is a readable, writable, page-aligned mapping of LEDGER_CAPACITY * 8 bytes
+    // that is never unmapped (hence 'static); AtomicU64 is valid for any bits, and other processes
+    // only read the file once its owner is dead.
     let words = unsafe { std::slice::from_raw_parts(base as *const AtomicU64, LEDGER_CAPACITY) };
     Ok((words, Some(path)))
 }
@@ -179,6 +187,7 @@ impl LedgerRange {
     /// Creates a private message queue and records it at entry `i`.
     #[inline]
     pub fn msgget(&self, i: usize) -> io::Result<i32> {
+        // SAFETY: msgget takes no pointer.
         let id = unsafe { libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | 0o600) };
         if id < 0 {
             return Err(io::Error::last_os_error());
@@ -190,6 +199,7 @@ impl LedgerRange {
     /// Removes the queue recorded at entry `i`.
     #[inline]
     pub fn msg_rmid(&self, i: usize, id: i32) -> io::Result<()> {
+        // SAFETY: msgctl(IPC_RMID) ignores its buffer argument, so null is allowed.
         let rc = unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
         self.forget(i);
         if rc < 0 {
@@ -219,7 +229,9 @@ impl Drop for LedgerRange {
 
 fn remove_object(kind: u64, id: i32) -> bool {
     let rc = match kind {
+        // SAFETY: semctl(IPC_RMID) takes no fourth argument.
         KIND_SEM => unsafe { libc::semctl(id, 0, libc::IPC_RMID) },
+        // SAFETY: msgctl(IPC_RMID) ignores its buffer argument, so null is allowed.
         KIND_MSG => unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) },
         _ => return false,
     };
@@ -317,6 +329,7 @@ impl SemSet {
     /// Creates a private set of `nsems` semaphores, all zero.
     pub fn create(nsems: usize) -> Result<Self> {
         let entry = LedgerRange::reserve(1)?;
+        // SAFETY: semget takes no pointer.
         let id = unsafe { libc::semget(libc::IPC_PRIVATE, nsems as i32, libc::IPC_CREAT | 0o600) };
         if id < 0 {
             let err = io::Error::last_os_error();
@@ -361,6 +374,8 @@ impl SemSet {
     #[inline]
     pub fn ops(&self, ops: &mut [libc::sembuf]) -> io::Result<()> {
         loop {
+            // SAFETY: `ops` is a live, exclusively borrowed slice of `ops.len()` sembufs; semop
+            // reads exactly that many.
             if unsafe { libc::semop(self.id, ops.as_mut_ptr(), ops.len()) } == 0 {
                 return Ok(());
             }
@@ -372,6 +387,8 @@ impl SemSet {
     }
 
     pub fn set(&self, num: u16, value: i32) -> io::Result<()> {
+        // SAFETY: SETVAL passes the value itself (the int of the semun union) as the fourth
+        // argument: no pointer.
         if unsafe { libc::semctl(self.id, num as i32, libc::SETVAL, value) } < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -379,6 +396,7 @@ impl SemSet {
     }
 
     pub fn get(&self, num: u16) -> io::Result<i32> {
+        // SAFETY: semctl(GETVAL) takes no fourth argument.
         let v = unsafe { libc::semctl(self.id, num as i32, libc::GETVAL) };
         if v < 0 {
             return Err(io::Error::last_os_error());
@@ -416,6 +434,9 @@ impl MsgQueue {
     #[inline]
     pub fn send(&self, buf: &mut MsgBuf, len: usize) -> io::Result<()> {
         loop {
+            // SAFETY: msgsnd reads the type and `len` text bytes from `buf`, a live MsgBuf of
+            // MsgBuf::TEXT text bytes: sound for len <= MsgBuf::TEXT, which every caller passes
+            // (the only one, a test, sends 5).
             let rc = unsafe { libc::msgsnd(self.id, buf.as_ptr(), len, 0) };
             if rc == 0 {
                 return Ok(());
@@ -431,6 +452,8 @@ impl MsgQueue {
     #[inline]
     pub fn recv(&self, buf: &mut MsgBuf, mtype: i64) -> io::Result<usize> {
         loop {
+            // SAFETY: msgrcv writes at most the type and MsgBuf::TEXT text bytes into `buf`,
+            // exactly its size, exclusively borrowed.
             let rc = unsafe {
                 libc::msgrcv(
                     self.id,
@@ -482,11 +505,14 @@ mod tests {
     use super::*;
 
     fn exists_sem(id: i32) -> bool {
+        // SAFETY: semctl(GETVAL) takes no fourth argument; an id that is gone fails with EINVAL.
         unsafe { libc::semctl(id, 0, libc::GETVAL) >= 0 }
     }
 
     fn exists_msg(id: i32) -> bool {
+        // SAFETY: libc::msqid_ds is plain old data: all-zero bytes are a valid value.
         let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+        // SAFETY: `ds` is a live, writable msqid_ds for IPC_STAT to fill.
         unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) >= 0 }
     }
 
@@ -530,12 +556,18 @@ mod tests {
     #[test]
     fn a_forked_child_exiting_leaves_the_parents_objects() {
         let q = MsgQueue::create().unwrap();
+        // SAFETY: the child only calls exit(0), whose inherited atexit handler is what this test
+        // checks; that handler returns at its owner check and takes no lock another thread could
+        // hold at the fork.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             // exit() runs the inherited atexit handler: it must not touch the parent's ledger.
+            // SAFETY: exit runs the atexit handlers in this single-threaded child; see the fork
+            // above.
             unsafe { libc::exit(0) };
         }
         let mut status = 0;
+        // SAFETY: `status` is a live int for waitpid to fill; `pid` is our child.
         assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
         assert!(exists_msg(q.id()));
         let path = LEDGER_FOR_CLEANUP.get().unwrap().path.clone();
@@ -546,8 +578,11 @@ mod tests {
 
     #[test]
     fn a_zombie_owners_objects_are_swept() {
+        // SAFETY: the child only calls _exit, which is async-signal-safe, so forking a
+        // multi-threaded test process is sound.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
+            // SAFETY: _exit ends the child at once, running nothing else.
             unsafe { libc::_exit(0) };
         }
         // Not reaped yet: a zombie with its pid and start time intact.
@@ -566,6 +601,7 @@ mod tests {
             process_start_time(std::process::id()).unwrap()
         ));
         let mut status = 0;
+        // SAFETY: `status` is a live int for waitpid to fill; `pid` is our child.
         unsafe { libc::waitpid(pid, &mut status, 0) };
     }
 
@@ -582,6 +618,7 @@ mod tests {
     #[test]
     fn sweep_removes_a_dead_owners_objects() {
         // A ledger named after a pid that cannot be alive, holding one real queue.
+        // SAFETY: msgget takes no pointer; the sweep below removes the queue.
         let id = unsafe { libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | 0o600) };
         assert!(id >= 0);
         let path = ledger_path_for(u32::MAX - 1, 1);

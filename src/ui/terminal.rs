@@ -105,6 +105,8 @@ pub fn restore(for_good: bool) {
 fn dismiss() {
     let fd = GUARDIAN.swap(-1, Ordering::SeqCst);
     if fd >= 0 {
+        // SAFETY: `fd` is the guardian pipe's write end, taken out of GUARDIAN by the swap so it is
+        // written and closed exactly once; the one-byte literal is 'static.
         unsafe {
             libc::write(fd, b"k".as_ptr().cast(), 1);
             libc::close(fd);
@@ -118,6 +120,7 @@ fn tty_fd() -> Option<RawFd> {
     if std::io::stdin().is_terminal() {
         return Some(libc::STDIN_FILENO);
     }
+    // SAFETY: the path is a NUL-terminated C string literal; open only reads it.
     let fd = unsafe { libc::open(c"/dev/tty".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
     (fd >= 0).then_some(fd)
 }
@@ -126,19 +129,25 @@ fn tty_fd() -> Option<RawFd> {
 /// dashboard still works; only a SIGKILL would then leave the terminal raw).
 fn spawn_guardian() -> Option<RawFd> {
     let tty = tty_fd()?;
+    // SAFETY: libc::termios is plain old data: all-zero bytes are a valid value.
     let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: `saved` is a live, writable termios for tcgetattr to fill.
     if unsafe { libc::tcgetattr(tty, &mut saved) } < 0 {
         return None;
     }
     let mut fds = [0; 2];
+    // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
         return None;
     }
     let (r, w) = (fds[0], fds[1]);
     let out = libc::STDOUT_FILENO;
-    // Everything the child needs is ready: between fork and _exit it only makes
-    // async-signal-safe calls (this process has other threads).
+    // SAFETY: everything the child uses is made before the fork, and between fork and _exit it only
+    // makes async-signal-safe calls, as a child of a multi-threaded process must.
     match unsafe { libc::fork() } {
+        // SAFETY: in the guardian child: signal gets SIG_DFL, prctl and tcsetattr read
+        // NUL-terminated literals and the live `saved`, read fills the live `byte`, write reads the
+        // 'static RESTORE_SEQ; all async-signal-safe, and _exit ends it.
         0 => unsafe {
             // Not our parent's signal handlers: they write to its signal thread's pipe.
             for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
@@ -162,11 +171,14 @@ fn spawn_guardian() -> Option<RawFd> {
             libc::_exit(0)
         },
         pid if pid > 0 => {
+            // SAFETY: `r` is the pipe's read end, which the parent no longer needs; closed once.
             unsafe { libc::close(r) };
             // Reap it whenever it ends, so it never lingers as a zombie.
             std::thread::Builder::new()
                 .name("schedlab-ttyfix-reaper".into())
                 .stack_size(32 * 1024)
+                // SAFETY: `pid` is the guardian this process forked; a null status pointer is
+                // allowed.
                 .spawn(move || unsafe {
                     libc::waitpid(pid, std::ptr::null_mut(), 0);
                 })
@@ -174,6 +186,7 @@ fn spawn_guardian() -> Option<RawFd> {
             Some(w)
         }
         _ => {
+            // SAFETY: fork failed: both pipe ends are ours and closed once here.
             unsafe {
                 libc::close(r);
                 libc::close(w);

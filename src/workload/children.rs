@@ -17,7 +17,11 @@ static LIVE: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
 /// only make system calls and touch memory prepared before the fork (no allocation, no lock).
 pub fn fork(body: impl FnOnce() -> i32) -> Result<libc::pid_t> {
     install_hook();
+    // SAFETY: getpid has no preconditions and cannot fail.
     let parent = unsafe { libc::getpid() };
+    // SAFETY: fork itself is sound; what the child may do is the contract documented above (system
+    // calls and memory prepared before the fork), whose breach could deadlock the child, never the
+    // parent.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         let err = std::io::Error::last_os_error();
@@ -29,6 +33,9 @@ pub fn fork(body: impl FnOnce() -> i32) -> Result<libc::pid_t> {
         return Err(anyhow::Error::new(err).context(format!("fork{hint}")));
     }
     if pid == 0 {
+        // SAFETY: in the child: signal gets SIG_DFL, prctl, getppid and _exit take integers only,
+        // all async-signal-safe; `body` keeps to the contract above and _exit ends the child
+        // without the parent's clean-up.
         unsafe {
             // The parent's signal-hook handlers would swallow these here: no thread reads them.
             for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
@@ -55,9 +62,12 @@ pub fn forget_all() {
 pub fn kill_all() {
     let pids = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
     for &pid in &pids {
+        // SAFETY: kill takes no pointer; the pids are our children, taken out of LIVE so each is
+        // killed once.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
     for &pid in &pids {
+        // SAFETY: a null status pointer is allowed; the pids are our children.
         unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
     }
 }
@@ -81,6 +91,7 @@ fn install_hook() {
 pub fn wait_any() -> std::io::Result<(libc::pid_t, i32)> {
     let mut status = 0;
     loop {
+        // SAFETY: `status` is a live int for waitpid to fill.
         let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
         if pid > 0 {
             let code = if libc::WIFEXITED(status) {
@@ -99,6 +110,7 @@ pub fn wait_any() -> std::io::Result<(libc::pid_t, i32)> {
 
 /// Writes a fixed message to stderr from a forked child (no allocation) and returns `code`.
 pub fn child_fail(msg: &[u8], code: i32) -> i32 {
+    // SAFETY: `msg` is msg.len() live bytes that write only reads.
     unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
     code
 }

@@ -67,23 +67,32 @@ struct Control {
     fd: std::os::fd::OwnedFd,
 }
 
+// SAFETY: Send: `Control` owns its mapping and memfd, unmaps once in Drop, and the memory is only
+// reached through atomics, so any thread may own it.
 unsafe impl Send for Control {}
+// SAFETY: Sync: shared references reach the mapping only as `&AtomicU64`, which is Sync.
 unsafe impl Sync for Control {}
 
 impl Control {
     fn new(forkers: usize) -> Result<Self> {
         use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let lines = 1 + 2 * forkers;
+        // SAFETY: the name is a NUL-terminated C string literal; memfd_create reads nothing else.
         let raw =
             unsafe { libc::memfd_create(c"schedlab-fork-control".as_ptr(), libc::MFD_CLOEXEC) };
         if raw < 0 {
             return Err(std::io::Error::last_os_error())
                 .context("memfd_create for the control page");
         }
+        // SAFETY: `raw` is the new descriptor memfd_create just returned (checked non-negative);
+        // nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: `fd` is an open descriptor this function owns; ftruncate takes no pointer.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), (lines * 64) as libc::off_t) } != 0 {
             return Err(std::io::Error::last_os_error()).context("sizing the control page");
         }
+        // SAFETY: a new shared mapping (null hint) of the memfd just sized to lines * 64 bytes: no
+        // existing memory is touched; MAP_FAILED is checked below.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -105,6 +114,8 @@ impl Control {
     }
     fn line(&self, i: usize) -> &AtomicU64 {
         assert!(i < self.lines);
+        // SAFETY: i < lines (asserted), so line i lies inside the mapping of lines * 64 bytes,
+        // 64-byte aligned as the page is; AtomicU64 is valid for any bits.
         unsafe { &(*self.base.add(i)).0 }
     }
     fn stop(&self) -> &AtomicU64 {
@@ -120,6 +131,8 @@ impl Control {
 
 impl Drop for Control {
     fn drop(&mut self) {
+        // SAFETY: `base` and lines * 64 are the mapping `new` made; `line` borrows `self`, so no
+        // reference outlives the unmap.
         unsafe { libc::munmap(self.base.cast(), self.lines * 64) };
     }
 }
@@ -144,6 +157,7 @@ pub fn check_executable(path: &Path) -> Result<()> {
         bail!("{} is not a regular file", path.display());
     }
     let c = CString::new(path.as_os_str().as_bytes()).context("a path with a NUL byte")?;
+    // SAFETY: `c` is a NUL-terminated CString alive for the call; access only reads it.
     if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
         bail!("{} is not executable", path.display());
     }
@@ -385,8 +399,12 @@ fn forker(
     };
     let mut code = 0;
     while control.stop().load(Relaxed) == 0 {
+        // SAFETY: the forker is a single-threaded forked process; its child only calls execv and
+        // _exit on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
+            // SAFETY: `path` and `argv` (= [path, null]) are NUL-terminated and live across the
+            // call; execv only reads them, and _exit ends the child if the exec fails.
             unsafe {
                 libc::execv(path.as_ptr(), argv.as_ptr());
                 libc::_exit(127);
@@ -396,6 +414,8 @@ fn forker(
             let errno = std::io::Error::last_os_error().raw_os_error();
             if errno == Some(libc::EAGAIN) {
                 control.eagain(i).fetch_add(1, Relaxed);
+                // SAFETY: `backoff` is a live timespec that nanosleep only reads; a null remainder
+                // pointer is allowed.
                 unsafe { libc::nanosleep(&backoff, std::ptr::null_mut()) };
                 continue;
             }
@@ -403,6 +423,7 @@ fn forker(
             break;
         }
         let mut status = 0;
+        // SAFETY: `status` is a live int for waitpid to fill; `pid` is our child.
         while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
             if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                 break;

@@ -174,6 +174,7 @@ fn check(args: &Args) -> Result<Shape> {
 
 fn pipe_buffer_size() -> Result<usize> {
     let (r, w) = fdpair(true)?;
+    // SAFETY: fcntl(F_GETPIPE_SZ) takes no pointer; `r` is the pipe just made.
     let size = unsafe { libc::fcntl(r, libc::F_GETPIPE_SZ) };
     close(r);
     close(w);
@@ -189,6 +190,7 @@ fn raise_fd_limit(needed: usize) -> Result<()> {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // SAFETY: `lim` is a live, writable rlimit for getrlimit to fill.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
     if lim.rlim_cur as usize >= needed {
         return Ok(());
@@ -200,6 +202,7 @@ fn raise_fd_limit(needed: usize) -> Result<()> {
         );
     }
     lim.rlim_cur = needed as libc::rlim_t;
+    // SAFETY: `lim` is a live rlimit that setrlimit only reads.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
         return Err(std::io::Error::last_os_error()).context("raising the open files limit");
     }
@@ -210,8 +213,10 @@ fn raise_fd_limit(needed: usize) -> Result<()> {
 fn fdpair(pipe: bool) -> Result<(RawFd, RawFd)> {
     let mut fds = [0; 2];
     let rc = if pipe {
+        // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
         unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }
     } else {
+        // SAFETY: `fds` is a live array of two ints for socketpair to fill.
         unsafe {
             libc::socketpair(
                 libc::AF_UNIX,
@@ -232,6 +237,8 @@ fn fdpair(pipe: bool) -> Result<(RawFd, RawFd)> {
 }
 
 fn close(fd: RawFd) {
+    // SAFETY: close takes no pointer; callers pass descriptors this module made (fdpair) and close
+    // each once (Fds marks closed ones -1).
     unsafe { libc::close(fd) };
 }
 
@@ -278,6 +285,7 @@ impl Gate {
             }
         }
         let start = Instant::now();
+        // SAFETY: the one-byte array lives until the end of the statement; write only reads it.
         if unsafe { libc::write(self.wake_w, [0u8].as_ptr().cast(), 1) } != 1 {
             return Err(std::io::Error::last_os_error()).context("releasing the tasks");
         }
@@ -295,6 +303,7 @@ impl Drop for Gate {
 
 /// Tells the parent this task is ready, then blocks until the wake byte arrives.
 fn ready(ready_w: RawFd, wake_r: RawFd) -> bool {
+    // SAFETY: the one-byte array lives until the end of the statement; write only reads it.
     if unsafe { libc::write(ready_w, [0u8].as_ptr().cast(), 1) } != 1 {
         return false;
     }
@@ -304,6 +313,7 @@ fn ready(ready_w: RawFd, wake_r: RawFd) -> bool {
         revents: 0,
     };
     loop {
+        // SAFETY: `pfd` is one live, writable pollfd and nfds is 1.
         let rc = unsafe { libc::poll(&mut pfd, 1, -1) };
         if rc == 1 {
             return true;
@@ -322,11 +332,14 @@ fn ready(ready_w: RawFd, wake_r: RawFd) -> bool {
 // kernel sees the very same calls.
 #[inline]
 fn sys_read(fd: RawFd, buf: &mut [u8]) -> isize {
+    // SAFETY: `buf` is live and writable for buf.len() bytes, exclusively borrowed; read(2) writes
+    // at most that many.
     unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) as isize }
 }
 
 #[inline]
 fn sys_write(fd: RawFd, buf: &[u8]) -> isize {
+    // SAFETY: `buf` is live for buf.len() bytes; write(2) only reads them.
     unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) as isize }
 }
 
@@ -509,6 +522,8 @@ fn run_threads(shape: Shape, slots: &mut Vec<CounterSlot>) -> Result<Duration> {
             }
         } else {
             for &fd in &fds.0 {
+                // SAFETY: shutdown takes no pointer; the descriptors are this run's sockets, still
+                // open (Fds closes them later).
                 unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
             }
         }
@@ -517,6 +532,7 @@ fn run_threads(shape: Shape, slots: &mut Vec<CounterSlot>) -> Result<Duration> {
     let start = match &outcome {
         Ok(()) => gate.release(tasks),
         Err(_) => {
+            // SAFETY: the one-byte array lives until the end of the statement; write only reads it.
             unsafe { libc::write(gate.wake_w, [0u8].as_ptr().cast(), 1) };
             Ok(Instant::now())
         }

@@ -137,12 +137,15 @@ impl Plan {
 
 /// CPUs this process may run on, in increasing order.
 pub fn allowed_cpus() -> Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is a plain bit array: all-zero bytes are the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live, writable cpu_set_t and the size passed is its own.
     if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
     {
         return Err(std::io::Error::last_os_error()).context("sched_getaffinity");
     }
     let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: CPU_ISSET only reads `set`, and c < CPU_SETSIZE stays inside its bit array.
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect();
     if cpus.is_empty() {
@@ -193,16 +196,19 @@ impl PairObjects {
 /// A close-on-exec pipe: (read end, write end).
 pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
+    // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: pipe2 just returned both descriptors (checked above); nothing else owns them.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// A pinger's counter, readable by the parent (for the report) while the pinger stores to it.
 pub struct SharedSlot(CounterSlot);
 
-// One writer (the pinger); everyone else only loads the atomic.
+// SAFETY: Sync: the slot is reached only through its AtomicU64; one writer (the pinger) is the
+// counting protocol, and every other thread only loads it.
 unsafe impl Sync for SharedSlot {}
 
 impl SharedSlot {

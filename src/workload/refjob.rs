@@ -168,7 +168,9 @@ pub fn run_once(units: u64, slots: &mut [CounterSlot]) -> Result<JobTimes> {
 
 /// User plus system time of every reaped child (and their reaped descendants) so far.
 pub fn children_cpu() -> Duration {
+    // SAFETY: libc::rusage is plain old data: all-zero bytes are a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live, writable rusage for getrusage to fill.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
@@ -179,6 +181,8 @@ struct SharedCounter(*mut AtomicU64);
 
 impl SharedCounter {
     fn new() -> Result<Self> {
+        // SAFETY: a new anonymous shared page (null hint, fd -1): no existing memory is touched;
+        // MAP_FAILED is checked below.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -195,12 +199,16 @@ impl SharedCounter {
         Ok(Self(p.cast()))
     }
     fn get(&self) -> &AtomicU64 {
+        // SAFETY: `self.0` is the start of a live, page-aligned mapping of 4096 bytes (unmapped
+        // only in Drop, and `get` borrows `self`); AtomicU64 is valid for any bits, zero at first.
         unsafe { &*self.0 }
     }
 }
 
 impl Drop for SharedCounter {
     fn drop(&mut self) {
+        // SAFETY: `self.0` and 4096 are exactly the mapping `new` made; `get` borrows `self`, so no
+        // reference outlives the unmap.
         unsafe { libc::munmap(self.0.cast(), 4096) };
     }
 }

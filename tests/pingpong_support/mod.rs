@@ -32,6 +32,8 @@ pub fn run_bounded(args: &[&str], limit: Duration) -> Output {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        // SAFETY: kill takes no pointer; the pid is our child, not reaped before wait_with_output
+        // returns.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         true
     });
@@ -119,9 +121,12 @@ pub fn wait_for_objects(pid: u32, n: usize, limit: Duration) -> (PathBuf, Vec<Ob
 
 pub fn exists(obj: Obj) -> bool {
     match obj {
+        // SAFETY: semctl(GETVAL) takes no fourth argument; an id that is gone fails with EINVAL.
         Obj::Sem(id) => unsafe { libc::semctl(id, 0, libc::GETVAL) >= 0 },
         Obj::Msg(id) => {
+            // SAFETY: libc::msqid_ds is plain old data: all-zero bytes are a valid value.
             let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+            // SAFETY: `ds` is a live, writable msqid_ds for IPC_STAT to fill.
             unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) >= 0 }
         }
     }

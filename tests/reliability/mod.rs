@@ -85,6 +85,8 @@ pub fn assert_no_process(tag: &str, within: Duration, case: &str) {
                 })
                 .collect();
             for p in &left {
+                // SAFETY: kill takes no pointer and touches no memory of ours; these are processes
+                // the case left behind.
                 unsafe { libc::kill(*p, libc::SIGKILL) };
             }
             panic!("{case}: processes left behind: {names:?}");
@@ -275,6 +277,8 @@ pub fn wait_within(child: &mut Child, within: Duration) -> Option<ExitStatus> {
             return Some(st);
         }
         if Instant::now() > deadline {
+            // SAFETY: kill takes no pointer; the child, not yet reaped, leads its own process
+            // group.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
             return None;
@@ -298,6 +302,8 @@ pub fn output_within(mut cmd: Command, within: Duration, case: &str) -> Output {
     match rx.recv_timeout(within) {
         Ok(out) => out.unwrap(),
         Err(_) => {
+            // SAFETY: kill takes no pointer and touches no memory of ours; -pid is the case's own
+            // process group.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
             panic!("{case}: still running after {within:?} (a hang)");
         }
@@ -356,6 +362,8 @@ pub struct KillOnDrop(pub i32);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
+        // SAFETY: kill takes no pointer and touches no memory of ours; the group is the helper's
+        // own.
         unsafe { libc::kill(-self.0, libc::SIGKILL) };
     }
 }

@@ -12,6 +12,8 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// Takes this file's turn and makes the test process the subreaper of what it starts.
 pub fn serial() -> MutexGuard<'static, ()> {
     let turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) takes integers only and changes only who reaps our
+    // orphans.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
     turn
 }
@@ -32,6 +34,8 @@ pub fn assert_no_leftovers(args: &[&str]) {
     let me = std::process::id().to_string();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
+        // SAFETY: a null status pointer is allowed; WNOHANG never blocks and -1 only reaps our own
+        // children.
         while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
         let left: Vec<String> = std::fs::read_dir("/proc")
             .unwrap()

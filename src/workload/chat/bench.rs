@@ -53,6 +53,9 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
     let region = CounterRegion::for_workload()?;
     if let Ok(fd) = std::env::var(lifeline::ENV_LIFELINE_FD) {
         if let Ok(fd) = fd.parse::<i32>() {
+            // SAFETY: fcntl(F_SETFD) takes no pointer; the lifeline descriptor was inherited for
+            // this process, and setting close-on-exec on it (or failing with EBADF) touches no
+            // memory.
             unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
         }
     }
@@ -122,10 +125,12 @@ struct ServerChild {
 impl ServerChild {
     fn start(timeout: Duration, runs: Option<u64>) -> Result<Self> {
         let mut fds = [0; 2];
+        // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
             return Err(std::io::Error::last_os_error()).context("pipe2 for the server's port");
         }
         let (read_end, write_end) =
+            // SAFETY: pipe2 just returned both descriptors (checked above); nothing else owns them.
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let exe = std::env::current_exe().context("finding the schedlab binary")?;
         let mut cmd = Command::new(exe);
@@ -142,7 +147,8 @@ impl ServerChild {
             .stdout(Stdio::null());
         let wfd = write_end.as_raw_fd();
         let parent = std::process::id() as libc::pid_t;
-        // Between fork and exec: async-signal-safe calls only.
+        // SAFETY: the closure runs between fork and exec, and makes only async-signal-safe calls
+        // (fcntl, prctl, getppid) on values copied in before the fork.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::fcntl(wfd, libc::F_SETFD, 0) < 0 {
@@ -184,6 +190,7 @@ fn read_port(pipe: &OwnedFd) -> Result<u16> {
             bail!("no port within 10 s");
         }
         let mut buf = [0u8; 16];
+        // SAFETY: `buf` is a live array of buf.len() writable bytes; read writes at most that many.
         let n = unsafe { libc::read(pipe.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 {
             let err = std::io::Error::last_os_error();
@@ -211,10 +218,13 @@ fn stop(pid: &AtomicI32) {
     if pid <= 0 {
         return;
     }
+    // SAFETY: kill takes no pointer; `pid` is the server child, swapped out of `pid` so it is
+    // stopped once and not yet reaped.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut reaped = false;
     while Instant::now() < deadline {
+        // SAFETY: a null status pointer is allowed; `pid` is our child.
         if unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } != 0 {
             reaped = true;
             break;
@@ -222,6 +232,8 @@ fn stop(pid: &AtomicI32) {
         std::thread::sleep(Duration::from_millis(5));
     }
     if !reaped {
+        // SAFETY: kill and waitpid take no pointer but the null status, which waitpid allows; `pid`
+        // is our unreaped child.
         unsafe {
             libc::kill(pid, libc::SIGKILL);
             libc::waitpid(pid, std::ptr::null_mut(), 0);

@@ -41,6 +41,8 @@ impl RunState {
         for pid in &self.pids {
             let pid = pid.load(SeqCst);
             if pid > 0 {
+                // SAFETY: kill takes no pointer and touches no memory of ours; `pid` is a task this
+                // run forked.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         }
@@ -82,8 +84,12 @@ fn task_body(
 
 fn pin_self(cpu: Option<usize>) -> Result<(), TaskError> {
     let Some(cpu) = cpu else { return Ok(()) };
+    // SAFETY: cpu_set_t is a plain bit array: all-zero bytes are the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes only into `set`, a live local, and indexes its bit array with Rust's
+    // bounds check.
     unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a live cpu_set_t and the size passed is its own.
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
         return Err(TaskError {
             call: Call::Affinity,
@@ -138,6 +144,7 @@ impl Child {
             return true;
         }
         let mut status = 0;
+        // SAFETY: `status` is a live int for waitpid to fill; WNOHANG never blocks.
         if unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } == self.pid {
             self.status = Some(status);
         }
@@ -146,10 +153,13 @@ impl Child {
 }
 
 fn pidfd_open(pid: i32) -> std::io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes two integers, no pointer.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: `fd` is the new descriptor pidfd_open just returned (checked non-negative); nothing
+    // else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
@@ -192,6 +202,8 @@ fn wait_any(children: &mut [Child], timeout: Option<Duration>) -> Result<Option<
             }
         };
         let mut fds: Vec<libc::pollfd> = live.iter().map(|(_, p)| *p).collect();
+        // SAFETY: `fds` holds fds.len() live pollfds, exclusively borrowed, into which poll writes
+        // revents.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if rc < 0 {
             let err = std::io::Error::last_os_error();
@@ -431,8 +443,11 @@ fn wait_all(children: &mut [Child], grace: Duration) -> bool {
         }
     }
     for c in children.iter_mut().filter(|c| c.status.is_none()) {
+        // SAFETY: kill takes no pointer; `c.pid` is our child and not reaped yet (no status), so
+        // the pid cannot have been reused.
         unsafe { libc::kill(c.pid, libc::SIGKILL) };
         let mut status = 0;
+        // SAFETY: `status` is a live int for waitpid to fill; `c.pid` is our unreaped child.
         unsafe { libc::waitpid(c.pid, &mut status, 0) };
         c.status = Some(status);
     }
@@ -442,7 +457,10 @@ fn wait_all(children: &mut [Child], grace: Duration) -> bool {
 impl RunState {
     fn kill_tasks_quietly(&self, children: &[Child]) {
         for c in children {
+            // SAFETY: kill takes no pointer; these children are ours and not reaped yet (forking is
+            // still under way).
             unsafe { libc::kill(c.pid, libc::SIGKILL) };
+            // SAFETY: a null status pointer is allowed; the child is ours.
             unsafe { libc::waitpid(c.pid, std::ptr::null_mut(), 0) };
         }
     }
@@ -469,6 +487,8 @@ fn child_main(
     control: &Control,
     slot: &SharedSlot,
 ) -> ! {
+    // SAFETY: in the forked child, before anything else: prctl, getppid and _exit take integers
+    // only, and signal gets SIG_IGN/SIG_DFL, which it accepts; all are async-signal-safe.
     unsafe {
         // Die with the parent, whatever kills it.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
@@ -484,8 +504,12 @@ fn child_main(
     // A panic here must not run the parent's clean-up (it would remove every object).
     std::panic::set_hook(Box::new(|info| {
         crate::errln!("schedlab ipc-pingpong: a task panicked: {info}");
+        // SAFETY: _exit ends the task at once without the parent's clean-up, which is the point.
         unsafe { libc::_exit(101) }
     }));
+    // SAFETY: these descriptors were inherited from the parent and this task never uses them; the
+    // Rust objects that own them stay in the parent's code, which this task never returns to, so
+    // each is closed once here.
     unsafe {
         libc::close(fds.go_w);
         libc::close(fds.ready_r);
@@ -511,23 +535,31 @@ fn child_main(
     if let Err(e) = pinned {
         control.pair(pair).record(role, e);
     }
+    // SAFETY: `status` is a live byte that write reads once; ready_w is this task's copy of the
+    // start pipe, closed once and not used again.
     unsafe {
         libc::write(fds.ready_w, (&status as *const u8).cast(), 1);
         libc::close(fds.ready_w);
     }
     if status != 0 {
+        // SAFETY: _exit ends the task without the parent's clean-up.
         unsafe { libc::_exit(1) };
     }
     let mut go = 0u8;
+    // SAFETY: `go` is one writable byte for read to fill.
     let n = unsafe { libc::read(fds.go_r, (&mut go as *mut u8).cast(), 1) };
+    // SAFETY: go_r is this task's copy of the start pipe, closed once and not used again.
     unsafe { libc::close(fds.go_r) };
     if n != 1 {
+        // SAFETY: _exit ends the task without the parent's clean-up.
         unsafe { libc::_exit(0) }; // the run was called off before it began
     }
     match task_body(handles[pair], role, control, pair, slot) {
+        // SAFETY: _exit ends the task without the parent's clean-up.
         Ok(()) => unsafe { libc::_exit(0) },
         Err(e) => {
             control.pair(pair).record(role, e);
+            // SAFETY: _exit ends the task without the parent's clean-up.
             unsafe { libc::_exit(1) }
         }
     }
@@ -536,6 +568,8 @@ fn child_main(
 fn read_full(fd: i32, buf: &mut [u8]) -> usize {
     let mut got = 0;
     while got < buf.len() {
+        // SAFETY: `buf[got..]` is live and writable for buf.len() - got bytes; read writes at most
+        // that many.
         let n = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
         if n > 0 {
             got += n as usize;
@@ -549,6 +583,7 @@ fn read_full(fd: i32, buf: &mut [u8]) -> usize {
 fn write_full(fd: i32, buf: &[u8]) -> std::io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
+        // SAFETY: `buf[done..]` is live for buf.len() - done bytes; write only reads them.
         let n = unsafe { libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done) };
         if n > 0 {
             done += n as usize;
@@ -609,6 +644,8 @@ pub fn run_threads(
                         }
                     }
                     let me = (2 * k + role) as u32;
+                    // SAFETY: `me` is a live u32, whose 4 bytes write only reads; this thread's Arc
+                    // keeps done_w open.
                     unsafe { libc::write(done_w.as_raw_fd(), (&me as *const u32).cast(), 4) };
                 });
             if let Err(err) = spawned {
@@ -641,6 +678,8 @@ pub fn run_threads(
             control.pair(pair).quit.store(1, SeqCst);
             for w in [fds[1].as_raw_fd(), fds[3].as_raw_fd()] {
                 let token = [0u8; endpoint::TOKEN_LEN];
+                // SAFETY: `token` is token.len() live bytes that write only reads; objects[pair]
+                // keeps `w` open.
                 unsafe { libc::write(w, token.as_ptr().cast(), token.len()) };
             }
         } else {
@@ -686,6 +725,7 @@ fn next_end(fd: i32, timeout: Option<Duration>) -> Result<Option<usize>> {
             events: libc::POLLIN,
             revents: 0,
         };
+        // SAFETY: `p` is one live, writable pollfd and nfds is 1.
         let rc = unsafe { libc::poll(&mut p, 1, ms) };
         if rc < 0 {
             let err = std::io::Error::last_os_error();
@@ -704,6 +744,8 @@ fn next_end(fd: i32, timeout: Option<Duration>) -> Result<Option<usize>> {
 }
 
 fn bytes_of(v: &mut u32) -> &mut [u8] {
+    // SAFETY: `v` is an exclusive borrow of a u32's 4 bytes; u8 needs no alignment and any bytes
+    // make a valid u32; the slice borrows `v` for its whole life.
     unsafe { std::slice::from_raw_parts_mut((v as *mut u32).cast(), 4) }
 }
 
