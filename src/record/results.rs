@@ -252,7 +252,8 @@ pub struct RunResults {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ObserverResult {
-    /// schedlab's own CPU (probe, model, recording, metrics), in % of one CPU, per repeat.
+    /// schedlab's own CPU (probe, model, recording, metrics), in % of one CPU, per repeat,
+    /// in steady state (the first second of a repeat, when every file is opened, left out).
     pub cpu_pct: Vec<f64>,
     pub cpu_pct_mean: f64,
     /// Samples taken, and samples due on the sampling grid (taken + missed).
@@ -276,12 +277,21 @@ impl ObserverResult {
         if frames.is_empty() {
             return None;
         }
+        // Steady state: the first second of a repeat (every file opened once) is left out
+        // when the repeat is longer than that.
         let cpu_pct: Vec<f64> = repeats
             .iter()
             .filter_map(|fr| {
-                let t: f64 = fr.iter().map(|f| f.interval).sum();
+                let start = fr.first().map_or(0.0, |f| f.t);
+                let steady: Vec<&Frame> = fr.iter().filter(|f| f.t - start > 1.0).collect();
+                let used: Vec<&Frame> = if steady.is_empty() {
+                    fr.iter().collect()
+                } else {
+                    steady
+                };
+                let t: f64 = used.iter().map(|f| f.interval).sum();
                 (t > 0.0).then(|| {
-                    fr.iter()
+                    used.iter()
                         .map(|f| f.observer_cpu_pct * f.interval)
                         .sum::<f64>()
                         / t
