@@ -89,10 +89,12 @@ pub fn over_interval(dr: u64, dw: u64, read_before: u64, read_now: u64, t: u64) 
         return (dr, dw);
     }
     let scale = t as f64 / own as f64;
-    let dr = (dr as f64 * scale).round() as u64;
-    // Run plus wait cannot exceed the interval.
-    let dw = ((dw as f64 * scale).round() as u64).min(t.saturating_sub(dr));
-    (dr, dw)
+    // Wait is not capped here: wait that arrives late may be paid back against what was
+    // counted ahead (demand::wanted caps run plus wait at the interval after that).
+    (
+        (dr as f64 * scale).round() as u64,
+        (dw as f64 * scale).round() as u64,
+    )
 }
 
 fn cpus_of(th: &TaskSample) -> CpuSet {
@@ -336,17 +338,24 @@ pub fn rest_claims(r: &RestSample, memo: &mut HashMap<u32, TaskMemo>) -> Vec<Res
         seen.insert(task.tid);
         let tm = memo.entry(task.tid).or_default();
         tm.runnable = Some(task.runnable_before);
-        let (busy, _) = demand::wanted(
-            Observed {
-                run_ns: task.run_ns,
-                wait_ns: task.wait_ns,
-                runnable: Some(task.runnable),
-                vol: None,
-                since_ns: r.since_ns,
-            },
-            t,
-            tm,
-        );
+        // A kernel thread serves work queued by others (a kworker, ksoftirqd): waiting does
+        // not make more of it, so it wanted what it ran. Counting its wait would have a
+        // kworker starved beside a real-time hog want the whole CPU.
+        let (busy, _) = if task.kthread {
+            (task.run_ns.min(t), 0)
+        } else {
+            demand::wanted(
+                Observed {
+                    run_ns: task.run_ns,
+                    wait_ns: task.wait_ns,
+                    runnable: Some(task.runnable),
+                    vol: None,
+                    since_ns: r.since_ns,
+                },
+                t,
+                tm,
+            )
+        };
         let reaped = task.reaped_ns as f64;
         let (class, weight) = class_of(task.policy, task.nice, task.rt_priority, task.dl_bw);
         out.push(RestClaim {
