@@ -133,6 +133,7 @@ fn frame(t: f64) -> Frame {
         jain_index: 0.74,
         observer_cpu_pct: 0.8,
         status_interval: 1.0,
+        ..Default::default()
     }
 }
 

@@ -17,6 +17,7 @@ use crate::record::metrics::MetricsServer;
 use crate::record::recording::{kernel_release, Header, RecordingWriter};
 use crate::record::results::{Host, RunResults, ScenarioInfo};
 use crate::scenario::Scenario;
+use crate::sys::priority::SamplerPriority;
 
 /// Arguments of `schedlab run`.
 #[derive(clap::Args, Debug)]
@@ -50,6 +51,10 @@ pub struct Args {
     /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
     #[arg(long, value_name = "SECS", value_parser = verdict_window)]
     pub verdict_window: Option<f64>,
+    /// How the sampling thread is scheduled: realtime (SCHED_FIFO 1 when permitted, so the
+    /// load it watches cannot make it late; the fairness model counts it) or normal.
+    #[arg(long, value_enum, default_value_t = SamplerPriority::Realtime)]
+    pub sampler_priority: SamplerPriority,
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
     pub force: bool,
@@ -152,8 +157,11 @@ pub fn main(args: Args) -> Result<()> {
             progress.set_message(format!("{} repeat {k}/{}", scenario.name, args.repeat));
             progress.set_position(0);
             let frames = run_once(
-                &scenario,
-                limit,
+                &Plan {
+                    scenario: &scenario,
+                    limit,
+                    sampler: args.sampler_priority,
+                },
                 k,
                 &mut recording,
                 metrics.as_ref(),
@@ -266,17 +274,26 @@ fn progress_bar(limit: Option<f64>) -> ProgressBar {
 }
 
 /// One repeat: starts the workloads, ticks until the limit or until they all ended.
-fn run_once(
-    sc: &Scenario,
+/// What every repeat runs, and how.
+struct Plan<'a> {
+    scenario: &'a Scenario,
+    /// Seconds a repeat may last.
     limit: Option<f64>,
+    sampler: SamplerPriority,
+}
+
+fn run_once(
+    plan: &Plan,
     repeat: u32,
     recording: &mut Option<RecordingWriter>,
     metrics: Option<&MetricsServer>,
     progress: &ProgressBar,
     host: &mut Option<Host>,
 ) -> Result<Vec<Frame>> {
+    let (sc, limit) = (plan.scenario, plan.limit);
     let interval = Duration::from_millis(sc.interval_ms);
     let mut lab = Lab::new(interval)?;
+    lab.set_sampler_priority(plan.sampler);
     if let Some(w) = sc.verdict_window {
         lab.set_verdict_window(w);
     }
@@ -301,15 +318,13 @@ fn run_once(
         }
     }
     let mut frames = Vec::new();
-    let mut next = start;
     loop {
-        next += interval;
+        // The Lab keeps the grid: a late wake-up is measured against it, and intervals
+        // missed altogether are skipped, not burst through.
         let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            // Fell behind (a slow sweep): tick now and keep the cadence from here.
-            next = now;
+        let due = lab.next_due();
+        if due > now {
+            std::thread::sleep(due - now);
         }
         let frame = lab.tick();
         if let Some(rec) = recording.as_mut() {

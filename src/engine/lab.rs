@@ -7,12 +7,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::schedule::Schedule;
 use crate::model::{Frame, Model, WorkloadState};
 use crate::probe::{
     Health, Life as SampleLife, Probe, ProbeConfig, Sample, Target, WorkloadSample,
 };
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{self, LaunchSpec, Running};
+use crate::sys::priority::{self, SamplerPriority};
 
 /// Sampling interval bounds.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -65,6 +67,11 @@ pub struct Lab {
     started: Instant,
     /// `started` on the Samples' clock (CLOCK_MONOTONIC ns): Frame times count from it.
     epoch_ns: u64,
+    /// When each sample is due.
+    schedule: Schedule,
+    /// How the thread that ticks is scheduled, and whether it was promoted.
+    sampler_priority: SamplerPriority,
+    sampler_promoted: Option<bool>,
     next_id: u32,
     entries: Vec<Entry>,
     last: Option<Sample>,
@@ -83,6 +90,9 @@ impl Lab {
             interval: MIN_INTERVAL,
             started: Instant::now(),
             epoch_ns: crate::probe::monotonic_ns(),
+            schedule: Schedule::new(interval, Instant::now()),
+            sampler_priority: SamplerPriority::default(),
+            sampler_promoted: None,
             next_id: 1,
             entries: Vec::new(),
             last: None,
@@ -196,6 +206,7 @@ impl Lab {
 
     pub fn set_interval(&mut self, d: Duration) {
         self.interval = d.clamp(MIN_INTERVAL, MAX_INTERVAL);
+        self.schedule.set_interval(self.interval, Instant::now());
         // Voluntary/involuntary switches at least once a second, at most once per tick.
         self.probe
             .set_status_every(self.interval.max(Duration::from_secs(1)));
@@ -203,6 +214,17 @@ impl Lab {
 
     pub fn interval(&self) -> Duration {
         self.interval
+    }
+
+    /// How the sampling thread is scheduled (before the first tick: the thread that ticks is
+    /// promoted at its first tick).
+    pub fn set_sampler_priority(&mut self, p: SamplerPriority) {
+        self.sampler_priority = p;
+    }
+
+    /// When the next sample is due: callers sleep until then and tick.
+    pub fn next_due(&self) -> Instant {
+        self.schedule.next_due()
     }
 
     /// Starts due workloads, stops expired ones, reaps exits, samples and derives.
@@ -234,9 +256,23 @@ impl Lab {
             }
         }
 
+        if self.sampler_promoted.is_none() {
+            // The thread that ticks is the sampler: make it prompt where the machine allows.
+            self.sampler_promoted = Some(
+                self.sampler_priority == SamplerPriority::Realtime
+                    && priority::promote_this_thread(),
+            );
+        }
         let targets = self.targets();
+        let slot = self.schedule.take(Instant::now());
         let mut sample = self.probe.sample(&targets);
         sample.epoch_ns = self.epoch_ns;
+        // The grid on the Samples' clock: how late this sample was, and what it missed.
+        sample.due_ns =
+            self.epoch_ns + slot.due.saturating_duration_since(self.started).as_nanos() as u64;
+        sample.missed = slot.missed;
+        sample.interval_ns = self.interval.as_nanos() as u64;
+        sample.observer_rt = self.sampler_promoted == Some(true);
 
         // Every workload goes into the Sample, running or not, with the life the Lab knows:
         // the model makes every row of the Frame from it, live and replayed alike.

@@ -134,6 +134,10 @@ impl Backend for Lab {
         Lab::tick(self)
     }
 
+    fn next_due(&self) -> Option<std::time::Instant> {
+        Some(Lab::next_due(self))
+    }
+
     fn live_groups(&self) -> Vec<LiveGroup> {
         self.workloads()
             .iter()

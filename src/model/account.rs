@@ -164,40 +164,51 @@ pub fn account(
                     .ok()
                     .map(|k| &pp.threads[k])
             });
-            let (dr, dw, ds) = match old {
-                Some(o) => {
-                    let dr = th.run_ns.saturating_sub(o.run_ns);
-                    let dw = th.wait_ns.saturating_sub(o.wait_ns);
-                    let ds = th.slices.saturating_sub(o.slices);
-                    let (dr, dw) = over_interval(dr, dw, o.read_ns, th.read_ns, t);
-                    (dr, dw, ds)
-                }
-                // Born during the interval (or first seen): it cannot have run or waited
-                // longer than the interval itself.
-                None => {
-                    let r = th.run_ns.min(t);
-                    (r, th.wait_ns.min(t - r), th.slices)
-                }
-            };
             let tkey = (p.pid, p.start, th.tid);
             seen_tasks.insert(tkey);
             let tm = memo.tasks.entry(tkey).or_default();
-            if tm.runnable.is_none() {
-                // Its first interval: its state at the start is in the previous Sample.
-                tm.runnable = old.and_then(|o| o.state).map(|c| c == 'R');
-            }
-            let fresh_vol = th.vol.zip(Some(th.vol_ns)).filter(|&(_, at)| at > since_ns);
-            let (busy, waited) = demand::wanted(
-                Observed {
-                    run_ns: dr,
-                    wait_ns: dw,
-                    runnable: th.state.map(|c| c == 'R'),
-                    vol: fresh_vol,
-                    since_ns,
-                },
-                t,
-                tm,
-            );
+            // Read in rotation and not read this sweep: its last rate holds (its next read
+            // covers the whole time since, and is rescaled to its interval then).
+            let carried = old.is_some_and(|o| th.read_ns != 0 && th.read_ns == o.read_ns);
+            let (dr, ds, busy, waited) = if carried {
+                let busy = ((tm.rate.0 * t_ns) as u64).min(t);
+                let waited = ((tm.rate.1 * t_ns) as u64).min(busy);
+                (busy - waited, 0, busy, waited)
+            } else {
+                let (dr, dw, ds) = match old {
+                    Some(o) => {
+                        let dr = th.run_ns.saturating_sub(o.run_ns);
+                        let dw = th.wait_ns.saturating_sub(o.wait_ns);
+                        let ds = th.slices.saturating_sub(o.slices);
+                        let (dr, dw) = over_interval(dr, dw, o.read_ns, th.read_ns, t);
+                        (dr, dw, ds)
+                    }
+                    // Born during the interval (or first seen): it cannot have run or waited
+                    // longer than the interval itself.
+                    None => {
+                        let r = th.run_ns.min(t);
+                        (r, th.wait_ns.min(t - r), th.slices)
+                    }
+                };
+                if tm.runnable.is_none() {
+                    // Its first interval: its state at the start is in the previous Sample.
+                    tm.runnable = old.and_then(|o| o.state).map(|c| c == 'R');
+                }
+                let fresh_vol = th.vol.zip(Some(th.vol_ns)).filter(|&(_, at)| at > since_ns);
+                let (busy, waited) = demand::wanted(
+                    Observed {
+                        run_ns: dr,
+                        wait_ns: dw,
+                        runnable: th.state.map(|c| c == 'R'),
+                        vol: fresh_vol,
+                        since_ns,
+                    },
+                    t,
+                    tm,
+                );
+                tm.rate = (busy as f64 / t_ns, waited as f64 / t_ns);
+                (dr, ds, busy, waited)
+            };
             own += dr;
             run_sum += dr;
             wait_sum += waited;
@@ -416,6 +427,37 @@ mod tests {
             &mut memo,
         );
         assert_eq!(acc.claims[0].demand, 0.0);
+    }
+
+    #[test]
+    fn a_thread_read_in_rotation_keeps_its_rate_between_reads() {
+        // A busy thread read at 1.0 s and 1.1 s (half its time on CPU, half waiting), then not
+        // re-read at 1.2 s (its read time unchanged): it still wanted all of it.
+        let at = |run: u64, wait: u64, read_ns: u64| WorkloadSample {
+            processes: vec![ProcessSample {
+                pid: 7,
+                threads: vec![TaskSample {
+                    tid: 8,
+                    run_ns: run * MS,
+                    wait_ns: wait * MS,
+                    read_ns,
+                    ..TaskSample::default()
+                }],
+                ..ProcessSample::default()
+            }],
+            ..WorkloadSample::default()
+        };
+        let t = 100.0 * MS as f64;
+        let mut memo = WorkloadMemo::default();
+        let a = at(0, 0, 1000 * MS);
+        let b = at(50, 50, 1100 * MS);
+        let read = account(&a, &b, t, 1000 * MS, &mut memo);
+        assert_eq!(read.claims[0].demand, 1.0);
+        assert!((read.received_ns - 50.0 * MS as f64).abs() < 1.0);
+        let carried = account(&b, &at(50, 50, 1100 * MS), t, 1100 * MS, &mut memo);
+        assert_eq!(carried.claims[0].demand, 1.0);
+        assert!((carried.received_ns - 50.0 * MS as f64).abs() < 1.0);
+        assert!((carried.wait_ns - 50.0 * MS as f64).abs() < 1.0);
     }
 
     #[test]

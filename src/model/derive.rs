@@ -117,6 +117,10 @@ impl Model {
             },
             observer_cpu_pct: 0.0,
             status_interval: cur.status_every_ns as f64 / 1e9,
+            late_ms: lateness_ms(cur),
+            sweep_ms: sweep_ms(cur),
+            missed: cur.missed,
+            observer_rt: cur.observer_rt,
         }
     }
 
@@ -373,6 +377,10 @@ impl Model {
                 / t_ns
                 * 100.0,
             status_interval: cur.status_every_ns as f64 / 1e9,
+            late_ms: lateness_ms(cur),
+            sweep_ms: sweep_ms(cur),
+            missed: cur.missed,
+            observer_rt: cur.observer_rt,
         }
     }
 
@@ -462,6 +470,22 @@ impl Model {
 /// A derive without memory: for one-off pairs (tests).
 pub fn derive(prev: &Sample, cur: &Sample) -> Frame {
     Model::new().step(prev, cur)
+}
+
+/// How late the sweep began against its due time, in ms; 0 when either is unknown.
+pub fn lateness_ms(s: &Sample) -> f64 {
+    if s.due_ns == 0 || s.sweep_start_ns == 0 {
+        return 0.0;
+    }
+    s.sweep_start_ns.saturating_sub(s.due_ns) as f64 / 1e6
+}
+
+/// How long the sweep took, in ms (its start to the Sample's time, which is mid-sweep).
+fn sweep_ms(s: &Sample) -> f64 {
+    if s.sweep_start_ns == 0 {
+        return 0.0;
+    }
+    2.0 * s.t_ns.saturating_sub(s.sweep_start_ns) as f64 / 1e6
 }
 
 /// Where Frame times count from: the session's start when the Sample knows it.
@@ -597,4 +621,32 @@ fn switch_rates(memo: &mut StatusMemo, cur: &Sample, w: &WorkloadSample) -> (f64
     memo.t_ns = cur.status_t_ns;
     memo.counts = counts;
     memo.rates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_is_the_sweep_start_against_its_due_time() {
+        // A fake clock: due at 10 s, the sweep began 42 ms later and took 6 ms.
+        let s = Sample {
+            t_ns: 10_045_000_000,
+            due_ns: 10_000_000_000,
+            sweep_start_ns: 10_042_000_000,
+            missed: 2,
+            ..Sample::default()
+        };
+        let mut m = Model::new();
+        let f = m.first(&s);
+        assert!((f.late_ms - 42.0).abs() < 1e-9);
+        assert!((f.sweep_ms - 6.0).abs() < 1e-9);
+        assert_eq!(f.missed, 2);
+        // A Sample without a due time (an older recording) is not called late.
+        let old = Sample {
+            t_ns: 10_045_000_000,
+            ..Sample::default()
+        };
+        assert_eq!(m.first(&old).late_ms, 0.0);
+    }
 }

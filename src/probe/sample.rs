@@ -24,6 +24,20 @@ pub struct Sample {
     /// time is used): Frame times count from it, live and replayed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub epoch_ns: u64,
+    /// When this sample was due on the sampling grid, when its sweep began (both on `t_ns`'s
+    /// clock; 0: unknown), the grid's interval, and the grid points skipped before it: how
+    /// late the observer was, which its figures carry.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub due_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sweep_start_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interval_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    pub missed: u32,
+    /// The sampling thread ran under SCHED_FIFO (a prompt sampler).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub observer_rt: bool,
 }
 
 /// Machine-wide counters.

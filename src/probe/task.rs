@@ -28,11 +28,19 @@ const NICE_EVERY_NS: u64 = 5_000_000_000;
 const RAN_LITTLE: f64 = 0.95;
 /// SCHED_DEADLINE's policy number.
 const SCHED_DEADLINE: u32 = 6;
+/// New threads whose files one listing opens: a workload that starts 16,000 threads is taken in
+/// over a few sweeps instead of one that takes a second.
+const NEW_TASKS_PER_LISTING: usize = 500;
 
 pub(super) struct TaskState {
     schedstat: Reader,
+    /// Opened at first need (most threads of a big workload are listed long before their
+    /// status or stat is due): a 16,000-thread chat run is not 48,000 opens in one sweep.
     status: Option<Reader>,
     stat: Option<Reader>,
+    files_opened: bool,
+    /// Just listed: its stat and status are read at its first sweep (nice, policy, CPUs).
+    fresh: bool,
     /// Timeslices at the last status read: a thread not scheduled since cannot have switched
     /// (but for at most one switch-out, counted when it next runs), so its status is skipped.
     status_slices: u64,
@@ -75,6 +83,10 @@ pub(super) struct Sweep<'a> {
     pub cgroups: &'a mut Cgroups,
     /// Read a SCHED_DEADLINE thread's reservation (real /proc only).
     pub deadline_attrs: bool,
+    /// Read one thread in `stride` at this sweep (by tid, turning with `phase`): the budget
+    /// of schedstat reads a second, for very large workloads. 1: every thread.
+    pub stride: u32,
+    pub phase: u32,
 }
 
 /// Why a process could not be read this sweep.
@@ -188,6 +200,12 @@ impl ProcState {
         }
         let notes = &mut self.notes;
         self.tasks.retain(|&tid, t| {
+            // A big workload is read in rotation (the budget of reads a second): a thread
+            // skipped this sweep keeps its last values, and says it was not read.
+            if sweep.stride > 1 && tid != pid && (tid + sweep.phase) % sweep.stride != 0 {
+                t.sample.state = None;
+                return true;
+            }
             match t.read_schedstat(buf) {
                 Ok(true) => {}
                 Ok(false) => return false,
@@ -210,12 +228,15 @@ impl ProcState {
                 t.sample.rt_priority = st.rt_priority;
             }
             let suspect = t.ran_little();
+            let fresh = std::mem::take(&mut t.fresh);
             let stat_due = tid != pid
                 && (sweep.status_due
+                    || fresh
                     || nice_due
                     || (sweep.stat_active && t.active())
                     || (sweep.contended && suspect && take(&mut sweep.suspects_left)));
             if stat_due {
+                t.open_files(proc_root, pid, tid, notes);
                 if let Some(r) = &t.stat {
                     if let Some(ts) = r.read(buf).ok().and_then(parse::stat) {
                         t.sample.state = Some(ts.state as char);
@@ -232,7 +253,8 @@ impl ProcState {
                 && t.sample.state == Some('R')
                 && t.ran_at_all()
                 && take(&mut sweep.suspects_left);
-            if (sweep.status_due && t.sample.slices != t.status_slices) || waiting {
+            if (sweep.status_due && t.sample.slices != t.status_slices) || waiting || fresh {
+                t.open_files(proc_root, pid, tid, notes);
                 t.status_slices = t.sample.slices;
                 if let Err(why) = t.read_status(buf, sweep.now) {
                     notes.push(format!(
@@ -270,7 +292,7 @@ impl ProcState {
             }
         };
         let mut seen = HashSet::with_capacity(self.tasks.len() + 4);
-        let mut buf = Vec::with_capacity(512);
+        let mut opened = 0usize;
         // An open that fails for another reason than an exit (EACCES under hidepid) is a note.
         let open = |path: PathBuf, notes: &mut Vec<String>| match Reader::open(path) {
             Ok(r) => Some(r),
@@ -289,49 +311,63 @@ impl ProcState {
                 continue;
             };
             seen.insert(tid);
-            let tdir = dir.join(tid.to_string());
             if let Some(t) = self.tasks.get_mut(&tid) {
-                if t.status.is_none() {
-                    // Retry a status file that could not be read before.
-                    t.status = open(tdir.join("status"), &mut self.notes);
+                // Retry files that could not be opened before.
+                if t.files_opened && (t.status.is_none() || t.stat.is_none()) {
+                    t.files_opened = false;
                 }
+                continue;
+            }
+            let tdir = dir.join(tid.to_string());
+            if opened >= NEW_TASKS_PER_LISTING {
+                // The rest are opened at the next listing (its thread count still differs).
                 continue;
             }
             let Some(schedstat) = open(tdir.join("schedstat"), &mut self.notes) else {
                 continue;
             };
-            let status = open(tdir.join("status"), &mut self.notes);
-            let stat = open(tdir.join("stat"), &mut self.notes);
-            let mut t = TaskState {
-                schedstat,
-                status,
-                stat,
-                status_slices: u64::MAX,
-                prev: (0, 0, 0),
-                sample: TaskSample {
-                    tid,
-                    ..TaskSample::default()
+            opened += 1;
+            self.tasks.insert(
+                tid,
+                TaskState {
+                    schedstat,
+                    status: None,
+                    stat: None,
+                    files_opened: false,
+                    fresh: true,
+                    status_slices: u64::MAX,
+                    prev: (0, 0, 0),
+                    sample: TaskSample {
+                        tid,
+                        ..TaskSample::default()
+                    },
                 },
-            };
-            if let Some(ts) = t
-                .stat
-                .as_ref()
-                .and_then(|r| r.read(&mut buf).ok().and_then(parse::stat))
-            {
-                t.sample.nice = ts.nice;
-                t.sample.policy = ts.policy;
-                t.sample.rt_priority = ts.rt_priority;
-                t.sample.cpu = ts.processor;
-            }
-            // Its allowed CPUs from the start: a pinned thread is pinned at birth.
-            let _ = t.read_status(&mut buf, now);
-            self.tasks.insert(tid, t);
+            );
         }
         self.tasks.retain(|tid, _| seen.contains(tid));
     }
 }
 
 impl TaskState {
+    /// Opens status and stat the first time either is needed.
+    fn open_files(&mut self, proc_root: &Path, pid: u32, tid: u32, notes: &mut Vec<String>) {
+        if self.files_opened {
+            return;
+        }
+        self.files_opened = true;
+        let dir = proc_root.join(format!("{pid}/task/{tid}"));
+        let mut open = |name: &str| match Reader::open(dir.join(name)) {
+            Ok(r) => Some(r),
+            Err(ReadErr::Gone) => None,
+            Err(ReadErr::Failed(why)) => {
+                notes.push(why);
+                None
+            }
+        };
+        self.status = self.status.take().or_else(|| open("status"));
+        self.stat = self.stat.take().or_else(|| open("stat"));
+    }
+
     /// Reads schedstat; Ok(false) when its text is not schedstat's.
     fn read_schedstat(&mut self, buf: &mut Vec<u8>) -> Result<bool, ReadErr> {
         let b = self.schedstat.read(buf)?;

@@ -17,6 +17,27 @@ use super::fmt::{self, clip, pct, si};
 use super::table::knobs_words;
 use super::theme::Verdict;
 
+/// A sample this late (ms) is worth a word on screen.
+const LATE_MS: f64 = 5.0;
+
+/// ", sample 45 ms late" / " +45ms", ", 2 samples missed" / " miss 2", or nothing.
+fn lateness_words(fr: &crate::model::Frame) -> (String, String) {
+    if fr.missed > 0 {
+        let s = if fr.missed == 1 { "" } else { "s" };
+        (
+            format!(", {} sample{s} missed", fr.missed),
+            format!(" miss {}", fr.missed),
+        )
+    } else if fr.late_ms >= LATE_MS {
+        (
+            format!(", sample {:.0} ms late", fr.late_ms),
+            format!(" +{:.0}ms", fr.late_ms),
+        )
+    } else {
+        (String::new(), String::new())
+    }
+}
+
 /// Total width of spans.
 fn width(spans: &[Span]) -> usize {
     spans.iter().map(|s| s.width()).sum()
@@ -71,10 +92,16 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
             _ => (String::new(), String::new()),
         },
         match frame {
-            Some(fr) => (
-                format!("self {:.1}% CPU", fr.observer_cpu_pct),
-                format!("self {:.1}%", fr.observer_cpu_pct),
-            ),
+            // The observer's cost, and, when its sample came late or it missed some, by how
+            // much: every figure on screen carries the observer's effect.
+            Some(fr) => {
+                let (long, short) = lateness_words(fr);
+                let rt = if fr.observer_rt { " rt" } else { "" };
+                (
+                    format!("self {:.1}% CPU{rt}{long}", fr.observer_cpu_pct),
+                    format!("self {:.1}%{rt}{short}", fr.observer_cpu_pct),
+                )
+            }
             None => ("self -".into(), "self -".into()),
         },
         match frame {

@@ -57,6 +57,7 @@ pub fn frames() -> Vec<Frame> {
                 jain_index: 0.8,
                 observer_cpu_pct: 0.5,
                 status_interval: 0.5,
+                ..Default::default()
             }
         })
         .collect()
