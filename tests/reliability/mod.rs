@@ -110,25 +110,17 @@ pub fn sysv_ids() -> BTreeSet<String> {
 }
 
 /// SysV ids held by live processes outside this suite: other schedlab runs on a shared
-/// machine (other tests, other users). Read from the ledgers every schedlab process keeps in
-/// /dev/shm (`schedlab-sysv-<pid>-<start>`, words `kind << 32 | id + 1`). An object whose
-/// owner is dead, or carries this suite's tag, is never excused.
+/// machine (other tests, other users), read from the ledgers every schedlab process keeps in
+/// /dev/shm. An object whose owner is dead, or carries this suite's tag, is never excused.
 pub fn foreign_ids() -> BTreeSet<String> {
+    use schedlab::sys::sysv::{self, Object};
     let mut ids = BTreeSet::new();
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
-        return ids;
-    };
-    for e in dir.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("schedlab-sysv-")
-            .and_then(|r| r.split('-').next())
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
+    for ledger in sysv::ledgers() {
+        if sysv::process_start_time(ledger.pid) != Some(ledger.start) {
+            continue; // dead (or its pid reused): its objects count as leaks
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{}/environ", ledger.pid)) else {
             continue;
-        };
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue; // dead (or gone): its objects count as leaks
         };
         if env
             .split(|&b| b == 0)
@@ -136,21 +128,11 @@ pub fn foreign_ids() -> BTreeSet<String> {
         {
             continue;
         }
-        let Ok(bytes) = std::fs::read(e.path()) else {
-            continue;
-        };
-        for w in bytes.chunks_exact(8) {
-            let word = u64::from_ne_bytes(w.try_into().unwrap());
-            let (kind, low) = (word >> 32, word as u32);
-            if low == 0 {
-                continue;
-            }
-            let id = (low - 1) as i32;
-            match kind {
-                1 => ids.insert(format!("s{id}")),
-                2 => ids.insert(format!("q{id}")),
-                _ => false,
-            };
+        for object in ledger.objects {
+            ids.insert(match object {
+                Object::Sem(id) => format!("s{id}"),
+                Object::Msg(id) => format!("q{id}"),
+            });
         }
     }
     ids
