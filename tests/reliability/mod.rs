@@ -292,8 +292,8 @@ pub fn output_within(mut cmd: Command, within: Duration, case: &str) -> Output {
     }
 }
 
-/// Bad input's contract: exit 1, exactly one line `schedlab <cmd>: error: ...` (or clap's
-/// one-line usage error, exit 2), no panic.
+/// Bad input's contract: one line `schedlab <cmd>: error: ...`, no panic; exit 1, or 2 for
+/// a usage error the argument parser found, which may add one `Usage: ...` line.
 pub fn assert_one_line_error(out: &Output, case: &str) -> String {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
@@ -306,15 +306,18 @@ pub fn assert_one_line_error(out: &Output, case: &str) -> String {
         "{case}: exit {:?}, want 1 (or 2 from the argument parser)\n{err}",
         out.status
     );
-    let first = err.lines().next().unwrap_or("").to_owned();
-    // clap's own usage errors (exit 2) start `error: ` and add a usage hint.
+    let lines: Vec<&str> = err.trim_end().lines().collect();
+    let first = lines.first().copied().unwrap_or("").to_owned();
     assert!(
-        (first.starts_with("schedlab ") && first.contains("error"))
-            || (code == Some(2) && first.starts_with("error: ")),
+        first.starts_with("schedlab") && first.contains(": error: "),
         "{case}: first line is not an error line: {err}"
     );
-    if code == Some(1) {
-        assert_eq!(err.trim_end().lines().count(), 1, "{case}: one line: {err}");
+    match code {
+        Some(2) => assert!(
+            lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("Usage: schedlab")),
+            "{case}: one line, then at most the usage: {err}"
+        ),
+        _ => assert_eq!(lines.len(), 1, "{case}: one line: {err}"),
     }
     first
 }
