@@ -126,6 +126,8 @@ pub fn main(args: Args) -> Result<()> {
     let limit = repeat_limit(&scenario, args.duration)?;
     crate::scenario::check_scenario(&scenario, args.force)?;
 
+    // A signal or a panic kills the workloads and sweeps what they made before we exit.
+    crate::engine::live::install_exit_hook();
     // Everything that can fail on the user's input fails before any workload starts.
     let mut output = args.output.as_deref().map(AtomicFile::create).transpose()?;
     if let Some(out) = &output {
@@ -298,8 +300,9 @@ fn run_once(
         lab.set_verdict_window(w);
     }
     for d in &sc.workloads {
-        lab.add(d.clone())
-            .with_context(|| format!("cannot start workload {}", d.name))?;
+        let added = lab.add(d.clone());
+        crate::engine::live::publish_live(&lab);
+        added.with_context(|| format!("cannot start workload {}", d.name))?;
     }
     let start = Instant::now();
     let first = lab.tick();
@@ -327,6 +330,7 @@ fn run_once(
             std::thread::sleep(due - now);
         }
         let frame = lab.tick();
+        crate::engine::live::publish_live(&lab);
         if let Some(rec) = recording.as_mut() {
             if let Some(s) = lab.last_sample() {
                 rec.sample(s)?;

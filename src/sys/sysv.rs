@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use ledger::{KIND_MSG, KIND_SEM};
-pub use sweep::{ledger_of, ledgers, read_ledger, sweep_orphans, LedgerView, Object};
+pub use sweep::{
+    ledger_of, ledgers, read_ledger, remove_objects_of_stopped, sweep_orphans, LedgerView, Object,
+};
 
 /// Field 22 of /proc/PID/stat: start time in clock ticks since boot, to tell a reused pid.
 pub fn process_start_time(pid: u32) -> Option<u64> {

@@ -140,7 +140,8 @@ pub fn foreign_ids() -> BTreeSet<String> {
 
 /// Waits up to `within` for the SysV objects to be `before` again; panics naming the extra.
 /// Objects of live schedlab processes outside this suite are not ours and are ignored.
-pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &str) {
+/// Returns false when the check could not be exact (see the warning below).
+pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &str) -> bool {
     let deadline = Instant::now() + within;
     loop {
         let now = sysv_ids();
@@ -150,7 +151,7 @@ pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &s
             .filter(|id| !foreign.contains(*id))
             .collect();
         if extra.is_empty() {
-            return;
+            return true;
         }
         if Instant::now() >= deadline {
             let others = foreign_schedlab();
@@ -162,7 +163,7 @@ pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &s
                     "WARNING {case}: SysV objects appeared that no ledger explains {extra:?}, \
                      while other schedlab builds run here {others:?}: not counted as leaks"
                 );
-                return;
+                return false;
             }
             panic!("{case}: SysV objects left (q = queue, s = semaphore set): {extra:?}");
         }

@@ -102,10 +102,15 @@ fn sweep_ledger(path: &Path, namespace: u64) -> Result<usize> {
     if theirs != 0 && namespace != 0 && theirs != namespace {
         return Ok(0); // its objects are in another IPC namespace: a sweep there finds them
     }
-    let (block, tag) = claims(&words, &stat);
+    empty_ledger(&words, &stat)
+}
+
+/// Removes what a ledger names (its owner dead, or stopped for good), then its names.
+fn empty_ledger(words: &[u64], stat: &nix::sys::stat::FileStat) -> Result<usize> {
+    let (block, tag) = claims(words, stat);
     let mut removed = 0;
     if block.is_some() {
-        for (kind, key, _) in entries(&words) {
+        for (kind, key, _) in entries(words) {
             removed += remove_under_key(kind, key, stat.st_uid) as usize;
         }
     }
@@ -124,6 +129,40 @@ fn sweep_ledger(path: &Path, namespace: u64) -> Result<usize> {
         }
     }
     Ok(removed)
+}
+
+/// Removes the SysV objects of process `pid`, and its ledger, while it lives: for a process
+/// that is stopped (SIGSTOP, waited for) and will be killed, so that it creates nothing more.
+/// Its lock does not matter then. Lets a parent end a child with thousands of threads without
+/// waiting for the child's clean-up to be scheduled among them, or for its death.
+pub fn remove_objects_of_stopped(pid: u32) -> Result<usize> {
+    let Some(start) = super::process_start_time(pid) else {
+        return Ok(0);
+    };
+    let Ok(dir) = std::fs::read_dir(LEDGER_DIR) else {
+        return Ok(0);
+    };
+    for entry in dir.flatten() {
+        let path = entry.path();
+        let is_block = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(PREFIX) && is_ledger_name(n));
+        if !is_block || ledger::is_own(&path) {
+            continue;
+        }
+        let Ok(file) = open_ledger(&path) else {
+            continue;
+        };
+        let stat = nix::sys::stat::fstat(&file).context("fstat of a ledger")?;
+        let Some(words) = read_words(&file)? else {
+            continue;
+        };
+        if words[H_PID] == pid as u64 && words[H_START] == start {
+            return empty_ledger(&words, &stat);
+        }
+    }
+    Ok(0)
 }
 
 /// Private queues with mode `tag` made by `uid`, from /proc/sysvipc/msg (what `ipcs -q`
