@@ -275,6 +275,18 @@ fn progress_bar(limit: Option<f64>) -> ProgressBar {
     }
 }
 
+/// A failed workload's own words for the run's error line: its last stderr line, after its
+/// earlier ones (printed here, each under its name) so that the run's own line stays last.
+fn said(w: &crate::engine::lab::WorkloadInfo) -> String {
+    let Some((last, earlier)) = w.stderr.split_last() else {
+        return String::new();
+    };
+    for line in earlier {
+        crate::errln!("  {}: {line}", w.name);
+    }
+    format!(": {last}")
+}
+
 /// One repeat: starts the workloads, ticks until the limit or until they all ended.
 /// What every repeat runs, and how.
 struct Plan<'a> {
@@ -346,9 +358,9 @@ fn run_once(
         let infos = lab.workloads();
         for w in &infos {
             match &w.state {
-                WorkloadState::Gone(why) => bail!("workload {}: {why}", w.name),
+                WorkloadState::Gone(why) => bail!("workload {}: {why}{}", w.name, said(w)),
                 WorkloadState::Done(code) if *code != 0 => {
-                    bail!("workload {} failed (exit code {code})", w.name)
+                    bail!("workload {} failed (exit code {code}){}", w.name, said(w))
                 }
                 _ => {}
             }
