@@ -713,6 +713,28 @@ mod tests {
     }
 
     #[test]
+    fn a_ledger_of_another_ipc_namespace_is_left_to_a_sweep_there() {
+        let (path, base, owner) = fake_ledger(&[(KIND_MSG, 0, None)]);
+        let q = msg_key(base as i32, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
+        assert!(q >= 0);
+        let set_namespace = |ns: u64| {
+            let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.write_all_at(&ns.to_ne_bytes(), (ledger::H_IPC_NS * 8) as u64)
+                .unwrap();
+        };
+        // Its objects live where this sweep cannot look them up: it must not unlink it.
+        set_namespace(ledger::ipc_namespace() + 1);
+        drop(owner);
+        for _ in 0..3 {
+            sweep_orphans().unwrap();
+            assert!(path.exists(), "a sweep removed another namespace's ledger");
+        }
+        set_namespace(ledger::ipc_namespace());
+        sweep_until("the ledger survived", || !path.exists());
+        assert!(!exists_msg(q));
+    }
+
+    #[test]
     fn a_held_ledger_is_never_swept_and_is_once_let_go() {
         let (path, base, holder) = fake_ledger(&[(KIND_MSG, 0, None)]);
         let q = msg_key(base as i32, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
