@@ -615,6 +615,7 @@ impl Probe {
             cgroup,
             health,
             life: Life::Running,
+            stderr: Vec::new(),
         }
     }
 
