@@ -551,3 +551,42 @@ fn what_needs_root_says_so_for_an_unprivileged_user() {
     }
     snap.check("what_needs_root_says_so_for_an_unprivileged_user");
 }
+
+/// The argument parser's own errors have the one-line form too, with clap's tips folded in
+/// and the usage after it; exit 2. Help and version are as clap prints them, exit 0.
+#[test]
+fn usage_errors_are_one_line_then_the_usage() {
+    let snap = Snapshot::take();
+    let tag = unique_tag("usage");
+    let cases = [
+        (
+            "chat-server 127.0.0.1 0 --timeout -1",
+            "schedlab chat-server: error: unexpected argument '-1' found (to pass '-1' as a value, use '-- -1')",
+            "Usage: schedlab chat-server [OPTIONS] [IP] [PORT] (more with --help)",
+        ),
+        (
+            "chat-client",
+            "schedlab chat-client: error: the following required arguments were not provided: <IP>",
+            "Usage: schedlab chat-client <IP> [ROOMS] [MESSAGES] [PORT] (more with --help)",
+        ),
+        (
+            "no-such-command",
+            "schedlab: error: unrecognized subcommand 'no-such-command'",
+            "Usage: schedlab [COMMAND] (more with --help)",
+        ),
+    ];
+    for (args, line, usage) in cases {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let out = output_within(schedlab(&tag, &words), SECS(20), args);
+        assert_eq!(out.status.code(), Some(2), "{args}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err, format!("{line}\n{usage}\n"), "{args}");
+        assert_one_line_error(&out, args);
+    }
+    for args in [["--help"], ["--version"]] {
+        let out = output_within(schedlab(&tag, &args), SECS(20), args[0]);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert!(!out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}");
+    }
+    snap.check("usage_errors_are_one_line_then_the_usage");
+}

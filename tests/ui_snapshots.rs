@@ -512,3 +512,33 @@ fn live_space_still_freezes_and_seek_keys_do_nothing() {
     key(&mut app, KeyCode::Char(' '));
     assert!(app.frozen.is_some());
 }
+
+/// A workload that failed: its last stderr line leads its details, and `v` shows its last
+/// lines over the dashboard.
+#[test]
+fn a_failed_workloads_stderr_is_in_its_details_and_behind_v() {
+    let mut app = seed_app();
+    let mut last = frame(60.5);
+    let failed = &mut last.workloads[1];
+    failed.state = WorkloadState::Done(1);
+    failed.stderr = vec![
+        "fork: retry: Resource temporarily unavailable".into(),
+        "schedlab fork-load: error: forker 2 of 2: fork: Resource temporarily unavailable (process limit: ulimit -u, or the cgroup's pids.max)".into(),
+    ];
+    app.on_event(Event::Frame(last));
+    key(&mut app, KeyCode::Down);
+    let term = screen(&app, 80, 24);
+    let text = text_of(&term);
+    assert!(
+        text.contains("stderr (v: more): schedlab fork-load: error: forker 2 of 2"),
+        "{text}"
+    );
+    insta::assert_snapshot!("failed_workload_details", term.backend());
+    key(&mut app, KeyCode::Char('v'));
+    assert_eq!(app.mode, Mode::Stderr(2));
+    let term = screen(&app, 80, 24);
+    assert!(text_of(&term).contains("fork: retry: Resource temporarily unavailable"));
+    insta::assert_snapshot!("failed_workload_stderr", term.backend());
+    key(&mut app, KeyCode::Char('x'));
+    assert_eq!(app.mode, Mode::Normal);
+}

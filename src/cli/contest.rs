@@ -104,11 +104,8 @@ fn untrack(pgid: u32) {
 }
 
 fn kill_tracked() {
-    for &g in GROUPS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        // SAFETY: kill takes no pointer; `g` is the pgid of a load this process started (a
-        // workload's own group, never 0 or 1), so -g names that group only.
-        unsafe { libc::kill(-(g as libc::pid_t), libc::SIGKILL) };
-    }
+    let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    crate::sys::groups::kill_and_sweep(&groups, std::time::Duration::from_millis(1500));
 }
 
 pub fn main(args: Args) -> Result<()> {

@@ -126,6 +126,8 @@ pub fn main(args: Args) -> Result<()> {
     let limit = repeat_limit(&scenario, args.duration)?;
     crate::scenario::check_scenario(&scenario, args.force)?;
 
+    // A signal or a panic kills the workloads and sweeps what they made before we exit.
+    crate::engine::live::install_exit_hook();
     // Everything that can fail on the user's input fails before any workload starts.
     let mut output = args.output.as_deref().map(AtomicFile::create).transpose()?;
     if let Some(out) = &output {
@@ -273,6 +275,18 @@ fn progress_bar(limit: Option<f64>) -> ProgressBar {
     }
 }
 
+/// A failed workload's own words for the run's error line: its last stderr line, after its
+/// earlier ones (printed here, each under its name) so that the run's own line stays last.
+fn said(w: &crate::engine::lab::WorkloadInfo) -> String {
+    let Some((last, earlier)) = w.stderr.split_last() else {
+        return String::new();
+    };
+    for line in earlier {
+        crate::errln!("  {}: {line}", w.name);
+    }
+    format!(": {last}")
+}
+
 /// One repeat: starts the workloads, ticks until the limit or until they all ended.
 /// What every repeat runs, and how.
 struct Plan<'a> {
@@ -298,8 +312,9 @@ fn run_once(
         lab.set_verdict_window(w);
     }
     for d in &sc.workloads {
-        lab.add(d.clone())
-            .with_context(|| format!("cannot start workload {}", d.name))?;
+        let added = lab.add(d.clone());
+        crate::engine::live::publish_live(&lab);
+        added.with_context(|| format!("cannot start workload {}", d.name))?;
     }
     let start = Instant::now();
     let first = lab.tick();
@@ -327,6 +342,7 @@ fn run_once(
             std::thread::sleep(due - now);
         }
         let frame = lab.tick();
+        crate::engine::live::publish_live(&lab);
         if let Some(rec) = recording.as_mut() {
             if let Some(s) = lab.last_sample() {
                 rec.sample(s)?;
@@ -342,9 +358,9 @@ fn run_once(
         let infos = lab.workloads();
         for w in &infos {
             match &w.state {
-                WorkloadState::Gone(why) => bail!("workload {}: {why}", w.name),
+                WorkloadState::Gone(why) => bail!("workload {}: {why}{}", w.name, said(w)),
                 WorkloadState::Done(code) if *code != 0 => {
-                    bail!("workload {} failed (exit code {code})", w.name)
+                    bail!("workload {} failed (exit code {code}){}", w.name, said(w))
                 }
                 _ => {}
             }

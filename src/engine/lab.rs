@@ -13,7 +13,7 @@ use crate::probe::{
     Health, Life as SampleLife, Probe, ProbeConfig, Sample, Target, WorkloadSample,
 };
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::{self, LaunchSpec, Running};
+use crate::supervisor::{self, LaunchSpec, Running, StderrTail};
 use crate::sys::priority::{self, SamplerPriority};
 
 /// Sampling interval bounds.
@@ -21,6 +21,8 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a stopped workload gets to end after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_millis(300);
+/// Lines of a failed workload's stderr that go into its Samples (and Frames, recordings).
+pub const STDERR_LINES: usize = 10;
 
 /// What the dashboard lists for a workload.
 #[derive(Clone, Debug)]
@@ -31,6 +33,8 @@ pub struct WorkloadInfo {
     pub state: WorkloadState,
     /// Leader pid while it runs (or ran).
     pub pid: Option<u32>,
+    /// When it failed: the last lines it wrote to stderr, oldest first.
+    pub stderr: Vec<String>,
 }
 
 enum Life {
@@ -57,6 +61,19 @@ struct Entry {
     /// An existing process the user named (not started by us): pid and pgid.
     attached: Option<(u32, u32)>,
     last_pid: Option<u32>,
+    /// What its last start wrote to stderr.
+    stderr: StderrTail,
+}
+
+impl Entry {
+    /// Its last stderr lines, when it failed (exited non-zero, or died); else none.
+    fn failure_lines(&self) -> Vec<String> {
+        match self.life {
+            Life::Done(code) if code != 0 => self.stderr.last(STDERR_LINES),
+            Life::Failed(_) => self.stderr.last(STDERR_LINES),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Runs and watches a set of workloads.
@@ -123,6 +140,7 @@ impl Lab {
             cgroup: None,
             attached: None,
             last_pid: None,
+            stderr: StderrTail::default(),
         };
         if entry.decl.start_delay == 0.0 {
             // Start now, so a bad command is reported to the caller at once.
@@ -155,6 +173,7 @@ impl Lab {
             cgroup: None,
             attached: Some((pid, pgid)),
             last_pid: Some(pid),
+            stderr: StderrTail::default(),
         });
         Ok(id)
     }
@@ -252,6 +271,10 @@ impl Lab {
                 if let Some(status) = run.poll_exit() {
                     e.life = Life::Done(exit_code(status));
                     e.running = None;
+                    if status.code() != Some(0) {
+                        // Its group is killed: its last lines are arriving; wait for them.
+                        e.stderr.settle(Duration::from_millis(200));
+                    }
                 }
             }
         }
@@ -303,6 +326,7 @@ impl Lab {
                 ..WorkloadSample::default()
             });
             w.life = life;
+            w.stderr = e.failure_lines();
             rows.push(w);
         }
         sample.workloads = rows;
@@ -334,6 +358,7 @@ impl Lab {
                     Life::Failed(why) => WorkloadState::Gone(why.clone()),
                 },
                 pid: e.running.as_ref().map(|r| r.pid).or(e.last_pid),
+                stderr: e.failure_lines(),
             })
             .collect()
     }
@@ -423,6 +448,7 @@ fn start(e: &mut Entry) -> Result<()> {
     match supervisor::spawn(&spec) {
         Ok(run) => {
             e.last_pid = Some(run.pid);
+            e.stderr = run.stderr.clone();
             // A workload placed in a cgroup of its own is accounted by it (exact CPU time, its
             // weight in the model), whoever started it: the dashboard, run, a start delay.
             e.cgroup = run.cgroup().map(|g| g.dir().to_path_buf());

@@ -622,6 +622,7 @@ fn blank_row(w: &WorkloadSample) -> WorkloadFrame {
         tasks: w.processes.iter().map(|p| p.threads.len()).sum(),
         progress: progress(w),
         window_ratio: 1.0,
+        stderr: w.stderr.clone(),
         ..WorkloadFrame::default()
     }
 }

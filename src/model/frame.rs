@@ -94,6 +94,9 @@ pub struct WorkloadFrame {
     pub cpus_allowed: String,
     #[serde(default)]
     pub cpus_used: String,
+    /// A failed workload's last stderr lines (else empty), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
 }
 
 fn one() -> f64 {

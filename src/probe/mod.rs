@@ -581,6 +581,7 @@ impl Probe {
             cgroup,
             health,
             life: Life::Running,
+            stderr: Vec::new(),
         }
     }
 

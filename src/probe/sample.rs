@@ -187,6 +187,9 @@ pub struct WorkloadSample {
     /// Where it is in its life, as whoever started it (the Lab) knows it.
     #[serde(default, skip_serializing_if = "Life::is_running")]
     pub life: Life,
+    /// A failed workload's last stderr lines, as its starter kept them (else empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
 }
 
 /// A workload's life as its starter sees it; the probe only reads a running one.

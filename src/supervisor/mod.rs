@@ -17,6 +17,9 @@ use crate::sys::counters::{self, CounterRegion};
 use crate::sys::lifeline::ENV_LIFELINE_FD;
 
 pub mod knobs;
+pub mod stderr;
+
+pub use stderr::StderrTail;
 
 use crate::sys::cgroup::{self, WorkloadCgroup};
 
@@ -120,6 +123,8 @@ pub struct Running {
     _lifeline: OwnedFd,
     /// Its own cgroup, with `Placement::Cgroup`; removed when the workload ends.
     cgroup: Option<WorkloadCgroup>,
+    /// The last lines of its stderr (without `capture_output`).
+    pub stderr: StderrTail,
 }
 
 impl Running {
@@ -262,8 +267,12 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
     cmd.env(counters::ENV_FD, counters.raw_fd().to_string())
         .env(ENV_LIFELINE_FD, lifeline_r.as_raw_fd().to_string())
         .stdin(Stdio::null());
+    let mut stderr_read = None;
     if !spec.capture_output {
-        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        // Its stderr into a ring of its last lines, to say why when it fails.
+        let (read_end, write_end) = pipe_cloexec()?;
+        stderr_read = Some(read_end);
+        cmd.stdout(Stdio::null()).stderr(Stdio::from(write_end));
     } else {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
@@ -300,6 +309,14 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
         anyhow::Error::new(err).context(what)
     })?;
     drop(lifeline_r);
+    // Our copy of its stderr's write end goes with the Command: end of file then means the
+    // workload and all it started are gone.
+    drop(cmd);
+    // Without a thread to read it (none could be made), its stderr is not kept: it still
+    // runs (the pipe's read end closes, and its writes there fail).
+    let stderr = stderr_read
+        .and_then(|read_end| StderrTail::start(read_end, &spec.name).ok())
+        .unwrap_or_default();
     Ok(Running {
         name: spec.name.clone(),
         pid: child.id(),
@@ -310,6 +327,7 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
         exit: None,
         _lifeline: lifeline_w,
         cgroup,
+        stderr,
     })
 }
 

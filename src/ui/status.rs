@@ -230,6 +230,14 @@ pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
     // Then pieces that flow onto the lines left: the verdict, why it is due what it is due,
     // and the run's story.
     let mut pieces: Vec<Vec<Span<'static>>> = Vec::new();
+    // A failed workload's own last word comes first: it says why.
+    if let Some(last) = wf.and_then(|wf| wf.stderr.last()) {
+        pieces.push(vec![
+            Span::styled("stderr", t.warn()),
+            Span::styled(" (v: more)", t.dim()),
+            Span::styled(format!(": {last}"), t.warn()),
+        ]);
+    }
     match (wf, app.shown()) {
         (Some(wf), Some(frame)) if !matches!(wf.state, WorkloadState::Starting) => {
             let v = wf.verdict;
@@ -378,4 +386,41 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
         spans.extend(add);
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The last lines a failed workload wrote on stderr, over the dashboard (any key closes it).
+pub fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
+    use ratatui::widgets::{Block, Borders, Clear, Wrap};
+    let t = &app.theme;
+    let Some(wf) = app.frame_of(id) else {
+        return;
+    };
+    let w = area.width.saturating_sub(4).min(100);
+    let inner = w.saturating_sub(2).max(1) as usize;
+    // Rows once long lines wrap (roughly: by characters), plus the hint and the borders.
+    let rows: usize = wf
+        .stderr
+        .iter()
+        .map(|l| l.chars().count().div_ceil(inner).max(1))
+        .sum();
+    let mut lines: Vec<Line> = wf.stderr.iter().map(|l| Line::raw(l.clone())).collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::from(Span::styled(" any key closes", t.dim())));
+    let h = (rows as u16 + 4).min(area.height);
+    let popup = super::help::centered(area, w, h);
+    f.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border())
+        .title(Span::styled(
+            format!(" {}: its last lines on stderr ", wf.name),
+            t.title(),
+        ))
+        .style(t.popup());
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        popup,
+    );
 }

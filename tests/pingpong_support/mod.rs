@@ -62,43 +62,16 @@ pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
-/// The ledger file of a live schedlab process, if it has one yet.
+/// The ledger file of a schedlab process, if it has one (yet, or still).
 pub fn ledger_of(pid: u32) -> Option<PathBuf> {
-    let prefix = format!("schedlab-sysv-{pid}-");
-    std::fs::read_dir("/dev/shm")
-        .ok()?
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
+    schedlab::sys::sysv::ledger_of(pid).map(|l| l.path)
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Obj {
-    Sem(i32),
-    Msg(i32),
-}
+pub use schedlab::sys::sysv::Object as Obj;
 
-/// Objects recorded in a ledger now (kind in the high 32 bits, id + 1 in the low 32).
-pub fn recorded(path: &PathBuf) -> Vec<Obj> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    bytes
-        .chunks_exact(8)
-        .filter_map(|c| {
-            let w = u64::from_ne_bytes(c.try_into().unwrap());
-            let low = w & 0xffff_ffff;
-            if low == 0 {
-                return None;
-            }
-            let id = (low - 1) as u32 as i32;
-            match w >> 32 {
-                1 => Some(Obj::Sem(id)),
-                2 => Some(Obj::Msg(id)),
-                _ => None,
-            }
-        })
-        .collect()
+/// Objects a ledger names now: recorded by id, or found under its keys.
+pub fn recorded(path: &std::path::Path) -> Vec<Obj> {
+    schedlab::sys::sysv::read_ledger(path).map_or_else(Vec::new, |l| l.objects)
 }
 
 /// Waits until `pid`'s ledger records at least `n` objects; returns them.

@@ -116,7 +116,7 @@ impl RunsLeft for Option<u64> {
     }
 }
 
-/// The server child; stopped (SIGTERM, then SIGKILL) when dropped or when we are terminated.
+/// The server child; stopped (SIGKILL, then a sweep) when dropped or when we are terminated.
 struct ServerChild {
     pid: Arc<AtomicI32>,
     port: u16,
@@ -167,7 +167,7 @@ impl ServerChild {
         drop(write_end);
         let pid = Arc::new(AtomicI32::new(child.id() as i32));
         let hook_pid = pid.clone();
-        lifeline::on_exit(move || stop(&hook_pid));
+        lifeline::on_exit(move || stop(&hook_pid, false));
         let mut server = ServerChild { pid, port: 0 };
         server.port = read_port(&read_end).context("the chat server child did not start")?;
         Ok(server)
@@ -176,7 +176,7 @@ impl ServerChild {
 
 impl Drop for ServerChild {
     fn drop(&mut self) {
-        stop(&self.pid);
+        stop(&self.pid, true);
     }
 }
 
@@ -212,34 +212,44 @@ fn read_port(pipe: &OwnedFd) -> Result<u16> {
         .with_context(|| format!("it exited before telling its port (said {text:?})"))
 }
 
-/// Stops the server child once: SIGTERM so it removes its semaphores, SIGKILL if it lingers.
-fn stop(pid: &AtomicI32) {
+/// Stops the server child once, without waking anything while we still have work to do: a
+/// dead server's sockets would wake our 1,200 client threads of a 30-room run at once, and
+/// on 2 CPUs the clean-up (or the signal thread running it) waits its turn among them for
+/// seconds. So: SIGSTOP, and wait until it has stopped; remove its semaphore sets and its
+/// ledger ourselves (a stopped process creates nothing more); then SIGKILL it. `reap`: wait
+/// for its death too (a normal end); an exit path leaves the zombie to our own end.
+fn stop(pid: &AtomicI32, reap: bool) {
     let pid = pid.swap(0, SeqCst);
     if pid <= 0 {
         return;
     }
-    // SAFETY: kill takes no pointer; `pid` is the server child, swapped out of `pid` so it is
-    // stopped once and not yet reaped.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
+    // SAFETY: kill takes no pointer; `pid` is our child, swapped out so it is stopped once,
+    // not yet reaped (a reaped pid could be another process's).
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
     let deadline = Instant::now() + Duration::from_secs(2);
-    let mut reaped = false;
-    while Instant::now() < deadline {
-        // SAFETY: a null status pointer is allowed; `pid` is our child.
-        if unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } != 0 {
-            reaped = true;
-            break;
+    let mut status = 0;
+    let (stopped, reaped) = loop {
+        // SAFETY: `status` is ours to write; `pid` is our child, which nothing else reaps.
+        match unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED | libc::WNOHANG) } {
+            0 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            0 => break (false, false), // not stopped yet (stuck in the kernel?): kill, sweep
+            got if got == pid && libc::WIFSTOPPED(status) => break (true, false),
+            _ => break (false, true), // it had died (a crash), reaped now
         }
-        std::thread::sleep(Duration::from_millis(5));
+    };
+    if stopped {
+        let _ = crate::sys::sysv::remove_objects_of_stopped(pid as u32);
     }
     if !reaped {
-        // SAFETY: kill and waitpid take no pointer but the null status, which waitpid allows; `pid`
-        // is our unreaped child.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        // SAFETY: kill takes no pointer; `pid` is our child, not reaped yet.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        if !stopped || reap {
+            // SAFETY: a null status pointer is allowed; `pid` is our unreaped child.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
         }
     }
-    // A server that crashed (or had to be SIGKILLed) could not remove its semaphore sets:
-    // it is reaped now, so its ledger is an orphan's, and ours to sweep.
-    let _ = crate::sys::sysv::sweep_orphans();
+    if !stopped {
+        // Dead and reaped: its ledger is an orphan's now, ours to sweep.
+        let _ = crate::sys::sysv::sweep_orphans();
+    }
 }
