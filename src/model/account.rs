@@ -89,10 +89,12 @@ pub fn over_interval(dr: u64, dw: u64, read_before: u64, read_now: u64, t: u64) 
         return (dr, dw);
     }
     let scale = t as f64 / own as f64;
-    let dr = (dr as f64 * scale).round() as u64;
-    // Run plus wait cannot exceed the interval.
-    let dw = ((dw as f64 * scale).round() as u64).min(t.saturating_sub(dr));
-    (dr, dw)
+    // Wait is not capped here: wait that arrives late may be paid back against what was
+    // counted ahead (demand::wanted caps run plus wait at the interval after that).
+    (
+        (dr as f64 * scale).round() as u64,
+        (dw as f64 * scale).round() as u64,
+    )
 }
 
 fn cpus_of(th: &TaskSample) -> CpuSet {
@@ -126,21 +128,8 @@ pub fn account(
         .map(|p| (p.pid, (p.pid, p.start)))
         .collect();
 
-    // CPU of children that vanished since the last sample and were reaped by a member: their
-    // parent's cutime now holds all of it, and we already credited part of it.
-    let mut already: HashMap<u32, u64> = HashMap::new();
-    for p in &pw.processes {
-        let key = (p.pid, p.start);
-        if cur_keys.get(&p.pid) == Some(&key) {
-            continue;
-        }
-        let credited = memo.credited.remove(&key).unwrap_or(0);
-        if cur_keys.contains_key(&p.ppid) {
-            *already.entry(p.ppid).or_default() += credited;
-        }
-    }
+    let already = already_credited(pw, &cur_keys, memo);
 
-    let t = t_ns as u64;
     let mut received: u64 = 0;
     let mut run_sum: u64 = 0;
     let mut wait_sum: u64 = 0;
@@ -167,48 +156,12 @@ pub fn account(
             let tkey = (p.pid, p.start, th.tid);
             seen_tasks.insert(tkey);
             let tm = memo.tasks.entry(tkey).or_default();
-            // Read in rotation and not read this sweep: its last rate holds (its next read
-            // covers the whole time since, and is rescaled to its interval then).
-            let carried = old.is_some_and(|o| th.read_ns != 0 && th.read_ns == o.read_ns);
-            let (dr, ds, busy, waited) = if carried {
-                let busy = ((tm.rate.0 * t_ns) as u64).min(t);
-                let waited = ((tm.rate.1 * t_ns) as u64).min(busy);
-                (busy - waited, 0, busy, waited)
-            } else {
-                let (dr, dw, ds) = match old {
-                    Some(o) => {
-                        let dr = th.run_ns.saturating_sub(o.run_ns);
-                        let dw = th.wait_ns.saturating_sub(o.wait_ns);
-                        let ds = th.slices.saturating_sub(o.slices);
-                        let (dr, dw) = over_interval(dr, dw, o.read_ns, th.read_ns, t);
-                        (dr, dw, ds)
-                    }
-                    // Born during the interval (or first seen): it cannot have run or waited
-                    // longer than the interval itself.
-                    None => {
-                        let r = th.run_ns.min(t);
-                        (r, th.wait_ns.min(t - r), th.slices)
-                    }
-                };
-                if tm.runnable.is_none() {
-                    // Its first interval: its state at the start is in the previous Sample.
-                    tm.runnable = old.and_then(|o| o.state).map(|c| c == 'R');
-                }
-                let fresh_vol = th.vol.zip(Some(th.vol_ns)).filter(|&(_, at)| at > since_ns);
-                let (busy, waited) = demand::wanted(
-                    Observed {
-                        run_ns: dr,
-                        wait_ns: dw,
-                        runnable: th.state.map(|c| c == 'R'),
-                        vol: fresh_vol,
-                        since_ns,
-                    },
-                    t,
-                    tm,
-                );
-                tm.rate = (busy as f64 / t_ns, waited as f64 / t_ns);
-                (dr, ds, busy, waited)
-            };
+            let ThreadInterval {
+                run: dr,
+                slices: ds,
+                busy,
+                waited,
+            } = thread_interval(th, old, t_ns, since_ns, tm);
             own += dr;
             run_sum += dr;
             wait_sum += waited;
@@ -249,14 +202,43 @@ pub fn account(
     }
     memo.tasks.retain(|k, _| seen_tasks.contains(k));
 
-    // Reaped children ran as a chain with the process that waited for them (fork, exec,
-    // wait): fold their CPU, and the run-queue wait they likely had, into that process's
-    // main thread, so a fork loop counts as one task, not as hundreds.
     let wait_ratio = if run_sum > 0 {
         (wait_sum as f64 / run_sum as f64).min(10.0)
     } else {
         0.0
     };
+    let (claims, busy_tasks) = fold_children(per_task, reaped, wait_ratio, t_ns);
+    let wait_total = wait_sum as f64;
+
+    let (received_ns, accounting) = match (&w.cgroup, &pw.cgroup) {
+        (Some(c), Some(pc)) if c.path == pc.path => (
+            c.usage_ns.saturating_sub(pc.usage_ns) as f64,
+            Accounting::Cgroup,
+        ),
+        _ => (received as f64, Accounting::Proc),
+    };
+    Account {
+        received_ns,
+        wait_ns: wait_total,
+        slices,
+        claims,
+        accounting,
+        cpus_allowed,
+        cpus_used,
+        busy_tasks,
+    }
+}
+
+/// Reaped children ran as a chain with the process that waited for them (fork, exec, wait):
+/// their CPU, and the run-queue wait they likely had (`wait_ratio` of what they ran), are
+/// folded into that process's main thread, so a fork loop counts as one task, not hundreds.
+/// Returns the claims, and how many of them wanted most of the interval.
+fn fold_children(
+    per_task: Vec<(u32, u32, u64, u64, Claim)>,
+    reaped: Vec<(u32, u64, Placement)>,
+    wait_ratio: f64,
+    t_ns: f64,
+) -> (Vec<Claim>, usize) {
     // The thread that carries each process's chain: its main thread, or its first thread
     // when the main one has exited.
     let mut carrier: HashMap<u32, usize> = HashMap::new();
@@ -269,7 +251,6 @@ pub fn account(
     let reaped_of: HashMap<u32, u64> = reaped.iter().map(|(p, g, _)| (*p, *g)).collect();
     let mut claims: Vec<Claim> = Vec::with_capacity(per_task.len());
     let mut busy_tasks = 0;
-    let wait_total = wait_sum as f64;
     for (i, (pid, _, _, busy, mut claim)) in per_task.into_iter().enumerate() {
         let mut busy = busy as f64;
         if carrier.get(&pid) == Some(&i) {
@@ -297,24 +278,97 @@ pub fn account(
             });
         }
     }
+    (claims, busy_tasks)
+}
 
-    let (received_ns, accounting) = match (&w.cgroup, &pw.cgroup) {
-        (Some(c), Some(pc)) if c.path == pc.path => (
-            c.usage_ns.saturating_sub(pc.usage_ns) as f64,
-            Accounting::Cgroup,
-        ),
-        _ => (received as f64, Accounting::Proc),
-    };
-    Account {
-        received_ns,
-        wait_ns: wait_total,
-        slices,
-        claims,
-        accounting,
-        cpus_allowed,
-        cpus_used,
-        busy_tasks,
+/// One thread over the interval: what it ran, its timeslices, and how long it wanted a CPU
+/// and waited for one (ns).
+struct ThreadInterval {
+    run: u64,
+    slices: u64,
+    busy: u64,
+    waited: u64,
+}
+
+fn thread_interval(
+    th: &TaskSample,
+    old: Option<&TaskSample>,
+    t_ns: f64,
+    since_ns: u64,
+    tm: &mut TaskMemo,
+) -> ThreadInterval {
+    let t = t_ns as u64;
+    // Read in rotation and not read this sweep: its last rate holds (its next read covers
+    // the whole time since, and is rescaled to its interval then).
+    if old.is_some_and(|o| th.read_ns != 0 && th.read_ns == o.read_ns) {
+        let busy = ((tm.rate.0 * t_ns) as u64).min(t);
+        let waited = ((tm.rate.1 * t_ns) as u64).min(busy);
+        return ThreadInterval {
+            run: busy - waited,
+            slices: 0,
+            busy,
+            waited,
+        };
     }
+    let (dr, dw, ds) = match old {
+        Some(o) => {
+            let dr = th.run_ns.saturating_sub(o.run_ns);
+            let dw = th.wait_ns.saturating_sub(o.wait_ns);
+            let ds = th.slices.saturating_sub(o.slices);
+            let (dr, dw) = over_interval(dr, dw, o.read_ns, th.read_ns, t);
+            (dr, dw, ds)
+        }
+        // Born during the interval (or first seen): it cannot have run or waited longer
+        // than the interval itself.
+        None => {
+            let r = th.run_ns.min(t);
+            (r, th.wait_ns.min(t - r), th.slices)
+        }
+    };
+    if tm.runnable.is_none() {
+        // Its first interval: its state at the start is in the previous Sample.
+        tm.runnable = old.and_then(|o| o.state).map(|c| c == 'R');
+    }
+    let fresh_vol = th.vol.zip(Some(th.vol_ns)).filter(|&(_, at)| at > since_ns);
+    let (busy, waited) = demand::wanted(
+        Observed {
+            run_ns: dr,
+            wait_ns: dw,
+            runnable: th.state.map(|c| c == 'R'),
+            vol: fresh_vol,
+            since_ns,
+        },
+        t,
+        tm,
+    );
+    tm.rate = (busy as f64 / t_ns, waited as f64 / t_ns);
+    ThreadInterval {
+        run: dr,
+        slices: ds,
+        busy,
+        waited,
+    }
+}
+
+/// CPU of children that vanished since the last sample and were reaped by a member: their
+/// parent's cutime now holds all of it, and part of it was already credited. Per parent pid.
+fn already_credited(
+    pw: &WorkloadSample,
+    cur_keys: &HashMap<u32, ProcKey>,
+    memo: &mut WorkloadMemo,
+) -> HashMap<u32, u64> {
+    let mut already: HashMap<u32, u64> = HashMap::new();
+    for p in &pw.processes {
+        let key = (p.pid, p.start);
+        if cur_keys.get(&p.pid) == Some(&key) {
+            continue;
+        }
+        let credited = memo.credited.remove(&key).unwrap_or(0);
+        if cur_keys.contains_key(&p.ppid) {
+            *already.entry(p.ppid).or_default() += credited;
+        }
+    }
+    already
 }
 
 /// A task of the rest of the machine, as a claim, with what names it.
@@ -336,17 +390,24 @@ pub fn rest_claims(r: &RestSample, memo: &mut HashMap<u32, TaskMemo>) -> Vec<Res
         seen.insert(task.tid);
         let tm = memo.entry(task.tid).or_default();
         tm.runnable = Some(task.runnable_before);
-        let (busy, _) = demand::wanted(
-            Observed {
-                run_ns: task.run_ns,
-                wait_ns: task.wait_ns,
-                runnable: Some(task.runnable),
-                vol: None,
-                since_ns: r.since_ns,
-            },
-            t,
-            tm,
-        );
+        // A kernel thread serves work queued by others (a kworker, ksoftirqd): waiting does
+        // not make more of it, so it wanted what it ran. Counting its wait would have a
+        // kworker starved beside a real-time hog want the whole CPU.
+        let (busy, _) = if task.kthread {
+            (task.run_ns.min(t), 0)
+        } else {
+            demand::wanted(
+                Observed {
+                    run_ns: task.run_ns,
+                    wait_ns: task.wait_ns,
+                    runnable: Some(task.runnable),
+                    vol: None,
+                    since_ns: r.since_ns,
+                },
+                t,
+                tm,
+            )
+        };
         let reaped = task.reaped_ns as f64;
         let (class, weight) = class_of(task.policy, task.nice, task.rt_priority, task.dl_bw);
         out.push(RestClaim {

@@ -552,16 +552,7 @@ impl Probe {
             pid_cache.remove(&pid);
         }
 
-        let mut processes: Vec<ProcessSample> = group
-            .procs
-            .values()
-            .map(|p| {
-                let mut s = p.sample.clone();
-                s.threads = p.tasks.values().map(|t| t.sample.clone()).collect();
-                s.threads.sort_by_key(|t| t.tid);
-                s
-            })
-            .collect();
+        let mut processes: Vec<ProcessSample> = group.procs.values().map(process_sample).collect();
         processes.sort_by_key(|p| p.pid);
 
         let cgroup = target.cgroup.as_deref().and_then(|dir| {
@@ -569,38 +560,13 @@ impl Probe {
                 .map_err(|why| problems.push(why))
                 .ok()
         });
-
         if processes.is_empty() && target.leader != 0 {
-            // Nothing left: tell a reused leader pid from a plain exit.
-            let path = cfg.proc_root.join(format!("{}/stat", target.leader));
-            if read_path(&path, buf).is_ok() {
-                if let (Some(st), Some(start)) = (parse::stat(buf), group.leader_start) {
-                    if st.start != start {
-                        problems.push(format!(
-                            "pid {} now belongs to another process (reused)",
-                            target.leader
-                        ));
-                    }
-                }
+            if let Some(why) = reused_leader(&cfg.proc_root, target.leader, group.leader_start, buf)
+            {
+                problems.push(why);
             }
         }
-        problems.sort();
-        problems.dedup();
-        let health = if processes.is_empty() {
-            Health::Gone(if problems.is_empty() {
-                if target.pgid == 0 {
-                    format!("process {} has exited", target.leader)
-                } else {
-                    format!("no process left in group {}", target.pgid)
-                }
-            } else {
-                problems.join("; ")
-            })
-        } else if !problems.is_empty() {
-            Health::Partial(problems.join("; "))
-        } else {
-            Health::Ok
-        };
+        let health = health_of(target, processes.is_empty(), problems);
 
         WorkloadSample {
             id: target.id,
@@ -695,6 +661,48 @@ impl Probe {
         let out = rest.read(&members, &mut sweep, buf);
         *suspects_left = sweep.suspects_left;
         out
+    }
+}
+
+/// A process and its threads, as a Sample holds them (threads by tid).
+fn process_sample(p: &ProcState) -> ProcessSample {
+    let mut s = p.sample.clone();
+    s.threads = p.tasks.values().map(|t| t.sample.clone()).collect();
+    s.threads.sort_by_key(|t| t.tid);
+    s
+}
+
+/// Nothing of a workload is left: is its leader's pid now another process's?
+fn reused_leader(
+    proc_root: &Path,
+    leader: u32,
+    start: Option<u64>,
+    buf: &mut Vec<u8>,
+) -> Option<String> {
+    let path = proc_root.join(format!("{leader}/stat"));
+    read_path(&path, buf).ok()?;
+    let st = parse::stat(buf)?;
+    (st.start != start?).then(|| format!("pid {leader} now belongs to another process (reused)"))
+}
+
+/// Whether a workload could be read, from what was found and what went wrong.
+fn health_of(target: &Target, nothing_left: bool, mut problems: Vec<String>) -> Health {
+    problems.sort();
+    problems.dedup();
+    if nothing_left {
+        Health::Gone(if problems.is_empty() {
+            if target.pgid == 0 {
+                format!("process {} has exited", target.leader)
+            } else {
+                format!("no process left in group {}", target.pgid)
+            }
+        } else {
+            problems.join("; ")
+        })
+    } else if !problems.is_empty() {
+        Health::Partial(problems.join("; "))
+    } else {
+        Health::Ok
     }
 }
 

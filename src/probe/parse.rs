@@ -24,7 +24,12 @@ pub struct Stat {
     pub processor: Option<u32>,
     /// Its real-time priority (field 40; 0 for fair tasks).
     pub rt_priority: u32,
+    /// A kernel thread (PF_KTHREAD in the flags, field 9).
+    pub kthread: bool,
 }
+
+/// PF_KTHREAD in a task's flags.
+const PF_KTHREAD: u64 = 0x0020_0000;
 
 fn num<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
     std::str::from_utf8(b).ok()?.parse().ok()
@@ -73,6 +78,7 @@ pub fn stat(buf: &[u8]) -> Option<Stat> {
         } else {
             0
         },
+        kthread: num::<u64>(field(9)).is_some_and(|f| f & PF_KTHREAD != 0),
     })
 }
 

@@ -151,6 +151,10 @@ pub struct RestTask {
     pub cpus: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
+    /// A kernel thread: it serves work queued by others, so the time it waits does not add
+    /// to what it wants (a starved kworker would otherwise seem to want the whole CPU).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub kthread: bool,
 }
 
 /// Whether a workload could be read.

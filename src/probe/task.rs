@@ -64,6 +64,8 @@ pub(super) struct ProcState {
     pub(super) comm: String,
     /// The main thread's state at its last read.
     pub(super) state: u8,
+    /// A kernel thread.
+    pub(super) kthread: bool,
 }
 
 /// What one sweep reads, shared by every process it visits.
@@ -144,6 +146,7 @@ impl ProcState {
             },
             comm,
             state: st.state,
+            kthread: st.kthread,
         };
         p.sample.cgroup = read_group(sweep, pid, buf);
         p.list_tasks(proc_root, sweep.now);
