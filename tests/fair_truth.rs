@@ -168,7 +168,13 @@ fn three_pinned_hogs_and_a_free_one_get_a_third_each_and_a_cpu() {
     for name in ["pinned", "free"] {
         assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
     }
-    assert!(matches!(due_of(&frames, "free"), Due::AllItWants { .. }));
+    assert!(
+        matches!(due_of(&frames, "free"), Due::AllItWants { .. }),
+        "free: due for {:?} at {:.3} of {:.3} wanted",
+        due_of(&frames, "free"),
+        row(frames.last().unwrap(), "free").window_fair,
+        row(frames.last().unwrap(), "free").cpu_demand
+    );
     assert!(matches!(due_of(&frames, "pinned"), Due::Share { .. }));
     let jain = frames.last().unwrap().jain_index;
     assert!(jain > 0.98, "Jain {jain}");
@@ -319,10 +325,12 @@ fn the_default_scenario_is_due_the_whole_machine_steadily() {
             "at {:.1} s the shares add up to {due:.2} of {cpus} CPUs",
             f.t
         );
-        assert_eq!(
+        // Idle, it is due what it takes (its kernel threads, interrupts): nothing to judge
+        // below 0.02 CPU, 'fair' above.
+        assert!(
+            matches!(f.machine.rest_verdict, Verdict::None | Verdict::Fair),
+            "an idle rest of the machine is judged {:?} at {:.1} s: {:?}",
             f.machine.rest_verdict,
-            Verdict::None,
-            "an idle rest of the machine has a verdict at {:.1} s: {:?}",
             f.t,
             f.machine
         );

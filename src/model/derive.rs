@@ -345,11 +345,20 @@ impl Model {
             .machine
             .busy_ns
             .saturating_sub(iv.prev.machine.busy_ns) as f64;
-        let received = (busy / iv.t_ns - ours).max(0.0);
         let idx: Vec<usize> = (0..all.tasks.len())
             .filter(|&i| matches!(all.owners[i], Owner::Rest(_)))
             .collect();
-        let fair: f64 = idx.iter().map(|&i| sol.share[i]).sum();
+        // What /proc/stat says the rest took, and never less than its tasks' own rates
+        // (carried from their last read, once a second), which their shares came from.
+        let tasks_received: f64 = idx.iter().map(|&i| all.received[i]).sum();
+        let received = (busy / iv.t_ns - ours).max(tasks_received).max(0.0);
+        // Busy time no task was seen to take (interrupts, softirqs, tasks born and gone
+        // between two reads of the rest, the ticks' rounding) is no choice of the scheduler's:
+        // it is due what it took, so only the rest's tasks can make its verdict.
+        let unseen = Some(received - tasks_received)
+            .filter(|&u| u > 1e-6)
+            .unwrap_or(0.0);
+        let fair: f64 = idx.iter().map(|&i| sol.share[i]).sum::<f64>() + unseen;
         let demand = idx
             .iter()
             .map(|&i| all.tasks[i].demand)
