@@ -5,6 +5,7 @@ use std::time::Duration;
 use schedlab::engine::lab::Lab;
 use schedlab::model::WorkloadState;
 use schedlab::scenario::WorkloadDecl;
+use schedlab::sys::proc::alive;
 use schedlab::workload::kind::WorkloadKind;
 
 fn sh(name: &str, script: &str) -> WorkloadDecl {
@@ -17,12 +18,6 @@ fn sh(name: &str, script: &str) -> WorkloadDecl {
         start_delay: 0.0,
         duration: None,
     }
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
-        .unwrap_or(false)
 }
 
 #[test]

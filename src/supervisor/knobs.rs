@@ -8,12 +8,12 @@
 //! the workload for that.
 
 use std::collections::HashSet;
-use std::fs;
 
 use anyhow::{bail, Result};
 
 use super::{online_cpus, Knobs, Placement, Policy};
 use crate::sys::cgroup::WorkloadCgroup;
+use crate::sys::proc;
 
 /// Which threads belong to a workload.
 pub enum Scope<'a> {
@@ -36,36 +36,16 @@ impl Scope<'_> {
 /// Threads of the processes in process group `pgid`, from /proc.
 fn group_threads(pgid: u32) -> Vec<u32> {
     let mut tids = Vec::new();
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return tids;
-    };
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if stat_pgrp(&stat) != Some(pgid) {
+    for pid in proc::pids() {
+        if proc::read_stat(pid).map(|s| s.pgrp) != Some(pgid) {
             continue;
         }
-        match fs::read_dir(format!("/proc/{pid}/task")) {
-            Ok(tasks) => tids.extend(
-                tasks
-                    .flatten()
-                    .filter_map(|t| t.file_name().to_str().and_then(|s| s.parse::<u32>().ok())),
-            ),
-            Err(_) => tids.push(pid),
+        match proc::threads(pid) {
+            Some(threads) => tids.extend(threads),
+            None => tids.push(pid),
         }
     }
     tids
-}
-
-/// Field 5 of /proc/PID/stat (after the parenthesised comm, which may hold spaces).
-fn stat_pgrp(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// What changed between two sets of knobs, in the order it is applied.
@@ -273,7 +253,8 @@ mod tests {
 
     #[test]
     fn stat_pgrp_survives_odd_comm() {
-        assert_eq!(stat_pgrp("12 (a) b) S 1 77 77 0"), Some(77));
+        let line = b"12 (a) b) S 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n";
+        assert_eq!(proc::stat(line).map(|s| s.pgrp), Some(77));
     }
 
     #[test]
@@ -294,10 +275,7 @@ mod tests {
     }
 
     fn nice_of(tid: u32) -> i32 {
-        let stat = fs::read_to_string(format!("/proc/{tid}/stat")).unwrap();
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        // Fields from state (3): nice is field 19.
-        rest.split_whitespace().nth(16).unwrap().parse().unwrap()
+        proc::read_stat(tid).unwrap().nice
     }
 
     /// Renices a live shell and its background child (one process group) at once.

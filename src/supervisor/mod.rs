@@ -490,6 +490,7 @@ pub fn online_cpus() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::proc::alive;
 
     fn sh(script: &str, knobs: Knobs) -> LaunchSpec {
         LaunchSpec {
@@ -498,13 +499,6 @@ mod tests {
             knobs,
             capture_output: true,
         }
-    }
-
-    /// Alive and not a zombie waiting for a reaper that may be slow to come.
-    fn alive(pid: u32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
-            .unwrap_or(false)
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Host plumbing used by many layers: cgroups, shared-memory counters, the size guard, SysV
 //! objects and their ledger, process groups at exit, the lifeline, stdout/stderr that never
-//! panic, and a prompt sampling thread.
+//! panic, a prompt sampling thread, and /proc outside the probe's sampling (`proc`).
 
 pub mod cgroup;
 pub mod counters;
@@ -9,4 +9,5 @@ pub mod guard;
 pub mod lifeline;
 pub mod output;
 pub mod priority;
+pub mod proc;
 pub mod sysv;

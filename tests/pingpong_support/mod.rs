@@ -121,12 +121,7 @@ pub fn children_of(pid: u32) -> Vec<u32> {
     out
 }
 
-/// Alive and not a zombie.
-pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
-        .unwrap_or(false)
-}
+pub use schedlab::sys::proc::alive;
 
 /// Waits until none of `pids` is alive; fails after `limit`.
 pub fn wait_gone(pids: &[u32], limit: Duration) {
