@@ -10,6 +10,8 @@
 use std::collections::HashSet;
 
 use anyhow::{bail, Result};
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
 
 use super::{online_cpus, Knobs, Placement, Policy};
 use crate::sys::cgroup::WorkloadCgroup;
@@ -116,9 +118,10 @@ pub fn apply(scope: &Scope, change: &Change) -> Result<usize> {
 }
 
 /// Returns Ok(false) when the thread is already gone.
-fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Result<bool> {
+fn apply_one(tid: u32, change: &Change, cpuset: Option<&CpuSet>) -> Result<bool> {
     let id = tid as libc::id_t;
     if let Some(nice) = change.nice {
+        // Raw libc: nix has no setpriority.
         // SAFETY: setpriority takes integers only.
         if unsafe { libc::setpriority(libc::PRIO_PROCESS, id, nice) } < 0 {
             return refused(std::io::Error::last_os_error(), || {
@@ -130,6 +133,7 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Res
         let param = libc::sched_param {
             sched_priority: if policy.is_realtime() { prio as i32 } else { 0 },
         };
+        // Raw libc: nix has no sched_setscheduler.
         // SAFETY: `param` is a live sched_param that sched_setscheduler only reads.
         if unsafe { libc::sched_setscheduler(tid as libc::pid_t, policy.as_libc(), &param) } < 0 {
             return refused(std::io::Error::last_os_error(), || {
@@ -145,19 +149,8 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Res
         }
     }
     if let Some(set) = cpuset {
-        // SAFETY: `set` is a live cpu_set_t and the size passed is its own; sched_setaffinity only
-        // reads it.
-        if unsafe {
-            libc::sched_setaffinity(
-                tid as libc::pid_t,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                set,
-            )
-        } < 0
-        {
-            return refused(std::io::Error::last_os_error(), || {
-                "setting the CPU affinity".to_string()
-            });
+        if let Err(errno) = sched_setaffinity(Pid::from_raw(tid as libc::pid_t), set) {
+            return refused(errno.into(), || "setting the CPU affinity".to_string());
         }
     }
     Ok(true)
