@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::unistd::{access, AccessFlags};
 
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::shm::{self, Shareable, SharedMapping};
@@ -111,9 +112,7 @@ pub fn check_executable(path: &Path) -> Result<()> {
     if !meta.is_file() {
         bail!("{} is not a regular file", path.display());
     }
-    let c = CString::new(path.as_os_str().as_bytes()).context("a path with a NUL byte")?;
-    // SAFETY: `c` is a NUL-terminated CString alive for the call; access only reads it.
-    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+    if access(path, AccessFlags::X_OK).is_err() {
         bail!("{} is not executable", path.display());
     }
     Ok(())
@@ -251,7 +250,8 @@ fn start_forkers(
         let lean = lean.ptrs.get(i);
         children::fork(|| {
             if let Some(args) = lean {
-                // In the forked child: only async-signal-safe calls, nothing allocated.
+                // In the forked child: only async-signal-safe calls, nothing allocated (raw
+                // libc: nix's execv builds its argument array on the heap).
                 // SAFETY: the descriptors are this process's own, open until it execs or
                 // exits; `args` is a null-terminated array of pointers to NUL-terminated
                 // strings that live in the parent's memory, copied into this child.
@@ -291,6 +291,8 @@ fn wait_for_forkers(deadline: Option<Instant>, n: usize, control: &Control) -> R
     let mut early = None;
     while deadline.map_or(true, |d| Instant::now() < d) {
         let mut status = 0;
+        // Raw waitpid: the status word says which signal killed a forker, which nix cannot
+        // represent for a real-time one.
         // SAFETY: waitpid with WNOHANG only reads our children's state into `status`.
         let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
         if pid > 0 {
@@ -339,7 +341,8 @@ fn report(total: u64, elapsed: Duration, n: usize, control: &Control) {
     }
 }
 
-/// One forker's loop. Runs in a forked child: system calls and inherited memory only.
+/// One forker's loop. Runs in a forked child: system calls and inherited memory only. The
+/// measured loop (when the lean forker is not there): raw libc, exactly contest's calls.
 fn forker(
     i: usize,
     n: usize,
