@@ -7,6 +7,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod subreaper;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use subreaper::run;
 
 fn count(text: &str, prefix: &str) -> u64 {
@@ -103,8 +105,7 @@ fn sigterm_stops_reports_and_leaves_nothing() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    // SAFETY: kill takes no pointer; the pid is our unreaped child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{text}");

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use schedlab::engine::lab::Lab;
 use schedlab::model::WorkloadState;
 use schedlab::scenario::WorkloadDecl;
@@ -96,8 +98,7 @@ fn restart_remove_and_a_workload_killed_from_outside() {
 
     // Killed by someone else: reaped, and shown as done with 128 + the signal.
     let pid_b = lab.running(b).unwrap().pid;
-    // SAFETY: kill takes no pointer; the pid is a workload the Lab started and has not reaped.
-    unsafe { libc::kill(pid_b as i32, libc::SIGKILL) };
+    let _ = kill(Pid::from_raw(pid_b as i32), Signal::SIGKILL);
     std::thread::sleep(Duration::from_millis(100));
     let f = lab.tick();
     let wb = f.workloads.iter().find(|w| w.id == b).unwrap();

@@ -7,6 +7,8 @@ mod support;
 use std::process::Stdio;
 use std::time::Duration;
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use support::*;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -166,8 +168,7 @@ fn sigterm_and_sigint_remove_objects_and_tasks() {
             tasks_of(pid, 4)
         };
         std::thread::sleep(Duration::from_millis(200));
-        // SAFETY: kill takes no pointer; the pid is our unreaped child.
-        unsafe { libc::kill(pid as i32, sig) };
+        let _ = kill(Pid::from_raw(pid as i32), Signal::try_from(sig).unwrap());
         let status = wait_bounded(&mut child, LIMIT);
         assert_eq!(status.code(), Some(128 + sig), "{kind}: {status:?}");
         assert!(objs.iter().all(|&o| !exists(o)), "{kind}: {objs:?} left");
@@ -193,8 +194,7 @@ fn after_sigkill_cleanup_or_the_next_run_removes_what_was_left() {
         let pid = child.id();
         let tasks = tasks_of(pid, 4);
         let ledger = ledger_of(pid).unwrap();
-        // SAFETY: kill takes no pointer; the pid is our unreaped child.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         wait_bounded(&mut child, LIMIT);
         // The tasks die with their parent (PDEATHSIG), so none spins on.
         wait_gone(&tasks, Duration::from_secs(5));
@@ -232,9 +232,7 @@ fn a_peer_killed_mid_run_ends_the_run_with_its_name() {
         let pid = child.id();
         let tasks = tasks_of(pid, 2);
         std::thread::sleep(Duration::from_millis(100));
-        // SAFETY: kill takes no pointer and touches no memory of ours; the victim is a task of our
-        // child's run.
-        unsafe { libc::kill(tasks[victim] as i32, libc::SIGKILL) };
+        let _ = kill(Pid::from_raw(tasks[victim] as i32), Signal::SIGKILL);
         let status = wait_bounded(&mut child, LIMIT);
         let mut err = String::new();
         use std::io::Read;

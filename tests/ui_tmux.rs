@@ -7,6 +7,8 @@
 //! exactly, on a machine where other schedlab runs may be going on. The tmux server has its
 //! own socket and is killed at the end, pass or fail.
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -212,9 +214,7 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         // Pass or fail: nothing of ours survives the test.
         for (pid, _) in self.tagged() {
-            // SAFETY: kill takes no pointer and touches no memory of ours; the pids are the test's
-            // own tagged processes.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         }
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
@@ -308,9 +308,7 @@ fn sigterm_restores_the_terminal_and_stops_every_workload() {
     let Some(t) = Tmux::start("term") else { return };
     t.start_dashboard();
     let pid = t.dashboard_pid();
-    // SAFETY: kill takes no pointer and touches no memory of ours; the pid is the dashboard this
-    // test started.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
     t.assert_clean_exit("SIGTERM");
 }
 
@@ -319,9 +317,7 @@ fn sighup_restores_the_terminal_and_stops_every_workload() {
     let Some(t) = Tmux::start("hup") else { return };
     t.start_dashboard();
     let pid = t.dashboard_pid();
-    // SAFETY: kill takes no pointer and touches no memory of ours; the pid is the dashboard this
-    // test started.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) };
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGHUP);
     t.assert_clean_exit("SIGHUP");
 }
 
@@ -357,9 +353,7 @@ fn sigkill_leaves_no_workload_and_a_sane_terminal() {
         row(s, "sleep").is_some_and(|f| f[2] == "running")
     });
     let pid = t.dashboard_pid();
-    // SAFETY: kill takes no pointer and touches no memory of ours; the pid is the dashboard this
-    // test started.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
     t.assert_clean_exit("SIGKILL");
     assert!(
         !Path::new(&format!("/proc/{pid}")).exists() || {
@@ -405,9 +399,7 @@ fn a_crashed_workload_leaves_the_dashboard_usable_and_nothing_behind() {
         assert!(Instant::now() < deadline, "no workload started");
         std::thread::sleep(Duration::from_millis(100));
     };
-    // SAFETY: kill takes no pointer and touches no memory of ours; the victim is a workload of this
-    // test's dashboard.
-    unsafe { libc::kill(victim as libc::pid_t, libc::SIGKILL) };
+    let _ = kill(Pid::from_raw(victim as i32), Signal::SIGKILL);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
         std::path::Path::new(&format!("/proc/{dash}")).exists(),

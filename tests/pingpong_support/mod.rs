@@ -2,6 +2,8 @@
 //! reading a process's SysV ledger to learn which objects it made.
 #![allow(dead_code)]
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -32,9 +34,7 @@ pub fn run_bounded(args: &[&str], limit: Duration) -> Output {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        // SAFETY: kill takes no pointer; the pid is our child, not reaped before wait_with_output
-        // returns.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         true
     });
     let out = child.wait_with_output().expect("wait for schedlab");
