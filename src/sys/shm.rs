@@ -7,7 +7,7 @@
 use std::ffi::CStr;
 use std::io;
 use std::num::NonZeroUsize;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
@@ -46,42 +46,29 @@ unsafe impl Sync for SharedMapping {}
 impl SharedMapping {
     /// `len` bytes of zeros shared with the children this process forks afterwards.
     pub fn anonymous(len: usize) -> io::Result<Self> {
-        let size = nonzero(len)?;
-        // SAFETY: a new mapping (no address hint) touches no existing memory.
-        let base = unsafe {
-            mmap_anonymous(
-                None,
-                size,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                MapFlags::MAP_SHARED,
-            )
-        }?;
-        Ok(Self::new(base, len))
+        Self::map(len, None)
     }
 
     /// The first `len` bytes of `fd` (a memfd, a file), shared with whoever else maps it.
     /// The file must be at least `len` bytes long: a page past its end faults on access.
     pub fn of_fd(fd: impl AsFd, len: usize) -> io::Result<Self> {
-        let size = nonzero(len)?;
-        // SAFETY: a new mapping (no address hint) touches no existing memory.
-        let base = unsafe {
-            mmap(
-                None,
-                size,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                MapFlags::MAP_SHARED,
-                fd,
-                0,
-            )
-        }?;
-        Ok(Self::new(base, len))
+        Self::map(len, Some(fd.as_fd()))
     }
 
-    fn new(base: NonNull<std::ffi::c_void>, len: usize) -> Self {
-        Self {
+    fn map(len: usize, fd: Option<BorrowedFd>) -> io::Result<Self> {
+        let size = NonZeroUsize::new(len).ok_or(io::ErrorKind::InvalidInput)?;
+        let prot = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        // SAFETY: a new mapping (no address hint) touches no existing memory.
+        let base = unsafe {
+            match fd {
+                Some(fd) => mmap(None, size, prot, MapFlags::MAP_SHARED, fd, 0),
+                None => mmap_anonymous(None, size, prot, MapFlags::MAP_SHARED),
+            }
+        }?;
+        Ok(Self {
             base: base.cast(),
             len,
-        }
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -131,10 +118,6 @@ impl Drop for SharedMapping {
         // reference into it borrows `self`, so none outlives this.
         let _ = unsafe { munmap(self.base.cast(), self.len) };
     }
-}
-
-fn nonzero(len: usize) -> io::Result<NonZeroUsize> {
-    NonZeroUsize::new(len).ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))
 }
 
 /// A new memfd of `len` zero bytes, closed on exec unless the caller clears the flag.

@@ -206,6 +206,14 @@ fn poll_timeout(deadline: Option<Instant>) -> Option<PollTimeout> {
     Some(PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX))
 }
 
+/// What the tasks need to reach each pair's objects.
+fn handles(objects: &[Option<PairObjects>]) -> Vec<Handle> {
+    objects
+        .iter()
+        .map(|o| o.as_ref().expect("objects exist").handle())
+        .collect()
+}
+
 /// Runs the pairs as forked processes; returns the measured time.
 pub fn run_processes(
     plan: &Plan,
@@ -214,10 +222,7 @@ pub fn run_processes(
     slots: &[Arc<SharedSlot>],
     state: &RunState,
 ) -> Result<Duration> {
-    let handles: Vec<Handle> = objects
-        .iter()
-        .map(|o| o.as_ref().expect("objects exist").handle())
-        .collect();
+    let handles = handles(objects);
     let (ready_r, ready_w) = pipe().context("pipe for the start")?;
     let (go_r, go_w) = pipe().context("pipe for the start")?;
     let fds = StartFds {
@@ -586,10 +591,7 @@ pub fn run_threads(
     slots: &[Arc<SharedSlot>],
     state: &RunState,
 ) -> Result<Duration> {
-    let handles: Vec<Handle> = objects
-        .iter()
-        .map(|o| o.as_ref().expect("objects exist").handle())
-        .collect();
+    let handles = handles(objects);
     let tasks = 2 * plan.pairs();
     let barrier = Arc::new(Barrier::new(tasks + 1));
     let setup_failed = Arc::new(AtomicBool::new(false));
