@@ -9,6 +9,8 @@
 //! never does. Cases that need root (cgroups, real time) say loudly that they were skipped
 //! without it. The cases run one at a time.
 
+mod common;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -44,7 +46,7 @@ fn run_case(toml: &str, run: Duration) -> Vec<Frame> {
     lab.set_verdict_window(WINDOW);
     wait_for_quiet(&mut lab);
     for w in scenario.workloads {
-        lab.add(real_binary(&w)).expect("workload starts");
+        lab.add(common::real_binary(&w)).expect("workload starts");
     }
     let start = Instant::now();
     let mut frames = Vec::new();
@@ -336,21 +338,5 @@ fn the_default_scenario_is_due_the_whole_machine_steadily() {
             hi - lo < 0.05,
             "{name}'s due moved from {lo:.3} to {hi:.3} while nothing changed"
         );
-    }
-}
-
-/// Under cargo test the supervisor's "this binary" is the test harness: run the real schedlab
-/// binary with the same arguments instead.
-fn real_binary(d: &schedlab::scenario::WorkloadDecl) -> schedlab::scenario::WorkloadDecl {
-    use schedlab::supervisor::Program;
-    use schedlab::workload::kind::WorkloadKind;
-    let Program::SelfExe(args) = d.kind.program() else {
-        return d.clone();
-    };
-    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
-    argv.extend(args);
-    schedlab::scenario::WorkloadDecl {
-        kind: WorkloadKind::Command { argv },
-        ..d.clone()
     }
 }

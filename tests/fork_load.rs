@@ -1,6 +1,8 @@
 //! fork-load counts exactly the children it reaped, refuses bad input with one line, and
 //! leaves nothing behind.
 
+mod common;
+
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
@@ -63,9 +65,8 @@ fn count_equals_children_reaped() {
     assert!(text.contains("forks/s over "), "{text}");
 }
 
-#[test]
-fn default_program_is_the_nil_binary() {
-    let out = run(&["fork-load", "--forkers", "1", "--duration", "0.5"]);
+/// The run succeeded and forked children.
+fn assert_forked(out: &std::process::Output) {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -73,6 +74,12 @@ fn default_program_is_the_nil_binary() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(count(&text, "Children forked: ") > 0, "{text}");
+}
+
+#[test]
+fn default_program_is_the_nil_binary() {
+    let out = run(&["fork-load", "--forkers", "1", "--duration", "0.5"]);
+    assert_forked(&out);
 }
 
 #[test]
@@ -87,13 +94,7 @@ fn own_session_and_nice_are_applied() {
         "--nice",
         "3",
     ]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(count(&text, "Children forked: ") > 0, "{text}");
+    assert_forked(&out);
 }
 
 #[test]
@@ -154,21 +155,9 @@ fn bad_input_is_one_line_and_nonzero() {
 /// nothing behind.
 #[test]
 fn counts_reach_a_supervisor_and_stop_is_clean() {
-    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
     use schedlab::workload::kind::WorkloadKind;
-    let Program::SelfExe(args) = (WorkloadKind::ForkLoad { forkers: Some(2) }).program() else {
-        panic!("fork-load is a schedlab subcommand")
-    };
-    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
-    argv.extend(args);
     let _serial = subreaper::serial();
-    let mut run = spawn(&LaunchSpec {
-        name: "fork_load".into(),
-        program: Program::Command(argv),
-        knobs: Knobs::default(),
-        capture_output: false,
-    })
-    .unwrap();
+    let mut run = common::spawn_real("fork_load", &WorkloadKind::ForkLoad { forkers: Some(2) });
     let deadline = Instant::now() + Duration::from_secs(20);
     while run.counters.total() < 20 {
         assert!(Instant::now() < deadline, "no forks counted");

@@ -1,5 +1,7 @@
 //! The Lab engine on the real kernel: starts, samples, stops, reaps, cleans up.
 
+mod common;
+
 use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
@@ -178,23 +180,10 @@ fn threads_exiting_while_sampled_are_dropped_without_panic() {
 fn the_default_scenario_runs_and_counts_its_operations() {
     let scenario = schedlab::scenario::Scenario::builtin_default();
     let mut lab = Lab::new(Duration::from_millis(scenario.interval_ms)).unwrap();
-    // Under cargo test the supervisor's "this binary" is the test harness: run the real
-    // schedlab binary with the same arguments instead.
     let ids: Vec<u32> = scenario
         .workloads
         .iter()
-        .map(|d| {
-            let schedlab::supervisor::Program::SelfExe(args) = d.kind.program() else {
-                panic!("the default scenario runs schedlab subcommands");
-            };
-            let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
-            argv.extend(args);
-            let decl = WorkloadDecl {
-                kind: WorkloadKind::Command { argv },
-                ..d.clone()
-            };
-            lab.add(decl).unwrap()
-        })
+        .map(|d| lab.add(common::real_binary(d)).unwrap())
         .collect();
     lab.tick();
     // Bounded: wait until both have shown CPU and the fork loop has counted forks.
