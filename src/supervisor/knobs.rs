@@ -232,7 +232,8 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::supervisor::{spawn, LaunchSpec, Program};
+    use crate::supervisor::spawn;
+    use crate::supervisor::tests::sh;
 
     #[test]
     fn cpu_lists_round_trip() {
@@ -274,16 +275,7 @@ mod tests {
     /// Renices a live shell and its background child (one process group) at once.
     #[test]
     fn renice_reaches_every_process_of_the_group() {
-        let spec = LaunchSpec {
-            name: "knobs-test".into(),
-            program: Program::Command(vec![
-                "sh".into(),
-                "-c".into(),
-                "sleep 30 & echo $!; wait".into(),
-            ]),
-            knobs: Knobs::default(),
-            capture_output: true,
-        };
+        let spec = sh("knobs-test", "sleep 30 & echo $!; wait", Knobs::default());
         let mut run = spawn(&spec).unwrap();
         let mut line = String::new();
         use std::io::BufRead;

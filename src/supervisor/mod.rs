@@ -484,13 +484,14 @@ pub fn online_cpus() -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sys::proc::alive;
 
-    fn sh(script: &str, knobs: Knobs) -> LaunchSpec {
+    /// A `sh -c SCRIPT` workload with its output captured.
+    pub(crate) fn sh(name: &str, script: &str, knobs: Knobs) -> LaunchSpec {
         LaunchSpec {
-            name: "test".into(),
+            name: name.into(),
             program: Program::Command(vec!["sh".into(), "-c".into(), script.into()]),
             knobs,
             capture_output: true,
@@ -503,7 +504,7 @@ mod tests {
             nice: 5,
             ..Knobs::default()
         };
-        let mut run = spawn(&sh("echo $(ps -o pgid= -o ni= -p $$)", knobs)).unwrap();
+        let mut run = spawn(&sh("test", "echo $(ps -o pgid= -o ni= -p $$)", knobs)).unwrap();
         let pid = run.pid;
         let mut out = String::new();
         use std::io::Read;
@@ -520,7 +521,7 @@ mod tests {
 
     #[test]
     fn stop_kills_the_whole_group() {
-        let mut run = spawn(&sh("sleep 30 & echo $!; wait", Knobs::default())).unwrap();
+        let mut run = spawn(&sh("test", "sleep 30 & echo $!; wait", Knobs::default())).unwrap();
         let mut line = String::new();
         use std::io::BufRead;
         std::io::BufReader::new(run.child_mut().stdout.take().unwrap())
@@ -543,7 +544,7 @@ mod tests {
             affinity: Some(vec![4096]),
             ..Knobs::default()
         };
-        let err = spawn(&sh("true", knobs)).err().unwrap();
+        let err = spawn(&sh("test", "true", knobs)).err().unwrap();
         assert!(format!("{err:#}").contains("does not exist"), "{err:#}");
     }
 }
@@ -556,19 +557,11 @@ mod cgroup_placement_tests {
     /// group is gone once the workload is stopped. Needs a writable cgroup hierarchy (root).
     #[test]
     fn cgroup_placement_joins_and_cleans_up() {
-        let spec = LaunchSpec {
-            name: "cg test".into(),
-            program: Program::Command(vec![
-                "sh".into(),
-                "-c".into(),
-                "cat /proc/self/cgroup; sleep 30".into(),
-            ]),
-            knobs: Knobs {
-                placement: Placement::Cgroup { weight: 200 },
-                ..Knobs::default()
-            },
-            capture_output: true,
+        let knobs = Knobs {
+            placement: Placement::Cgroup { weight: 200 },
+            ..Knobs::default()
         };
+        let spec = tests::sh("cg test", "cat /proc/self/cgroup; sleep 30", knobs);
         let mut run = match spawn(&spec) {
             Ok(r) => r,
             Err(e) => {
