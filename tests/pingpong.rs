@@ -32,8 +32,9 @@ fn pair_counts(stdout: &str) -> Vec<u64> {
         .collect()
 }
 
-fn check_run(kind: &str, pin: &str, threads: bool) {
-    let mut args = vec![
+/// `ipc-pingpong` with two pairs of `kind` for one second.
+fn two_pairs_for_a_second<'a>(kind: &'a str, pin: &'a str) -> Vec<&'a str> {
+    vec![
         "ipc-pingpong",
         "--kind",
         kind,
@@ -43,7 +44,11 @@ fn check_run(kind: &str, pin: &str, threads: bool) {
         pin,
         "--duration",
         "1",
-    ];
+    ]
+}
+
+fn check_run(kind: &str, pin: &str, threads: bool) {
+    let mut args = two_pairs_for_a_second(kind, pin);
     if threads {
         args.push("--threads");
     }
@@ -131,20 +136,10 @@ fn tasks_of(pid: u32, n: usize) -> Vec<u32> {
 #[test]
 fn a_normal_end_removes_every_object() {
     for kind in ["msg", "sem"] {
-        let mut child = schedlab(&[
-            "ipc-pingpong",
-            "--kind",
-            kind,
-            "--pairs",
-            "2",
-            "--pin",
-            "none",
-            "--duration",
-            "1",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        let mut child = schedlab(&two_pairs_for_a_second(kind, "none"))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
         let (ledger, objs) = wait_for_objects(child.id(), 2, LIMIT);
         assert!(wait_bounded(&mut child, LIMIT).success());
         assert!(objs.iter().all(|&o| !exists(o)), "{kind}: {objs:?} left");

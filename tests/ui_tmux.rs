@@ -305,20 +305,22 @@ fn quit_with_q_after_adding_a_chat_workload() {
 
 #[test]
 fn sigterm_restores_the_terminal_and_stops_every_workload() {
-    let Some(t) = Tmux::start("term") else { return };
-    t.start_dashboard();
-    let pid = t.dashboard_pid();
-    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
-    t.assert_clean_exit("SIGTERM");
+    signal_the_dashboard("term", Signal::SIGTERM);
 }
 
 #[test]
 fn sighup_restores_the_terminal_and_stops_every_workload() {
-    let Some(t) = Tmux::start("hup") else { return };
+    signal_the_dashboard("hup", Signal::SIGHUP);
+}
+
+/// Starts the dashboard, sends it `sig` and checks the exit leaves a sane terminal and nothing
+/// running.
+fn signal_the_dashboard(tag: &str, sig: Signal) {
+    let Some(t) = Tmux::start(tag) else { return };
     t.start_dashboard();
     let pid = t.dashboard_pid();
-    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGHUP);
-    t.assert_clean_exit("SIGHUP");
+    let _ = kill(Pid::from_raw(pid as i32), sig);
+    t.assert_clean_exit(sig.as_str());
 }
 
 /// A panic (forced by a failpoint that only debug builds have) gives the terminal back,
