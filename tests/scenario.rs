@@ -9,10 +9,16 @@ fn err(src: &str) -> ScenarioError {
     Scenario::from_toml(src, "bad.toml").expect_err("must not parse")
 }
 
-/// The scenario text is refused at (line, column) with a message that says `says`.
-fn assert_refused(toml: &str, at: (usize, usize), says: &str) {
+/// The scenario text is refused at (line, column); the error, for what else to check.
+fn refused_at(toml: &str, at: (usize, usize)) -> ScenarioError {
     let e = err(toml);
     assert_eq!((e.line, e.column), at, "{e}");
+    e
+}
+
+/// The scenario text is refused at (line, column) with a message that says `says`.
+fn assert_refused(toml: &str, at: (usize, usize), says: &str) {
+    let e = refused_at(toml, at);
     assert!(e.message.contains(says), "{e}");
 }
 
@@ -136,8 +142,7 @@ fn unknown_key_points_at_it() {
         (3, 1),
         "unknown key `forker` (did you mean `forkers`?)",
     );
-    let e = err("nmae = \"x\"\n[[workload]]\nkind = \"fork-load\"\n");
-    assert_eq!((e.line, e.column), (1, 1), "{e}");
+    let e = refused_at("nmae = \"x\"\n[[workload]]\nkind = \"fork-load\"\n", (1, 1));
     assert!(e.to_string().starts_with("bad.toml:1:1: "), "{e}");
 }
 
@@ -168,8 +173,10 @@ fn negative_duration_is_refused() {
         (1, 12),
         "positive number of seconds",
     );
-    let e = err("[[workload]]\nkind = \"fork-load\"\nstart_delay = -1.5\n");
-    assert_eq!((e.line, e.column), (3, 15), "{e}");
+    refused_at(
+        "[[workload]]\nkind = \"fork-load\"\nstart_delay = -1.5\n",
+        (3, 15),
+    );
 }
 
 #[test]
@@ -193,8 +200,7 @@ fn out_of_range_values_are_refused() {
     assert!(e.message.contains("nice must be -20..=19"), "{e}");
     let e = err("[[workload]]\nkind = \"chat\"\nrooms = 0\n");
     assert!(e.message.contains("rooms must be at least 1"), "{e}");
-    let e = err("[[workload]]\nkind = \"chat\"\nmessages = 40000\n");
-    assert_eq!((e.line, e.column), (3, 12), "{e}");
+    let e = refused_at("[[workload]]\nkind = \"chat\"\nmessages = 40000\n", (3, 12));
     assert!(
         e.message.contains("messages must be between 1 and 32767"),
         "{e}"
@@ -202,8 +208,10 @@ fn out_of_range_values_are_refused() {
     assert!(e.message.contains("semaphore"), "{e}");
     let e = err("[[workload]]\nkind = \"cpu-hog\"\nrt_priority = 5\n");
     assert!(e.message.contains("only with policy"), "{e}");
-    let e = err("[[workload]]\nkind = \"cpu-hog\"\naffinity = [0, -1]\n");
-    assert_eq!((e.line, e.column), (3, 16), "{e}");
+    refused_at(
+        "[[workload]]\nkind = \"cpu-hog\"\naffinity = [0, -1]\n",
+        (3, 16),
+    );
 }
 
 #[test]
