@@ -132,6 +132,19 @@ fn due_of(frames: &[Frame], name: &str) -> Due {
     row(frames.last().unwrap(), name).due.clone()
 }
 
+/// The verdict on each of `names` is Fair.
+fn assert_fair(frames: &[Frame], names: &[&str]) {
+    for name in names {
+        assert_eq!(verdict_of(frames, name), Verdict::Fair, "{name}");
+    }
+}
+
+/// Runs the workloads `hogs` as case `name` for a second after they settle.
+fn one_second_case(name: &str, hogs: &[String]) -> Vec<Frame> {
+    let toml = format!("name = \"{name}\"\n{}", hogs.concat());
+    run_case(&toml, Duration::from_secs(1))
+}
+
 fn hog(name: &str, threads: u32, extra: &str) -> String {
     format!("[[workload]]\nname = \"{name}\"\nkind = \"cpu-hog\"\nthreads = {threads}\n{extra}\n")
 }
@@ -139,13 +152,14 @@ fn hog(name: &str, threads: u32, extra: &str) -> String {
 #[test]
 fn nice_levels_on_one_cpu_split_it_1024_335_110() {
     let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let toml = [
-        hog("nice0", 1, "affinity = [0]"),
-        hog("nice5", 1, "affinity = [0]\nnice = 5"),
-        hog("nice10", 1, "affinity = [0]\nnice = 10"),
-    ]
-    .concat();
-    let frames = run_case(&format!("name = \"case1\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case1",
+        &[
+            hog("nice0", 1, "affinity = [0]"),
+            hog("nice5", 1, "affinity = [0]\nnice = 5"),
+            hog("nice10", 1, "affinity = [0]\nnice = 10"),
+        ],
+    );
     let total = 1024.0 + 335.0 + 110.0;
     for (name, w) in [("nice0", 1024.0), ("nice5", 335.0), ("nice10", 110.0)] {
         assert_due(&frames, name, w / total);
@@ -163,13 +177,13 @@ fn three_pinned_hogs_and_a_free_one_get_a_third_each_and_a_cpu() {
     if !two_cpus() {
         return skip("case 2", "needs two CPUs");
     }
-    let toml = [hog("pinned", 3, "affinity = [0]"), hog("free", 1, "")].concat();
-    let frames = run_case(&format!("name = \"case2\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case2",
+        &[hog("pinned", 3, "affinity = [0]"), hog("free", 1, "")],
+    );
     assert_due(&frames, "pinned", 1.0);
     assert_due(&frames, "free", 1.0);
-    for name in ["pinned", "free"] {
-        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
-    }
+    assert_fair(&frames, &["pinned", "free"]);
     assert!(matches!(due_of(&frames, "free"), Due::AllItWants { .. }));
     assert!(matches!(due_of(&frames, "pinned"), Due::Share { .. }));
     let jain = frames.last().unwrap().jain_index;
@@ -182,36 +196,36 @@ fn two_cgroups_weighted_100_and_300_split_one_cpu_a_quarter_and_three() {
     if !is_root() {
         return skip("case 3", "cgroups need root");
     }
-    let toml = [
-        hog(
-            "light",
-            1,
-            "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 100",
-        ),
-        hog(
-            "heavy",
-            1,
-            "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 300",
-        ),
-    ]
-    .concat();
-    let frames = run_case(&format!("name = \"case3\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case3",
+        &[
+            hog(
+                "light",
+                1,
+                "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 100",
+            ),
+            hog(
+                "heavy",
+                1,
+                "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 300",
+            ),
+        ],
+    );
     assert_due(&frames, "light", 0.25);
     assert_due(&frames, "heavy", 0.75);
-    for name in ["light", "heavy"] {
-        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
-    }
+    assert_fair(&frames, &["light", "heavy"]);
 }
 
 #[test]
 fn a_sched_idle_hog_beside_a_normal_one_is_due_3_in_1027() {
     let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let toml = [
-        hog("normal", 1, "affinity = [0]"),
-        hog("idle", 1, "affinity = [0]\npolicy = \"idle\""),
-    ]
-    .concat();
-    let frames = run_case(&format!("name = \"case4\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case4",
+        &[
+            hog("normal", 1, "affinity = [0]"),
+            hog("idle", 1, "affinity = [0]\npolicy = \"idle\""),
+        ],
+    );
     assert_due(&frames, "normal", 1024.0 / 1027.0);
     assert_due(&frames, "idle", 3.0 / 1027.0);
     assert_eq!(verdict_of(&frames, "normal"), Verdict::Fair);
@@ -238,9 +252,7 @@ fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
     // Case 5: the normal hog is due what real time leaves it (the fair server's 5%).
     assert_due(&frames, "fifo", 0.95);
     assert_due(&frames, "normal", 0.05);
-    for name in ["fifo", "normal"] {
-        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
-    }
+    assert_fair(&frames, &["fifo", "normal"]);
     assert!(
         matches!(due_of(&frames, "normal"), Due::RealTime { .. }),
         "{:?}",
@@ -267,8 +279,10 @@ fn a_hog_capped_by_cpu_max_at_20_percent_is_due_its_quota() {
     if !is_root() {
         return skip("case 6", "cgroups need root");
     }
-    let toml = hog("capped", 1, "placement = \"cgroup\"\ncpu_quota = 20");
-    let frames = run_case(&format!("name = \"case6\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case6",
+        &[hog("capped", 1, "placement = \"cgroup\"\ncpu_quota = 20")],
+    );
     assert_due(&frames, "capped", 0.2);
     assert_eq!(verdict_of(&frames, "capped"), Verdict::Fair);
     assert!(matches!(due_of(&frames, "capped"), Due::Quota { .. }));
@@ -293,18 +307,17 @@ fn one_session_of_one_hog_and_one_of_three_split_a_cpu_in_halves() {
     if !on {
         return skip("case 7", "autogroup is off on this kernel");
     }
-    let toml = [
-        hog("alone", 1, "affinity = [0]\nplacement = \"own-session\""),
-        hog("three", 3, "affinity = [0]\nplacement = \"own-session\""),
-    ]
-    .concat();
-    let frames = run_case(&format!("name = \"case7\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case7",
+        &[
+            hog("alone", 1, "affinity = [0]\nplacement = \"own-session\""),
+            hog("three", 3, "affinity = [0]\nplacement = \"own-session\""),
+        ],
+    );
     assert_due(&frames, "alone", 0.5);
     // Three tasks of 1/6 each.
     assert_due(&frames, "three", 0.5);
-    for name in ["alone", "three"] {
-        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
-    }
+    assert_fair(&frames, &["alone", "three"]);
 }
 
 #[test]

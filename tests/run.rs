@@ -1,6 +1,8 @@
 //! `schedlab run` end to end: real workloads (plain commands, so this does not depend on the
 //! load generators), JSON that follows the schema, recordings, live metrics, and bad input.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -66,11 +68,7 @@ fn json_output_follows_the_schema_and_gives_the_spread() {
         .args(["--repeat", "3", "--format", "json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(out.stderr.is_empty(), "no progress bar when piped");
     let text = String::from_utf8(out.stdout).unwrap();
     let r = RunResults::from_json(&text, "stdout").expect("strict schema");
@@ -115,11 +113,7 @@ fn output_file_record_replay_and_plot() {
         .arg(&rec)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(out.stdout.is_empty());
     RunResults::from_json(&std::fs::read_to_string(&res).unwrap(), "res").unwrap();
     let names: Vec<_> = std::fs::read_dir(dir.path())

@@ -2,6 +2,8 @@
 //! `schedlab run` goes through the engine path that tells the probe where the workload's own
 //! cgroup is, so its Frames say `accounting: cgroup`.
 
+mod common;
+
 use std::process::Command;
 
 use schedlab::model::Accounting;
@@ -42,11 +44,7 @@ fn a_cgroup_placed_workload_is_accounted_by_its_cgroup_headless() {
         .arg(&rec)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let frames = Recording::read(&rec).unwrap().frames();
     assert!(frames.len() >= 5, "{} frames", frames.len());
     for f in &frames {

@@ -8,6 +8,15 @@ use schedlab::scenario::WorkloadDecl;
 use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program, Running};
 use schedlab::workload::kind::WorkloadKind;
 
+/// The command succeeded; its stderr says why not.
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The real schedlab binary's command line for `args` (a subcommand and its arguments).
 pub fn real_argv(args: Vec<String>) -> Vec<String> {
     std::iter::once(env!("CARGO_BIN_EXE_schedlab").to_string())
