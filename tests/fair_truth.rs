@@ -39,8 +39,10 @@ fn two_cpus() -> bool {
     std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2
 }
 
-/// Runs a scenario for `run` after it settles and returns every Frame from then on.
+/// Runs a scenario for `run` after it settles and returns every Frame from then on; one case
+/// at a time, and its workloads are gone when it returns.
 fn run_case(toml: &str, run: Duration) -> Vec<Frame> {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let scenario = Scenario::from_toml(toml, "case").expect("case parses");
     let mut lab = Lab::new(INTERVAL).expect("lab");
     lab.set_verdict_window(WINDOW);
@@ -151,7 +153,6 @@ fn hog(name: &str, threads: u32, extra: &str) -> String {
 
 #[test]
 fn nice_levels_on_one_cpu_split_it_1024_335_110() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let frames = one_second_case(
         "case1",
         &[
@@ -173,7 +174,6 @@ fn nice_levels_on_one_cpu_split_it_1024_335_110() {
 
 #[test]
 fn three_pinned_hogs_and_a_free_one_get_a_third_each_and_a_cpu() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     if !two_cpus() {
         return skip("case 2", "needs two CPUs");
     }
@@ -192,7 +192,6 @@ fn three_pinned_hogs_and_a_free_one_get_a_third_each_and_a_cpu() {
 
 #[test]
 fn two_cgroups_weighted_100_and_300_split_one_cpu_a_quarter_and_three() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     if !is_root() {
         return skip("case 3", "cgroups need root");
     }
@@ -218,7 +217,6 @@ fn two_cgroups_weighted_100_and_300_split_one_cpu_a_quarter_and_three() {
 
 #[test]
 fn a_sched_idle_hog_beside_a_normal_one_is_due_3_in_1027() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let frames = one_second_case(
         "case4",
         &[
@@ -235,7 +233,6 @@ fn a_sched_idle_hog_beside_a_normal_one_is_due_3_in_1027() {
 
 #[test]
 fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     if !is_root() {
         return skip("cases 5 and 8", "real-time policies need root");
     }
@@ -275,7 +272,6 @@ fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
 
 #[test]
 fn a_hog_capped_by_cpu_max_at_20_percent_is_due_its_quota() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     if !is_root() {
         return skip("case 6", "cgroups need root");
     }
@@ -301,7 +297,6 @@ fn a_hog_capped_by_cpu_max_at_20_percent_is_due_its_quota() {
 
 #[test]
 fn one_session_of_one_hog_and_one_of_three_split_a_cpu_in_halves() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let on = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
         .is_ok_and(|s| s.trim() == "1");
     if !on {
@@ -322,7 +317,6 @@ fn one_session_of_one_hog_and_one_of_three_split_a_cpu_in_halves() {
 
 #[test]
 fn the_default_scenario_is_due_the_whole_machine_steadily() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let toml = schedlab::scenario::PRESETS[0].1;
     let frames = run_case(toml, Duration::from_secs(30));
     let cpus = frames[0].machine.cpus as f64;
