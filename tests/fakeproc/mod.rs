@@ -53,6 +53,25 @@ pub struct Proc<'a> {
     pub threads: &'a [Thread],
 }
 
+impl<'a> Proc<'a> {
+    /// A child of init that leads its own process group and session, at nice 0, with nothing
+    /// used yet: a test writes `Proc { what differs, ..Proc::leader(..) }`.
+    pub fn leader(pid: u32, start: u64, autogroup: u64, threads: &'a [Thread]) -> Self {
+        Self {
+            pid,
+            ppid: 1,
+            pgid: pid,
+            session: pid,
+            start,
+            cpu_ticks: 0,
+            child_ticks: 0,
+            nice: 0,
+            autogroup: (autogroup, 0),
+            threads,
+        }
+    }
+}
+
 /// A process with everything the probe reads of it.
 #[derive(Clone, Debug)]
 pub struct Process {
