@@ -5,7 +5,7 @@
 //! lives as long as the run), the default action for the signals the parent catches, and is
 //! listed so that the lifeline hook kills and reaps it on Ctrl-C, SIGTERM or a panic.
 
-use std::sync::{Mutex, Once};
+use std::sync::Once;
 
 use anyhow::Result;
 use nix::errno::Errno;
@@ -14,7 +14,10 @@ use nix::sys::signal::{kill, signal, SigHandler, Signal};
 use nix::sys::wait::waitpid;
 use nix::unistd::{getpid, getppid, write, ForkResult, Pid};
 
-static LIVE: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+use crate::sys::kill_list::KillList;
+
+/// The children forked and not yet reaped.
+static LIVE: KillList<libc::pid_t> = KillList::new();
 
 /// Forks a child that runs `body` and exits with its return value.
 ///
@@ -51,18 +54,18 @@ pub fn fork(body: impl FnOnce() -> i32) -> Result<libc::pid_t> {
         }
     };
     let pid = child.as_raw();
-    LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+    LIVE.add(pid);
     Ok(pid)
 }
 
 /// Forgets children that were reaped (kept out of timed loops: reaping is a plain wait()).
 pub fn forget_all() {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    LIVE.clear();
 }
 
 /// Kills every listed child and reaps it. Safe to call twice, or while another thread reaps.
 pub fn kill_all() {
-    let pids = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
+    let pids = LIVE.take();
     for &pid in &pids {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
