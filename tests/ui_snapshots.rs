@@ -37,25 +37,32 @@ fn ref_job(t: f64, wobble: f64) -> WorkloadFrame {
         involuntary_cs_per_sec: 410.0 + wobble * 30.0,
         runq_wait_pct: 118.0,
         wait_per_slice_us: 2900.0,
-        accounting: Accounting::Proc,
-        group: "session 812".into(),
         ..Default::default()
     }
-    .judged(Due::Share {
-        weight: 4096.0,
-        of_weight: 5120.0,
-        pool: 2.0,
-        pool_name: "its group gets".into(),
-        wants: 4.0,
-    })
+    .in_the_session(4096.0, 4.0)
 }
 
 /// The verdict fields as the model fills them: the window holds the same figures here.
 trait Judged {
     fn judged(self, due: Due) -> WorkloadFrame;
+
+    /// Judged as `weight` of the 5120 in session 812, whose group gets 2 CPUs.
+    fn in_the_session(self, weight: f64, wants: f64) -> WorkloadFrame;
 }
 
 impl Judged for WorkloadFrame {
+    fn in_the_session(mut self, weight: f64, wants: f64) -> WorkloadFrame {
+        self.accounting = Accounting::Proc;
+        self.group = "session 812".into();
+        self.judged(Due::Share {
+            weight,
+            of_weight: 5120.0,
+            pool: 2.0,
+            pool_name: "its group gets".into(),
+            wants,
+        })
+    }
+
     fn judged(mut self, due: Due) -> WorkloadFrame {
         self.window_received = self.cpu_received;
         self.window_fair = self.cpu_fair;
@@ -98,17 +105,9 @@ fn fork_load(wobble: f64) -> WorkloadFrame {
         involuntary_cs_per_sec: 95.0 + wobble * 10.0,
         runq_wait_pct: 84.0,
         wait_per_slice_us: 5100.0,
-        accounting: Accounting::Proc,
-        group: "session 812".into(),
         ..Default::default()
     }
-    .judged(Due::Share {
-        weight: 1024.0,
-        of_weight: 5120.0,
-        pool: 2.0,
-        pool_name: "its group gets".into(),
-        wants: 1.0,
-    })
+    .in_the_session(1024.0, 1.0)
 }
 
 fn frame(t: f64) -> Frame {

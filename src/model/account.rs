@@ -468,25 +468,16 @@ mod tests {
         // Seen runnable when first read and again 500 ms later, schedstat unmoved: starved,
         // not idle, from the first interval on.
         let (t0, t1) = (1000 * MS, 1500 * MS);
-        let mut memo = WorkloadMemo::default();
-        let acc = account(
-            &workload('R', t0),
-            &workload('R', t1),
-            500.0 * MS as f64,
-            t0,
-            &mut memo,
-        );
+        let first_interval = |first: char| {
+            let mut memo = WorkloadMemo::default();
+            let prev = workload(first, t0);
+            account(&prev, &workload('R', t1), 500.0 * MS as f64, t0, &mut memo)
+        };
+        let acc = first_interval('R');
         assert_eq!(acc.claims[0].demand, 1.0);
         assert_eq!(acc.wait_ns, 500.0 * MS as f64);
         // Asleep when first read: it may have just woken, so only what it used counts.
-        let mut memo = WorkloadMemo::default();
-        let acc = account(
-            &workload('S', t0),
-            &workload('R', t1),
-            500.0 * MS as f64,
-            t0,
-            &mut memo,
-        );
+        let acc = first_interval('S');
         assert_eq!(acc.claims[0].demand, 0.0);
     }
 

@@ -486,6 +486,7 @@ fn deadline_bandwidth(tid: u32) -> Option<f64> {
         util_max: u32,
     }
     let mut attr = SchedAttr::default();
+    // Raw syscall: neither libc nor nix wraps sched_getattr.
     // SAFETY: sched_getattr writes at most `size` bytes (the struct's size, passed as such)
     // into `attr`, a live, properly aligned value of that size.
     let rc = unsafe {

@@ -18,6 +18,7 @@ pub enum SamplerPriority {
 /// the kernel agreed.
 pub fn promote_this_thread() -> bool {
     let param = libc::sched_param { sched_priority: 1 };
+    // Raw libc: nix has no sched_setscheduler (nor sched_getscheduler, below).
     // SAFETY: sched_setscheduler with pid 0 changes only the calling thread; `param` is a
     // valid, initialised sched_param that outlives the call.
     let rc = unsafe {

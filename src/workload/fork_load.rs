@@ -14,8 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::unistd::{access, AccessFlags};
 
 use crate::sys::counters::{CounterRegion, CounterSlot};
+use crate::sys::shm::{self, Shareable, SharedMapping};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
 use crate::workload::registry::{CPUS, FORK_LOAD};
@@ -59,64 +61,26 @@ fn parse_forkers(s: &str) -> std::result::Result<Forkers, String> {
 #[repr(C, align(64))]
 struct Line(AtomicU64);
 
+// SAFETY: one atomic padded to a cache line: valid for any bits, only accessed atomically.
+unsafe impl Shareable for Line {}
+
 /// A shared mapping of a memfd (so an exec'd forker can map it too): line 0 is the stop
 /// flag, line 1+i forker i's EAGAIN count, line 1+n+i forker i's "finished" flag.
 struct Control {
-    base: *mut Line,
-    lines: usize,
+    map: SharedMapping,
     fd: std::os::fd::OwnedFd,
 }
 
-// SAFETY: Send: `Control` owns its mapping and memfd, unmaps once in Drop, and the memory is only
-// reached through atomics, so any thread may own it.
-unsafe impl Send for Control {}
-// SAFETY: Sync: shared references reach the mapping only as `&AtomicU64`, which is Sync.
-unsafe impl Sync for Control {}
-
 impl Control {
     fn new(forkers: usize) -> Result<Self> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        let lines = 1 + 2 * forkers;
-        // SAFETY: the name is a NUL-terminated C string literal; memfd_create reads nothing else.
-        let raw =
-            unsafe { libc::memfd_create(c"schedlab-fork-control".as_ptr(), libc::MFD_CLOEXEC) };
-        if raw < 0 {
-            return Err(std::io::Error::last_os_error())
-                .context("memfd_create for the control page");
-        }
-        // SAFETY: `raw` is the new descriptor memfd_create just returned (checked non-negative);
-        // nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: `fd` is an open descriptor this function owns; ftruncate takes no pointer.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), (lines * 64) as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("sizing the control page");
-        }
-        // SAFETY: a new shared mapping (null hint) of the memfd just sized to lines * 64 bytes: no
-        // existing memory is touched; MAP_FAILED is checked below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                lines * 64,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("mapping the control page");
-        }
-        Ok(Self {
-            base: base.cast(),
-            lines,
-            fd,
-        })
+        let len = std::mem::size_of::<Line>() * (1 + 2 * forkers);
+        let fd =
+            shm::memfd(c"schedlab-fork-control", len).context("a memfd for the control page")?;
+        let map = SharedMapping::of_fd(&fd, len).context("mapping the control page")?;
+        Ok(Self { map, fd })
     }
     fn line(&self, i: usize) -> &AtomicU64 {
-        assert!(i < self.lines);
-        // SAFETY: i < lines (asserted), so line i lies inside the mapping of lines * 64 bytes,
-        // 64-byte aligned as the page is; AtomicU64 is valid for any bits.
-        unsafe { &(*self.base.add(i)).0 }
+        &self.map.get::<Line>(i * std::mem::size_of::<Line>()).0
     }
     fn stop(&self) -> &AtomicU64 {
         self.line(0)
@@ -126,14 +90,6 @@ impl Control {
     }
     fn finished(&self, forker: usize, n: usize) -> &AtomicU64 {
         self.line(1 + n + forker)
-    }
-}
-
-impl Drop for Control {
-    fn drop(&mut self) {
-        // SAFETY: `base` and lines * 64 are the mapping `new` made; `line` borrows `self`, so no
-        // reference outlives the unmap.
-        unsafe { libc::munmap(self.base.cast(), self.lines * 64) };
     }
 }
 
@@ -156,9 +112,7 @@ pub fn check_executable(path: &Path) -> Result<()> {
     if !meta.is_file() {
         bail!("{} is not a regular file", path.display());
     }
-    let c = CString::new(path.as_os_str().as_bytes()).context("a path with a NUL byte")?;
-    // SAFETY: `c` is a NUL-terminated CString alive for the call; access only reads it.
-    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+    if access(path, AccessFlags::X_OK).is_err() {
         bail!("{} is not executable", path.display());
     }
     Ok(())
@@ -296,7 +250,8 @@ fn start_forkers(
         let lean = lean.ptrs.get(i);
         children::fork(|| {
             if let Some(args) = lean {
-                // In the forked child: only async-signal-safe calls, nothing allocated.
+                // In the forked child: only async-signal-safe calls, nothing allocated (raw
+                // libc: nix's execv builds its argument array on the heap).
                 // SAFETY: the descriptors are this process's own, open until it execs or
                 // exits; `args` is a null-terminated array of pointers to NUL-terminated
                 // strings that live in the parent's memory, copied into this child.
@@ -336,6 +291,8 @@ fn wait_for_forkers(deadline: Option<Instant>, n: usize, control: &Control) -> R
     let mut early = None;
     while deadline.map_or(true, |d| Instant::now() < d) {
         let mut status = 0;
+        // Raw waitpid: the status word says which signal killed a forker, which nix cannot
+        // represent for a real-time one.
         // SAFETY: waitpid with WNOHANG only reads our children's state into `status`.
         let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
         if pid > 0 {
@@ -384,7 +341,8 @@ fn report(total: u64, elapsed: Duration, n: usize, control: &Control) {
     }
 }
 
-/// One forker's loop. Runs in a forked child: system calls and inherited memory only.
+/// One forker's loop. Runs in a forked child: system calls and inherited memory only. The
+/// measured loop (when the lean forker is not there): raw libc, exactly contest's calls.
 fn forker(
     i: usize,
     n: usize,
@@ -397,8 +355,10 @@ fn forker(
         tv_sec: 0,
         tv_nsec: BACKOFF.as_nanos() as libc::c_long,
     };
+    // Looked up once: the loop itself only loads and stores.
+    let (stop, eagain) = (control.stop(), control.eagain(i));
     let mut code = 0;
-    while control.stop().load(Relaxed) == 0 {
+    while stop.load(Relaxed) == 0 {
         // SAFETY: the forker is a single-threaded forked process; its child only calls execv and
         // _exit on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
@@ -413,7 +373,7 @@ fn forker(
         if pid < 0 {
             let errno = std::io::Error::last_os_error().raw_os_error();
             if errno == Some(libc::EAGAIN) {
-                control.eagain(i).fetch_add(1, Relaxed);
+                eagain.fetch_add(1, Relaxed);
                 // SAFETY: `backoff` is a live timespec that nanosleep only reads; a null remainder
                 // pointer is allowed.
                 unsafe { libc::nanosleep(&backoff, std::ptr::null_mut()) };

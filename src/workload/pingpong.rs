@@ -10,11 +10,14 @@
 mod endpoint;
 mod tasks;
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use nix::fcntl::OFlag;
+use nix::sched::{sched_getaffinity, CpuSet};
+use nix::unistd::Pid;
 
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::sysv::{self, MsgQueue, SemSet};
@@ -137,16 +140,9 @@ impl Plan {
 
 /// CPUs this process may run on, in increasing order.
 pub fn allowed_cpus() -> Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is a plain bit array: all-zero bytes are the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a live, writable cpu_set_t and the size passed is its own.
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
-    {
-        return Err(std::io::Error::last_os_error()).context("sched_getaffinity");
-    }
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: CPU_ISSET only reads `set`, and c < CPU_SETSIZE stays inside its bit array.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+    let set = sched_getaffinity(Pid::from_raw(0)).context("sched_getaffinity")?;
+    let cpus: Vec<usize> = (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
         .collect();
     if cpus.is_empty() {
         bail!("this process may run on no CPU");
@@ -195,13 +191,7 @@ impl PairObjects {
 
 /// A close-on-exec pipe: (read end, write end).
 pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 just returned both descriptors (checked above); nothing else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
 }
 
 /// A pinger's counter, readable by the parent (for the report) while the pinger stores to it.

@@ -2,6 +2,8 @@
 //! reading a process's SysV ledger to learn which objects it made.
 #![allow(dead_code)]
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -32,9 +34,7 @@ pub fn run_bounded(args: &[&str], limit: Duration) -> Output {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        // SAFETY: kill takes no pointer; the pid is our child, not reaped before wait_with_output
-        // returns.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         true
     });
     let out = child.wait_with_output().expect("wait for schedlab");
@@ -121,12 +121,7 @@ pub fn children_of(pid: u32) -> Vec<u32> {
     out
 }
 
-/// Alive and not a zombie.
-pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
-        .unwrap_or(false)
-}
+pub use schedlab::sys::proc::alive;
 
 /// Waits until none of `pids` is alive; fails after `limit`.
 pub fn wait_gone(pids: &[u32], limit: Duration) {

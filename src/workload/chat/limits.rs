@@ -8,7 +8,8 @@ use std::io;
 use std::thread::JoinHandle;
 
 use super::protocol::USERS_PER_ROOM;
-use crate::sys::guard::{free_tasks, mem_available, read_u64};
+use crate::sys::guard::free_tasks;
+use crate::sys::proc::{mem_available, read_u64};
 
 /// Stack of every chat thread: the originals used 16 KiB; Rust's formatting on an error path
 /// wants a little more. Small stacks are what let thousands of threads fit.

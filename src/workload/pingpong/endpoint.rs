@@ -4,7 +4,9 @@
 //! exactly the system calls of the originals (pmsg: msgsnd/msgrcv on one queue with two
 //! message types; psem: semop -1/+1 on two semaphores; perf bench sched pipe: a 4-byte
 //! write/read on two pipes). Nothing else happens per round trip but a relaxed load of the
-//! stop flag and a plain store to the pinger's counter.
+//! stop flag and a plain store to the pinger's counter. The calls are raw libc on purpose:
+//! these loops were measured against the C originals, and a wrapper's error conversion and
+//! descriptor borrowing are code the originals did not run.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
