@@ -97,11 +97,20 @@ pub fn over_interval(dr: u64, dw: u64, read_before: u64, read_now: u64, t: u64) 
     )
 }
 
-fn cpus_of(th: &TaskSample) -> CpuSet {
-    th.cpus
-        .as_deref()
-        .and_then(CpuSet::parse_list)
-        .unwrap_or_default()
+/// A thread's allowed CPUs; `last` keeps the last list parsed, since a process's threads
+/// nearly always share one (a thousand parses a tick otherwise).
+fn cpus_of<'s>(th: &'s TaskSample, last: &mut Option<(&'s str, CpuSet)>) -> CpuSet {
+    let Some(text) = th.cpus.as_deref() else {
+        return CpuSet::default();
+    };
+    if let Some((t, set)) = last {
+        if *t == text {
+            return set.clone();
+        }
+    }
+    let set = CpuSet::parse_list(text).unwrap_or_default();
+    *last = Some((text, set.clone()));
+    set
 }
 
 fn placement_of(p: &ProcessSample) -> Placement {
@@ -145,6 +154,7 @@ pub fn account(
         let pp = prev_procs.get(&key);
         let placement = placement_of(p);
         let mut own: u64 = 0;
+        let mut last_cpus = None;
         for th in &p.threads {
             // The probe lists threads sorted by tid.
             let old = pp.and_then(|pp| {
@@ -166,8 +176,8 @@ pub fn account(
             run_sum += dr;
             wait_sum += waited;
             slices += ds;
-            let cpus = cpus_of(th);
-            cpus_allowed = cpus_allowed.union(&cpus);
+            let cpus = cpus_of(th, &mut last_cpus);
+            cpus_allowed.add_all(&cpus);
             if busy > 0 {
                 if let Some(c) = th.cpu {
                     cpus_used.insert(c);

@@ -673,13 +673,15 @@ fn weight_of(mine: &[usize], tasks: &[solver::Task], tree: &Tree) -> f64 {
         return 0.0;
     };
     let node = tasks[first].group;
+    // Alone: all of it in one group, and no other task of that group wanting CPU (counted,
+    // not searched: a thousand-thread workload would cost a million comparisons a tick).
     let alone = node != 0
         && mine.iter().all(|&i| tasks[i].group == node)
         && tasks
             .iter()
-            .enumerate()
-            .filter(|(_, t)| t.group == node && t.demand > 0.01)
-            .all(|(k, _)| mine.contains(&k));
+            .filter(|t| t.group == node && t.demand > 0.01)
+            .count()
+            == mine.iter().filter(|&&i| tasks[i].demand > 0.01).count();
     if alone {
         return tree.groups[node].weight;
     }

@@ -92,7 +92,7 @@ fn share_of(
     // Its peers are tasks of its own kind: real-time tasks take theirs before fair tasks share
     // what is left by weight, so neither is part of the other's pool.
     let bound = |k: usize| {
-        sol.limit[k] == Limit::Cpus(set.clone())
+        matches!(&sol.limit[k], Limit::Cpus(s) if *s == set)
             && sol.share[k] > TINY
             && (tasks[k].class == Class::Fair) == fair_class
     };

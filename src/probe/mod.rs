@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use parse::NS_PER_TICK;
 use reader::{read_path, ReadErr, Reader};
-use task::{ProcGone, ProcState, Sweep};
+use task::{ProcGone, ProcState, Suspects, Sweep};
 
 pub use sample::{
     CgroupNode, CgroupSample, CpuTimes, Health, Life, MachineSample, ProcessSample, RestSample,
@@ -83,8 +83,12 @@ impl Default for ProbeConfig {
 const CACHE_REFRESH_NS: u64 = 5_000_000_000;
 /// Rescan /proc at least this often.
 const RELIST_NS: u64 = 1_000_000_000;
-/// Out-of-turn reads (stat, status) of threads that may be starving, at most per sweep.
-const SUSPECT_READS: u32 = 256;
+/// Out-of-turn stat reads of threads that may be starving, a second: ≈3 µs each here, so
+/// at most ≈0.15% of a CPU.
+const SUSPECT_STATS_PER_SEC: u64 = 500;
+/// Out-of-turn status reads (voluntary switches: did it sleep?), a second: ≈12 µs each, so
+/// at most ≈0.12% of a CPU.
+const SUSPECT_STATUS_PER_SEC: u64 = 100;
 /// A CPU idle for less than this share of an interval was contended.
 const CONTENDED_IDLE: f64 = 0.05;
 /// How often the fair server's reserve (or the RT throttle) is re-read.
@@ -142,12 +146,16 @@ pub struct Probe {
     /// Sweeps so far, and when the last one began: the rotation of a big workload's reads.
     sweeps: u32,
     last_sweep_ns: u64,
+    /// Threads that ran little, met in the last sweep: how many the suspects' budget is
+    /// shared among.
+    suspects_last: u32,
 }
 
-/// schedstat reads a second, at most, on average: about 1.4% of a CPU here (1.7 µs each).
+/// schedstat reads a second, at most, on average: about 0.7% of a CPU here (1.7 µs each).
 /// A workload with more threads than this at its interval is read in rotation (each thread
 /// every few sweeps, its deltas over its own read interval); fewer, every thread every sweep.
-pub const SCHEDSTAT_READS_PER_SEC: u64 = 8_000;
+/// 4,000 keeps the observer of 1,000 threads at 10 Hz within 2% of a CPU, model included.
+pub const SCHEDSTAT_READS_PER_SEC: u64 = 4_000;
 
 /// One thread in how many to read this sweep, for `threads` threads `gap_ns` after the last.
 fn read_stride(threads: u64, gap_ns: u64) -> u32 {
@@ -157,9 +165,9 @@ fn read_stride(threads: u64, gap_ns: u64) -> u32 {
 }
 
 /// Most per-thread status files read per second, on average. One costs ≈12 µs here (ten
-/// times a schedstat read), so this caps status at ≈0.6% of a CPU: with more threads than
-/// this, switches are read less often than asked (1,000 threads: every 2 s).
-pub const STATUS_READS_PER_SEC: u64 = 500;
+/// times a schedstat read), so this caps status at ≈0.3% of a CPU: with more threads than
+/// this, switches are read less often than asked (1,000 threads: every 4 s).
+pub const STATUS_READS_PER_SEC: u64 = 250;
 
 /// How often status is read: as asked, or less often when `threads` would exceed the budget.
 /// Zero asks for status at every sweep (tests, benches): no budget then.
@@ -218,6 +226,7 @@ impl Probe {
             reserve_ns: 0,
             deadline_attrs: cfg.proc_root == Path::new("/proc"),
             sweeps: 0,
+            suspects_last: 0,
             last_sweep_ns: 0,
             cfg,
         })
@@ -276,7 +285,7 @@ impl Probe {
         self.sweeps = self.sweeps.wrapping_add(1);
         let stride = read_stride(self.threads_last, gap);
         let mut workloads = Vec::with_capacity(targets.len());
-        let mut suspects_left = SUSPECT_READS;
+        let mut suspects = self.suspect_budget(gap);
         for target in targets {
             workloads.push(self.sample_target(
                 target,
@@ -286,7 +295,7 @@ impl Probe {
                     contended,
                     stride,
                 },
-                &mut suspects_left,
+                &mut suspects,
                 t0,
             ));
         }
@@ -297,8 +306,9 @@ impl Probe {
             .sum();
 
         if rest_due {
-            machine.rest = Some(self.read_rest(targets, contended, &mut suspects_left, t0));
+            machine.rest = Some(self.read_rest(targets, contended, &mut suspects, t0));
         }
+        self.suspects_last = suspects.seen;
         if status_due || rest_due {
             let mut paths: Vec<&str> = workloads
                 .iter()
@@ -475,7 +485,7 @@ impl Probe {
         &mut self,
         target: &Target,
         plan: SweepPlan,
-        suspects_left: &mut u32,
+        suspects: &mut Suspects,
         now: u64,
     ) -> WorkloadSample {
         let SweepPlan {
@@ -512,7 +522,7 @@ impl Probe {
             now,
             status_due,
             contended,
-            suspects_left: *suspects_left,
+            suspects: *suspects,
             stat_active: false,
             cgroups,
             deadline_attrs: *deadline_attrs,
@@ -545,7 +555,7 @@ impl Probe {
                 Err(ProcGone::Gone) => gone_pids.push(pid),
             }
         }
-        *suspects_left = sweep.suspects_left;
+        *suspects = sweep.suspects;
         for pid in gone_pids {
             group.procs.remove(&pid);
             // Learn its new group (or its successor's) at the next scan.
@@ -607,12 +617,27 @@ impl Probe {
         }
     }
 
+    /// This sweep's share of the suspects' reads a second, over the time since the last
+    /// sweep, and which of last sweep's suspects get their turn.
+    fn suspect_budget(&self, gap_ns: u64) -> Suspects {
+        let gap = gap_ns.clamp(50_000_000, 10_000_000_000);
+        let per_sweep = |per_sec: u64| (per_sec * gap / 1_000_000_000).max(1) as u32;
+        let stat_left = per_sweep(SUSPECT_STATS_PER_SEC);
+        Suspects {
+            stat_left,
+            status_left: per_sweep(SUSPECT_STATUS_PER_SEC),
+            every: self.suspects_last.div_ceil(stat_left).clamp(1, 64),
+            phase: self.sweeps,
+            seen: 0,
+        }
+    }
+
     /// Reads every process that belongs to no target.
     fn read_rest(
         &mut self,
         targets: &[Target],
         contended: bool,
-        suspects_left: &mut u32,
+        suspects: &mut Suspects,
         now: u64,
     ) -> RestSample {
         let pgids: HashSet<u32> = targets
@@ -651,7 +676,7 @@ impl Probe {
             now,
             status_due: meta_due,
             contended,
-            suspects_left: *suspects_left,
+            suspects: *suspects,
             stat_active: true,
             cgroups,
             deadline_attrs: *deadline_attrs,
@@ -659,7 +684,7 @@ impl Probe {
             phase: 0,
         };
         let out = rest.read(&members, &mut sweep, buf);
-        *suspects_left = sweep.suspects_left;
+        *suspects = sweep.suspects;
         out
     }
 }
@@ -773,20 +798,20 @@ mod tests {
     fn big_workloads_are_read_in_rotation_within_the_budget() {
         use super::read_stride;
         const MS: u64 = 1_000_000;
-        // 1,000 threads at 10 Hz: 10,000 reads a second, over the 8,000 budget: every other.
-        assert_eq!(read_stride(1_000, 100 * MS), 2);
+        // 1,000 threads at 10 Hz: 10,000 reads a second, over the 4,000 budget: every third.
+        assert_eq!(read_stride(1_000, 100 * MS), 3);
         assert_eq!(read_stride(100, 100 * MS), 1);
-        // 16,000 threads at 1 Hz: every other sweep.
-        assert_eq!(read_stride(16_000, 1_000 * MS), 2);
+        // 16,000 threads at 1 Hz: every fourth sweep.
+        assert_eq!(read_stride(16_000, 1_000 * MS), 4);
         assert_eq!(read_stride(0, 0), 1);
     }
 
     #[test]
     fn status_is_read_as_asked_until_the_budget_is_reached() {
         assert_eq!(status_period_ns(S, 10), S);
-        assert_eq!(status_period_ns(S, 500), S);
-        // 1,000 threads at 500 reads a second: every 2 s.
-        assert_eq!(status_period_ns(S, 1000), 2 * S);
+        assert_eq!(status_period_ns(S, 250), S);
+        // 1,000 threads at 250 reads a second: every 4 s.
+        assert_eq!(status_period_ns(S, 1000), 4 * S);
         assert_eq!(status_period_ns(5 * S, 1000), 5 * S);
         assert_eq!(status_period_ns(0, 5000), 0);
     }

@@ -77,8 +77,8 @@ pub(super) struct Sweep<'a> {
     /// Some CPU was busy for (nearly) the whole last interval: threads that ran little may be
     /// waiting for one, so their state is worth a read.
     pub contended: bool,
-    /// Out-of-turn stat and status reads left in this sweep.
-    pub suspects_left: u32,
+    /// Out-of-turn reads of threads that may be starving, left in this sweep.
+    pub suspects: Suspects,
     /// Read stat for every thread that ran or waited since its last read (the rest of the
     /// machine, read once a second, wants each active task's state and CPU).
     pub stat_active: bool,
@@ -89,6 +89,32 @@ pub(super) struct Sweep<'a> {
     /// of schedstat reads a second, for very large workloads. 1: every thread.
     pub stride: u32,
     pub phase: u32,
+}
+
+/// The out-of-turn reads one sweep may make of threads that ran little (are they waiting for
+/// a CPU, or did they sleep?), within a budget a second: a status read costs ten schedstat
+/// reads, and on a busy machine nearly every thread of a ping-pong is such a suspect.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Suspects {
+    /// stat reads (state, CPU) left.
+    pub stat_left: u32,
+    /// status reads (voluntary switches) left.
+    pub status_left: u32,
+    /// One suspect in `every` is considered, turning with `phase`: with more suspects than
+    /// the budget, each sweep looks at different ones rather than the first in the list.
+    pub every: u32,
+    pub phase: u32,
+    /// Suspects met so far in this sweep.
+    pub seen: u32,
+}
+
+impl Suspects {
+    /// Whether this suspect's turn is now.
+    fn turn(&mut self) -> bool {
+        let mine = (self.seen + self.phase) % self.every.max(1) == 0;
+        self.seen += 1;
+        mine
+    }
 }
 
 /// Why a process could not be read this sweep.
@@ -230,14 +256,14 @@ impl ProcState {
                 t.sample.policy = st.policy;
                 t.sample.rt_priority = st.rt_priority;
             }
-            let suspect = t.ran_little();
+            let suspect = t.ran_little() && sweep.suspects.turn();
             let fresh = std::mem::take(&mut t.fresh);
             let stat_due = tid != pid
                 && (sweep.status_due
                     || fresh
                     || nice_due
                     || (sweep.stat_active && t.active())
-                    || (sweep.contended && suspect && take(&mut sweep.suspects_left)));
+                    || (sweep.contended && suspect && take(&mut sweep.suspects.stat_left)));
             if stat_due {
                 t.open_files(proc_root, pid, tid, notes);
                 if let Some(r) = &t.stat {
@@ -255,7 +281,7 @@ impl ProcState {
             let waiting = suspect
                 && t.sample.state == Some('R')
                 && t.ran_at_all()
-                && take(&mut sweep.suspects_left);
+                && take(&mut sweep.suspects.status_left);
             if (sweep.status_due && t.sample.slices != t.status_slices) || waiting || fresh {
                 t.open_files(proc_root, pid, tid, notes);
                 t.status_slices = t.sample.slices;
