@@ -3,7 +3,9 @@
 //! its weight and class, the CPUs it may use and where it sits in the group tree. For the
 //! workloads from two consecutive Samples; for the rest of the machine from its deltas.
 
-use std::collections::{HashMap, HashSet};
+// foldhash, not SipHash: a thousand-thread workload costs several lookups per thread per tick,
+// and these keys (pids, tids) come from the kernel, not from a peer that could pick them.
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use super::cpuset::CpuSet;
 use super::demand::{self, Observed, TaskMemo};
@@ -148,7 +150,8 @@ pub fn account(
     // Per thread: pid, tid, run, wanted (ns), and its claim without demand yet.
     let mut per_task: Vec<(u32, u32, u64, u64, Claim)> = Vec::new();
     let mut reaped: Vec<(u32, u64, Placement)> = Vec::new();
-    let mut seen_tasks: HashSet<(u32, u64, u32)> = HashSet::new();
+    let threads: usize = w.processes.iter().map(|p| p.threads.len()).sum();
+    let mut seen_tasks: HashSet<(u32, u64, u32)> = HashSet::with_capacity(threads);
     for p in &w.processes {
         let key = (p.pid, p.start);
         let pp = prev_procs.get(&key);
@@ -389,7 +392,10 @@ pub struct RestClaim {
 }
 
 /// The rest's claims from one read of it. `credit`: wait counted ahead, per thread.
-pub fn rest_claims(r: &RestSample, memo: &mut HashMap<u32, TaskMemo>) -> Vec<RestClaim> {
+pub fn rest_claims(
+    r: &RestSample,
+    memo: &mut std::collections::HashMap<u32, TaskMemo>,
+) -> Vec<RestClaim> {
     let t = r.t_ns.saturating_sub(r.since_ns);
     if r.since_ns == 0 || t == 0 {
         return Vec::new();
