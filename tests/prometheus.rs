@@ -328,6 +328,7 @@ fn prometheus_rate_of_the_cpu_counter_agrees_with_the_run() {
             .find(|w| w.name == name)
             .and_then(|w| w.metrics.iter().find(|m| m.metric == Metric::CpuReceived))
             .unwrap_or_else(|| panic!("{name} in the run's results"))
+            .summary
             .mean;
         eprintln!("{name}: Prometheus rate() {prometheus:.4} CPUs, the run's results {own:.4}");
         // Within 5% of the run's own figure (the sleeper's is next to nothing: within 0.01 CPU).

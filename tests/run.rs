@@ -91,8 +91,10 @@ fn json_output_follows_the_schema_and_gives_the_spread() {
         .find(|m| m.metric == Metric::CpuReceived)
         .unwrap();
     assert_eq!(cpu.runs.len(), 3);
-    assert!(cpu.mean > 0.0, "a shell loop spins: {cpu:?}");
-    assert!(cpu.std_dev.is_some() && cpu.ci95_low.is_some() && cpu.cv.is_some());
+    assert!(cpu.summary.mean > 0.0, "a shell loop spins: {cpu:?}");
+    assert!(
+        cpu.summary.std_dev.is_some() && cpu.summary.ci95_low.is_some() && cpu.summary.cv.is_some()
+    );
 
     // CSV and text views of the same run.
     let out = run_of(&sc).args(["--format", "csv"]).output().unwrap();
@@ -306,7 +308,7 @@ fn every_preset_runs_two_seconds_headless() {
             }
             let cpu = w.metrics.iter().find(|m| m.metric == Metric::CpuReceived);
             assert!(
-                cpu.is_some_and(|m| m.mean > 0.0),
+                cpu.is_some_and(|m| m.summary.mean > 0.0),
                 "{name}: workload {} received no CPU",
                 w.name
             );

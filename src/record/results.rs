@@ -172,48 +172,24 @@ pub struct MetricResult {
     pub unit: String,
     /// The value of each repeat, in order (time-weighted mean over the repeat).
     pub runs: Vec<f64>,
-    pub n: usize,
-    pub mean: f64,
-    pub std_dev: Option<f64>,
-    pub min: f64,
-    pub max: f64,
-    pub ci95_low: Option<f64>,
-    pub ci95_high: Option<f64>,
-    pub cv: Option<f64>,
+    /// Their statistics (n, mean, std_dev, min, max, ci95_low, ci95_high, cv), written as
+    /// fields of this object.
+    #[serde(flatten)]
+    pub summary: Summary,
     /// Present when the figure should not be trusted, saying why.
     pub warning: Option<String>,
 }
 
 impl MetricResult {
     pub fn new(metric: Metric, ops_unit: &str, runs: Vec<f64>) -> Option<Self> {
-        let s = stats::summarize(&runs)?;
+        let summary = stats::summarize(&runs)?;
         Some(MetricResult {
             metric,
             unit: metric.unit(ops_unit),
-            warning: s.noise().map(|n| n.to_string()),
+            warning: summary.noise().map(|n| n.to_string()),
             runs,
-            n: s.n,
-            mean: s.mean,
-            std_dev: s.std_dev,
-            min: s.min,
-            max: s.max,
-            ci95_low: s.ci95_low,
-            ci95_high: s.ci95_high,
-            cv: s.cv,
+            summary,
         })
-    }
-
-    pub fn summary(&self) -> Summary {
-        Summary {
-            n: self.n,
-            mean: self.mean,
-            std_dev: self.std_dev,
-            min: self.min,
-            max: self.max,
-            ci95_low: self.ci95_low,
-            ci95_high: self.ci95_high,
-            cv: self.cv,
-        }
     }
 }
 
@@ -417,6 +393,7 @@ impl RunResults {
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
         for w in &self.workloads {
             for m in &w.metrics {
+                let s = &m.summary;
                 let _ = writeln!(
                     out,
                     "{},{},{},{},{},{},{},{},{},{},{},{},{}",
@@ -424,14 +401,14 @@ impl RunResults {
                     csv_field(&w.kind),
                     m.metric.name(),
                     csv_field(&m.unit),
-                    m.n,
-                    m.mean,
-                    opt(m.std_dev),
-                    m.min,
-                    m.max,
-                    opt(m.ci95_low),
-                    opt(m.ci95_high),
-                    opt(m.cv),
+                    s.n,
+                    s.mean,
+                    opt(s.std_dev),
+                    s.min,
+                    s.max,
+                    opt(s.ci95_low),
+                    opt(s.ci95_high),
+                    opt(s.cv),
                     csv_field(m.warning.as_deref().unwrap_or("")),
                 );
             }
@@ -463,7 +440,8 @@ impl RunResults {
             let mut noisy = Vec::new();
             let mut single = false;
             for m in &w.metrics {
-                let ci = match (m.ci95_low, m.ci95_high) {
+                let s = &m.summary;
+                let ci = match (s.ci95_low, s.ci95_high) {
                     (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
                     _ => "-".into(),
                 };
@@ -472,14 +450,14 @@ impl RunResults {
                     out,
                     "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
                     label,
-                    num(m.mean),
-                    m.std_dev.map_or("-".into(), num),
-                    num(m.min),
-                    num(m.max),
+                    num(s.mean),
+                    s.std_dev.map_or("-".into(), num),
+                    num(s.min),
+                    num(s.max),
                     ci,
-                    m.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+                    s.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
                 );
-                match m.summary().noise() {
+                match s.noise() {
                     Some(Noise::SingleRun) => single = true,
                     Some(Noise::HighCv(cv)) => {
                         noisy.push(format!("{} {:.1}%", m.metric.name(), cv * 100.0))
