@@ -11,6 +11,7 @@
 //! and whatever a failure left ends with the namespace. Bounded: about two minutes on
 //! 2 CPUs in a debug build.
 
+mod common;
 #[path = "reliability/mod.rs"]
 mod support;
 
