@@ -17,21 +17,16 @@ bench_median_iqr() { bench_stats | awk -v f="${1:-%.0f}" '{printf f " [" f ".." 
 # A / B to 3 decimals.
 bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.3f\n", a / b }'; }
 
-# Builds the release binaries; SL = the schedlab binary.
-bench_build() {
+# What a script comparing observers needs: SL, the release build of schedlab; htop (installed
+# with apt-get when missing); TMP, a directory of its own, removed on exit with the background
+# PIDs in BG killed; HZ, the clock ticks of /proc/PID/stat.
+bench_observer_setup() {
     cargo build --release --quiet --bins
     SL=$PWD/target/release/schedlab
-}
-# htop, installed with apt-get when missing.
-bench_need_htop() {
     if ! command -v htop >/dev/null; then
         echo "installing htop (apt-get)" >&2
         apt-get update -qq >/dev/null && apt-get install -y -qq htop >/dev/null
     fi
-}
-# TMP, a directory of the script's own, removed on exit with the background PIDs in BG killed;
-# HZ, the clock ticks of /proc/PID/stat.
-bench_tmpdir() {
     TMP=$(mktemp -d)
     BG=""
     trap bench_cleanup EXIT

@@ -26,9 +26,7 @@ SECS=${SECS:-6}
 PAIRS=${PAIRS:-500}
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-bench_build
-bench_need_htop
-bench_tmpdir
+bench_observer_setup
 
 cat > "$TMP/obs.toml" <<TOML
 name = "observer-bench"

@@ -17,9 +17,7 @@ ROOMS=${ROOMS:-200}
 MESSAGES=${MESSAGES:-100}
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-bench_build
-bench_need_htop
-bench_tmpdir
+bench_observer_setup
 threads=$((ROOMS * 80))
 
 echo "Machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
