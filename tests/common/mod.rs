@@ -31,11 +31,13 @@ pub fn schedlab() -> Command {
     Command::new(BIN)
 }
 
-/// Runs `schedlab ARGS` to its end, asserts it succeeded, and returns its stdout.
-pub fn stdout_of<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
-    let out = schedlab().args(args).output().expect("running schedlab");
+/// Runs `cmd` to its end, asserts it succeeded, and returns its stdout.
+pub fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
     assert_success(&out);
-    String::from_utf8(out.stdout).expect("schedlab's stdout is UTF-8")
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
 }
 
 /// Writes `text` as the scenario file `dir/name`; returns its path.
