@@ -1,7 +1,7 @@
 //! Child processes of a test: their pipes read to the end, the port a server names on its first
 //! line, and a program run through another command.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::process::Command;
 use std::thread::JoinHandle;
 
@@ -21,6 +21,15 @@ pub fn read_in_background(mut pipe: impl Read + Send + 'static) -> JoinHandle<St
         let _ = pipe.read_to_end(&mut bytes);
         String::from_utf8_lossy(&bytes).into_owned()
     })
+}
+
+/// The first line a child writes on `pipe` (what follows is left unread).
+pub fn first_line(pipe: impl Read) -> String {
+    let mut line = String::new();
+    BufReader::new(pipe)
+        .read_line(&mut line)
+        .expect("a line from the child");
+    line
 }
 
 /// The port at the end of a server's "listening on ADDRESS:PORT" line.
