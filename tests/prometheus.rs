@@ -203,22 +203,7 @@ fn start_prometheus(
 
 /// One CPU hog in a cgroup of weight 10000, so the share it gets hardly depends on what else
 /// the machine runs; and a sleeper, which gets next to nothing.
-const SCENARIO: &str = r#"
-name = "prometheus-check"
-interval_ms = 250
-
-[[workload]]
-name = "hog"
-kind = "cpu-hog"
-threads = 1
-placement = "cgroup"
-cgroup_weight = 10000
-
-[[workload]]
-name = "nap"
-kind = "command"
-argv = ["sleep", "600"]
-"#;
+const SCENARIO: &str = include_str!("scenarios/prometheus-check.toml");
 
 #[test]
 fn prometheus_rate_of_the_cpu_counter_agrees_with_the_run() {

@@ -66,30 +66,9 @@ fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_owned).collect()
 }
 
-const SCENARIO: &str = r#"
-name = "reliability"
-interval_ms = 200
-
-[[workload]]
-name = "forks"
-kind = "fork-load"
-forkers = 1
-
-[[workload]]
-name = "sem"
-kind = "pingpong"
-ipc = "sem"
-pairs = 1
-pin = "none"
-
-[[workload]]
-name = "msg"
-kind = "pingpong"
-ipc = "msg"
-pairs = 1
-pin = "none"
-threads = true
-"#;
+/// The scenario the `run` cases end in every way: a fork loop, a sem and a threaded msg
+/// ping-pong.
+const SCENARIO: &str = include_str!("scenarios/reliability.toml");
 
 fn commands(scenario: &str, port: u16) -> Vec<Long> {
     let own = free_port().to_string();

@@ -12,15 +12,8 @@ use std::time::Duration;
 use schedlab::record::recording::Recording;
 use support::*;
 
-const FAILING: &str = r#"
-name = "failing"
-interval_ms = 100
-
-[[workload]]
-name = "bad"
-kind = "command"
-argv = ["sh", "-c", "echo 'first: a warning' >&2; echo 'bad: cannot go on: out of widgets' >&2; sleep 0.3; exit 3"]
-"#;
+/// A command that warns on stderr, says why it cannot go on, and exits 3.
+const FAILING: &str = include_str!("scenarios/failing.toml");
 
 /// `schedlab run` of the scenario `text`, recorded, under `tag`: its output and recording.
 fn run_recorded(tag: &str, text: &str, case: &str) -> (Output, Recording) {

@@ -15,20 +15,7 @@ fn schedlab() -> Command {
 }
 
 /// A scenario of two commands that end by themselves: one spins for a while, one sleeps.
-const FINITE: &str = r#"
-name = "two-commands"
-interval_ms = 100
-
-[[workload]]
-name = "spin"
-kind = "command"
-argv = ["sh", "-c", "i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done"]
-
-[[workload]]
-name = "nap"
-kind = "command"
-argv = ["sleep", "0.5"]
-"#;
+const FINITE: &str = include_str!("scenarios/two-commands.toml");
 
 fn scenario(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
