@@ -27,8 +27,8 @@ use reader::{read_path, ReadErr, Reader};
 use task::{ProcGone, ProcState, Sweep};
 
 pub use sample::{
-    CgroupNode, CgroupSample, CpuTimes, Health, Life, MachineSample, ProcessSample, RestSample,
-    RestTask, Sample, TaskSample, WorkloadSample,
+    CgroupNode, CgroupSample, CpuTimes, Health, LatencySample, Life, MachineSample, ProcessSample,
+    RestSample, RestTask, Sample, TaskSample, WorkloadSample,
 };
 
 /// A workload to watch.
@@ -565,6 +565,9 @@ impl Probe {
             cgroup,
             health,
             life: Life::Running,
+            latency: target.counters.as_ref().map_or_else(Vec::new, |c| {
+                c.read_latency().into_iter().map(Into::into).collect()
+            }),
         }
     }
 
