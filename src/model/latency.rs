@@ -159,6 +159,36 @@ impl Distribution {
     }
 }
 
+impl Distribution {
+    /// "p50 3.104 usec, p99 8.201 usec, p99.9 20.480 usec", for the workloads' reports; None
+    /// when empty or unavailable.
+    pub fn percentiles_text(&self) -> Option<String> {
+        if self.count() == 0 || !self.available() {
+            return None;
+        }
+        let us = |q| self.quantile_ns(q).unwrap_or(0.0) / 1000.0;
+        Some(format!(
+            "p50 {:.3} usec, p99 {:.3} usec, p99.9 {:.3} usec",
+            us(0.5),
+            us(0.99),
+            us(0.999)
+        ))
+    }
+
+    /// The merged distribution of `samples` of one unit (all of them when `unit` is None).
+    pub fn of(samples: &[LatencySample], unit: Option<&str>) -> Option<Distribution> {
+        let mut all: Option<Distribution> = None;
+        for s in samples
+            .iter()
+            .filter(|s| unit.map_or(true, |u| s.unit == u))
+        {
+            all.get_or_insert_with(Distribution::default)
+                .merge(&Distribution::cumulative(s));
+        }
+        all
+    }
+}
+
 fn midpoint(i: usize) -> f64 {
     if i >= BUCKETS {
         return TOP_NS as f64;

@@ -156,6 +156,15 @@ impl Histogram {
         unsafe { &*self.words.add(histogram::H_SAMPLES) }.load(Relaxed)
     }
 
+    /// Its counts so far, as [`CounterRegion::read_latency`] reads them.
+    pub fn totals(&self) -> LatencyTotals {
+        let mut dense = vec![0; BUCKETS + 1];
+        // SAFETY: as in `record`; reading only loads.
+        let mut totals = unsafe { read_histogram(self.words, &mut dense) }.unwrap_or_default();
+        totals.buckets = sparse(&dense);
+        totals
+    }
+
     /// Where the histogram lies in its region, in bytes (for a program exec'd with the
     /// region's descriptor).
     pub fn offset(&self) -> usize {
@@ -214,6 +223,51 @@ pub struct LatencyTotals {
     pub sum_ns: u64,
     pub rejected: u64,
     pub buckets: Vec<(u16, u64)>,
+}
+
+/// Reads the histogram at `words` into `dense` (added to it: one count per bucket, overflow
+/// last) and returns its header's figures; None when it carries no unit yet (claimed a moment
+/// ago). Reads the header line and only the lines of buckets it ever wrote.
+///
+/// # Safety
+/// `words` points to a histogram (`HISTOGRAM_BYTES` of mapped memory, 8-byte aligned).
+unsafe fn read_histogram(words: *const AtomicU64, dense: &mut [u64]) -> Option<LatencyTotals> {
+    use histogram::{BUCKETS_PER_LINE, HEADER_WORDS, H_OVERFLOW, H_REJECTED, H_SAMPLES, H_SUM};
+    // SAFETY: the caller vouches for `words`; every index used is within the histogram.
+    let word = |w: usize| unsafe { &*words.add(w) }.load(Relaxed);
+    let unit = Unit::from_code(word(histogram::H_UNIT))?;
+    dense[BUCKETS] += word(H_OVERFLOW);
+    for half in 0..2 {
+        let mut touched = word(histogram::H_TOUCHED + half);
+        while touched != 0 {
+            let line = half * 64 + touched.trailing_zeros() as usize;
+            touched &= touched - 1;
+            let first = line * BUCKETS_PER_LINE;
+            for (b, count) in dense[first..first + BUCKETS_PER_LINE]
+                .iter_mut()
+                .enumerate()
+            {
+                *count += word(HEADER_WORDS + first + b);
+            }
+        }
+    }
+    Some(LatencyTotals {
+        unit: Some(unit),
+        samples: word(H_SAMPLES),
+        sum_ns: word(H_SUM),
+        rejected: word(H_REJECTED),
+        buckets: Vec::new(),
+    })
+}
+
+/// The non-empty buckets of `dense`, as (index, count).
+fn sparse(dense: &[u64]) -> Vec<(u16, u64)> {
+    dense
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(i, &c)| (i as u16, c))
+        .collect()
 }
 
 impl CounterRegion {
@@ -404,60 +458,43 @@ impl CounterRegion {
     /// Every claimed histogram, merged per unit: raw cumulative counts, in unit order. Reads
     /// each histogram's header line and only the lines of buckets it ever wrote.
     pub fn read_latency(&self) -> Vec<LatencyTotals> {
-        use histogram::{BUCKETS_PER_LINE, HEADER_WORDS, H_OVERFLOW, H_REJECTED, H_SAMPLES};
         let claimed =
             (self.header().histograms_claimed.load(Relaxed) as usize).min(self.histograms);
-        let mut merged: Vec<(Unit, LatencyTotals, Vec<u64>)> = Vec::new();
+        let mut merged: Vec<(LatencyTotals, Vec<u64>)> = Vec::new();
         for i in 0..claimed {
             let words = self.histogram_words(i);
-            // SAFETY: a claimed histogram lies inside the mapping; we only load.
+            // SAFETY: a claimed histogram lies inside the mapping; reading only loads.
             let word = |w: usize| unsafe { &*words.add(w) }.load(Relaxed);
-            // A histogram claimed a moment ago may not carry its unit yet: next time.
-            let Some(unit) = Unit::from_code(word(histogram::H_UNIT)) else {
-                continue;
-            };
-            let (samples, rejected) = (word(H_SAMPLES), word(H_REJECTED));
-            if samples == 0 && rejected == 0 {
+            // One that never recorded adds nothing (and one claimed a moment ago may not
+            // carry its unit yet).
+            let unit = Unit::from_code(word(histogram::H_UNIT));
+            if unit.is_none() || word(histogram::H_SAMPLES) + word(histogram::H_REJECTED) == 0 {
                 continue;
             }
-            let k = match merged.iter().position(|(u, _, _)| *u == unit) {
+            let k = match merged.iter().position(|(t, _)| t.unit == unit) {
                 Some(k) => k,
                 None => {
-                    merged.push((unit, LatencyTotals::default(), vec![0; BUCKETS + 1]));
+                    let empty = LatencyTotals {
+                        unit,
+                        ..LatencyTotals::default()
+                    };
+                    merged.push((empty, vec![0; BUCKETS + 1]));
                     merged.len() - 1
                 }
             };
-            let (_, totals, dense) = &mut merged[k];
-            totals.samples += samples;
-            totals.sum_ns = totals.sum_ns.wrapping_add(word(histogram::H_SUM));
-            totals.rejected += rejected;
-            dense[BUCKETS] += word(H_OVERFLOW);
-            for half in 0..2 {
-                let mut touched = word(histogram::H_TOUCHED + half);
-                while touched != 0 {
-                    let line = half * 64 + touched.trailing_zeros() as usize;
-                    touched &= touched - 1;
-                    let first = line * BUCKETS_PER_LINE;
-                    for (b, count) in dense[first..first + BUCKETS_PER_LINE]
-                        .iter_mut()
-                        .enumerate()
-                    {
-                        *count += word(HEADER_WORDS + first + b);
-                    }
-                }
+            let (totals, dense) = &mut merged[k];
+            // SAFETY: as above.
+            if let Some(one) = unsafe { read_histogram(words, dense) } {
+                totals.samples += one.samples;
+                totals.sum_ns = totals.sum_ns.wrapping_add(one.sum_ns);
+                totals.rejected += one.rejected;
             }
         }
-        merged.sort_by_key(|(u, _, _)| *u);
+        merged.sort_by_key(|(t, _)| t.unit);
         merged
             .into_iter()
-            .map(|(unit, totals, dense)| LatencyTotals {
-                unit: Some(unit),
-                buckets: dense
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &c)| c > 0)
-                    .map(|(i, &c)| (i as u16, c))
-                    .collect(),
+            .map(|(totals, dense)| LatencyTotals {
+                buckets: sparse(&dense),
                 ..totals
             })
             .collect()

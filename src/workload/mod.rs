@@ -14,3 +14,4 @@ pub mod pingpong;
 pub mod placement;
 pub mod refjob;
 pub mod registry;
+pub mod stamp;

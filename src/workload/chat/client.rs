@@ -1,6 +1,8 @@
 //! The chat client (chat_c): one connection per user, a send and a receive thread on each,
 //! all released together by a SysV barrier, timed until every thread has posted its done
-//! semaphore.
+//! semaphore. Each user's messages carry a stamp (workload/stamp.rs) and one in
+//! [`TIME_EVERY`] its send time, so that the receive threads time each delivery through the
+//! server; against a server that does not relay what it is sent, they count it rejected.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -16,8 +18,9 @@ use super::net;
 use super::protocol::{Report, RunSize, END_BYTE, MSG_SIZE, START_BYTE, USERS_PER_ROOM};
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
-use crate::sys::counters::CounterSlot;
+use crate::sys::counters::{self, now_ns, CounterSlot, Histogram, Sampler};
 use crate::sys::sysv::SemSet;
+use crate::workload::stamp;
 
 /// How often the main thread looks up from waiting for the done semaphores.
 const TICK: Duration = Duration::from_millis(250);
@@ -51,7 +54,15 @@ impl Drop for DoneGuard<'_> {
     }
 }
 
-type Worker = JoinHandle<(CounterSlot, u64)>;
+/// A thread's counter and (receive threads) delivery histogram, given back when it ends,
+/// and how many messages it moved.
+type Worker = JoinHandle<(CounterSlot, Option<Histogram>, u64)>;
+
+/// Messages whose delivery is timed: one in this many per user. A send of 100 bytes over
+/// loopback TCP costs 3 µs or more of CPU here, and each stamp is read back by 19 receive
+/// threads, each reading the 22 ns clock: timing every message would cost about 1% of each
+/// receive; one in 8 costs 0.1% (docs/latency.md).
+pub const TIME_EVERY: u32 = 8;
 
 /// Runs one test against the server and returns its report.
 pub fn run(cfg: &ClientConfig, pool: &mut SlotPool) -> Result<Report> {
@@ -95,10 +106,13 @@ pub fn run(cfg: &ClientConfig, pool: &mut SlotPool) -> Result<Report> {
         }
         let _ = shared.barrier.set(0, 0);
     }
-    let (sent, slots_s) = join_all(senders);
-    let (received, slots_r) = join_all(receivers);
+    let (sent, slots_s, _) = join_all(senders);
+    let (received, slots_r, histograms) = join_all(receivers);
     for slot in slots_s.into_iter().chain(slots_r) {
         pool.give_back(slot);
+    }
+    for h in histograms {
+        pool.give_back_histogram(h);
     }
     let elapsed = outcome?;
     if cfg.verbose {
@@ -115,17 +129,19 @@ pub fn run(cfg: &ClientConfig, pool: &mut SlotPool) -> Result<Report> {
     })
 }
 
-fn join_all(workers: Vec<Worker>) -> (u64, Vec<CounterSlot>) {
+fn join_all(workers: Vec<Worker>) -> (u64, Vec<CounterSlot>, Vec<Histogram>) {
     let mut total = 0;
     let mut slots = Vec::with_capacity(workers.len());
+    let mut histograms = Vec::new();
     for w in workers {
         // A panicking thread has already ended the process through the lifeline hook.
-        if let Ok((slot, n)) = w.join() {
+        if let Ok((slot, latency, n)) = w.join() {
             total += n;
             slots.push(slot);
+            histograms.extend(latency);
         }
     }
-    (total, slots)
+    (total, slots, histograms)
 }
 
 /// Connects, starts the threads, waits for START, releases and times the run.
@@ -141,6 +157,7 @@ fn start_and_wait(
 ) -> Result<Duration> {
     let size = cfg.size;
     let messages = size.messages as u64;
+    let stamped = counters::latency_enabled();
     for room in 0..size.rooms as usize {
         if cfg.verbose {
             crate::outln!("Creating room number {} ...", room + 1);
@@ -159,14 +176,19 @@ fn start_and_wait(
             let c = stream.clone();
             senders.push(
                 limits::spawn("chat-c-send", move || {
-                    send_thread(&s, room as u16, &c, sl, messages)
+                    let (slot, n) = if stamped {
+                        send_thread::<true>(&s, room as u16, &c, sl, messages)
+                    } else {
+                        send_thread::<false>(&s, room as u16, &c, sl, messages)
+                    };
+                    (slot, None, n)
                 })
                 .map_err(|e| anyhow!(e))?,
             );
-            let (s, sl) = (shared.clone(), pool.take()?);
+            let (s, sl, h) = (shared.clone(), pool.take()?, pool.take_histogram());
             receivers.push(
                 limits::spawn("chat-c-recv", move || {
-                    receive_thread(&s, room as u16, &stream, sl, messages * 19)
+                    receive_thread(&s, room as u16, &stream, sl, h, messages * 19)
                 })
                 .map_err(|e| anyhow!(e))?,
             );
@@ -298,7 +320,10 @@ fn wait_for_release(shared: &Shared) -> bool {
     !shared.flags.aborted()
 }
 
-fn send_thread(
+/// A user's send thread. `STAMPED`: every message carries the stamp's magic word and one in
+/// [`TIME_EVERY`] its send time (the protocol treats the 100 bytes as opaque); otherwise the
+/// messages are the original's, and the loop is the one stamping is measured against.
+fn send_thread<const STAMPED: bool>(
     shared: &Shared,
     room: u16,
     conn: &TcpStream,
@@ -309,10 +334,22 @@ fn send_thread(
     let _finish = FinishGuard(&shared.flags);
     let before = slot.get();
     if wait_for_release(shared) {
-        let msg = [b'x'; MSG_SIZE];
+        let mut msg = [b'x'; MSG_SIZE];
+        if STAMPED {
+            stamp::prepare(&mut msg);
+        }
+        let mut sampler = Sampler::new(TIME_EVERY);
         let fd = conn.as_raw_fd();
         for i in 0..messages {
-            if let Err(err) = unsafe { net::send_all(fd, msg.as_ptr(), MSG_SIZE) } {
+            let timed = STAMPED && sampler.due();
+            if timed {
+                stamp::stamp(&mut msg, now_ns());
+            }
+            let sent = unsafe { net::send_all(fd, msg.as_ptr(), MSG_SIZE) };
+            if timed {
+                stamp::clear(&mut msg);
+            }
+            if let Err(err) = sent {
                 shared.flags.fail(format!(
                     "sending message {} of {messages} to the server: {err}",
                     i + 1
@@ -326,13 +363,15 @@ fn send_thread(
     (slot, n)
 }
 
+/// A user's receive thread; with a histogram, it takes each message's stamp into it.
 fn receive_thread(
     shared: &Shared,
     room: u16,
     conn: &TcpStream,
     slot: CounterSlot,
+    latency: Option<Histogram>,
     messages: u64,
-) -> (CounterSlot, u64) {
+) -> (CounterSlot, Option<Histogram>, u64) {
     let _done = DoneGuard { shared, room };
     let _finish = FinishGuard(&shared.flags);
     let before = slot.get();
@@ -348,8 +387,11 @@ fn receive_thread(
                 break;
             }
             slot.add(1);
+            if let Some(h) = &latency {
+                stamp::take(&buf, h);
+            }
         }
     }
     let n = slot.get() - before;
-    (slot, n)
+    (slot, latency, n)
 }
