@@ -15,3 +15,4 @@ pub mod placement;
 pub mod refjob;
 pub mod registry;
 pub mod stamp;
+pub mod wakeup;
