@@ -7,7 +7,8 @@
 //!   deadline it overslept past is not timed again: it sleeps to the next one on the grid.
 //! - A **pair** is a waker and a woken thread: every period the waker stamps the time and
 //!   wakes the other through a futex (as schbench's message threads wake its workers), which
-//!   records wake time − stamp.
+//!   records wake time − stamp. A hand-off the woken thread has not taken yet is not stamped
+//!   again, so a thread kept off its CPU for a second records that second, once.
 //!
 //! Every probe thread sets its timer slack to 1 ns (the default 50 µs would be in every
 //! figure). With `--cpu N` the timer threads and the woken threads run on CPU N and the wakers
@@ -152,11 +153,13 @@ impl Plan {
     }
 }
 
-/// One pair's hand-off word (the futex) and the waker's stamp, on a line of their own.
+/// One pair's hand-off word (the futex), the waker's stamp and the last hand-off the woken
+/// thread took, on a line of their own.
 #[repr(C, align(64))]
 struct Handoff {
     seq: AtomicU32,
     sent_ns: AtomicU64,
+    taken: AtomicU32,
 }
 
 /// The running probe's threads.
@@ -191,6 +194,7 @@ impl Probe {
             let handoff = Arc::new(Handoff {
                 seq: AtomicU32::new(0),
                 sent_ns: AtomicU64::new(0),
+                taken: AtomicU32::new(0),
             });
             probe.handoffs.push(handoff.clone());
             let t = Timed {
@@ -320,17 +324,23 @@ fn waker_loop(period: u64, h: &Handoff, stop: &AtomicBool) {
     let mut deadline = now_ns() + period;
     while !stop.load(Ordering::Relaxed) {
         sleep_until(deadline);
-        // The stamp first, then the new word the woken thread waits to see changed.
-        h.sent_ns.store(now_ns(), Ordering::Relaxed);
-        h.seq.fetch_add(1, Ordering::Release);
-        let _ = futex::wake(&h.seq, futex::Flags::PRIVATE, 1);
+        // Only once the last hand-off was taken: its stamp stays until it is.
+        let seq = h.seq.load(Ordering::Relaxed);
+        if h.taken.load(Ordering::Acquire) == seq {
+            // The stamp first, then the new word the woken thread waits to see changed.
+            h.sent_ns.store(now_ns(), Ordering::Relaxed);
+            h.seq.store(seq.wrapping_add(1), Ordering::Release);
+            let _ = futex::wake(&h.seq, futex::Flags::PRIVATE, 1);
+        }
         deadline = next_deadline(deadline, period, now_ns());
     }
 }
 
 fn woken_loop(h: &Handoff, stop: &AtomicBool, t: &Timed) {
     let recheck = timespec(RECHECK.as_nanos() as u64);
-    let mut seen = h.seq.load(Ordering::Acquire);
+    // The last hand-off taken, not the word now: one made before this thread first ran is
+    // still to be taken (the waker makes no other until it is).
+    let mut seen = h.taken.load(Ordering::Acquire);
     loop {
         let seq = h.seq.load(Ordering::Acquire);
         if seq == seen {
@@ -346,11 +356,10 @@ fn woken_loop(h: &Handoff, stop: &AtomicBool, t: &Timed) {
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        // A stamp newer than our wake belongs to the next hand-off, which we will see.
         let sent = h.sent_ns.load(Ordering::Relaxed);
-        if sent <= woke {
-            t.woke(woke - sent);
-        }
+        // Read before the waker may stamp again.
+        h.taken.store(seq, Ordering::Release);
+        t.woke(woke.saturating_sub(sent));
     }
 }
 
