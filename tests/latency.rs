@@ -473,3 +473,27 @@ fn percentiles_of_a_real_run_match_the_histogram_s_own_count() {
         "one count per wake, one sample per wake"
     );
 }
+
+#[test]
+fn a_recorded_sample_s_latency_replays_to_the_same_figures() {
+    // Samples are stored as JSON lines and replayed through the same model.
+    let region = CounterRegion::create_with(4, 4).unwrap();
+    let h = region
+        .claim_histogram(schedlab::sys::histogram::Unit::RoundTrip)
+        .unwrap();
+    for ns in [2_000, 2_500, 40_000] {
+        h.record(ns);
+    }
+    let first = latency_of(&region);
+    for ns in [3_000, 1_000_000, schedlab::sys::histogram::TOP_NS * 2] {
+        h.record(ns);
+    }
+    let second = latency_of(&region);
+    let live = interval(&first, &second);
+    let through_json = |s: &Vec<LatencySample>| -> Vec<LatencySample> {
+        serde_json::from_str(&serde_json::to_string(s).unwrap()).unwrap()
+    };
+    let replayed = interval(&through_json(&first), &through_json(&second));
+    assert_eq!(live, replayed);
+    assert_eq!(live.0.unwrap().samples, 3);
+}

@@ -124,6 +124,19 @@ impl Distribution {
         self.counts.iter().rposition(|&c| c > 0).map(midpoint)
     }
 
+    /// The non-empty buckets as (low ns, high ns, count), in order: a CDF's steps. The
+    /// overflow's high end is `u64::MAX`.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| {
+                let (low, high) = bucket_range(i);
+                (low, high, c)
+            })
+    }
+
     /// Operations whose stamp did not survive the trip.
     pub fn rejected(&self) -> u64 {
         self.rejected
@@ -302,6 +315,9 @@ mod tests {
         // Past the top a percentile can only say "at least 137 s".
         assert_eq!(d.quantile_ns(0.99), Some(TOP_NS as f64));
         assert_eq!(d.max_ns(), Some(TOP_NS as f64));
+        let steps: Vec<(u64, u64, u64)> = d.buckets().collect();
+        assert_eq!(steps.len(), 3);
+        assert_eq!(steps[2], (TOP_NS, u64::MAX, 2));
         // The mean still has the overflow's exact values.
         assert_eq!(d.mean_ns(), Some(values.iter().sum::<u64>() as f64 / 4.0));
     }
