@@ -11,11 +11,13 @@
 # alone, and the observer's own CPU in % of one CPU, from about 1 s after the start to 1 s
 # before the end (start-up and the final report left out): for top and htop, utime+stime
 # from /proc/PID/stat over the time measured between the two readings; for run, its own
-# process CPU time as recorded in its samples (`--record`).
+# steady-state CPU from its results (`observer.cpu_pct`, the first second left out). For run,
+# also the samples taken against the samples due, and how late they were (p50, p99, and the
+# share within 10 ms of due), from the same results: top and htop do not say.
 # The workload always runs in a session of its own (setsid; the `run` scenario's placement =
 # "own-session"): with autogroup on, 1,000 busy threads in this script's session would starve
 # the script's own clock readings and the observer alike.
-# Goal: ratio >= 0.98, observer <= 2% of one CPU.
+# Goal: ratio >= 0.98, observer <= 2% of one CPU, >= 95% of samples within 10 ms of due.
 #
 # Usage: bench/observer.sh   (env: RUNS=3 SECS=6 PAIRS=500; installs htop with apt-get if missing)
 set -eu
@@ -64,25 +66,21 @@ workload() { setsid -w "$SL" ipc-pingpong --kind sem --pairs "$PAIRS" --threads 
 
 alone() { workload >> "$TMP/alone"; }
 with_run() {
-    rm -f "$TMP/run.out" "$TMP/rec.jsonl"
+    rm -f "$TMP/run.out" "$TMP/res.json"
     # A second longer than the command, so run never cuts it short.
-    "$SL" run "$TMP/obs.toml" --duration $((SECS + 1)) --format csv --record "$TMP/rec.jsonl" \
-        > /dev/null 2> "$TMP/run.err" &
+    "$SL" run "$TMP/obs.toml" --duration $((SECS + 1)) --format json -o "$TMP/res.json" \
+        2> "$TMP/run.err" &
     pid=$!; BG="$pid"
     wait "$pid"; BG=""
     total < "$TMP/run.out" >> "$TMP/run" || cat "$TMP/run.err" >&2
-    run_cpu "$TMP/rec.jsonl" >> "$TMP/run.cpu"
+    observer_fields "$TMP/res.json" >> "$TMP/run.obs"
 }
-# run's own CPU from its recording: every sample holds run's process CPU time
-# (observer_cpu_ns) and its time (t_ns); the first and last samples between 1 s and SECS-1 s
-# after the first give the rate. Read from inside, it does not depend on this script being
-# scheduled on time.
-run_cpu() {
-    grep '^{"sample"' "$1" | sed -E 's/.*"t_ns":([0-9]+).*"observer_cpu_ns":([0-9]+).*/\1 \2/' |
-        awk -v secs="$SECS" 'NR == 1 { t0 = $1 }
-            $1 - t0 >= 1e9 && $1 - t0 <= (secs - 1) * 1e9 { if (!n++) { a = $1; c = $2 } b = $1; d = $2 }
-            END { if (n >= 2 && b > a) printf "%.2f\n", (d - c) / (b - a) * 100
-                  else print "observer.sh: too few samples from run to read its CPU" > "/dev/stderr" }'
+# run's own figures from its results: steady CPU %, samples taken, due, late p50 and p99 (ms),
+# % within 10 ms of due.
+observer_fields() {
+    python3 -c 'import json, sys
+o = json.load(open(sys.argv[1]))["observer"]
+print(o["cpu_pct_mean"], o["samples_taken"], o["samples_due"], o["late_ms_p50"], o["late_ms_p99"], o["on_time_pct"])' "$1"
 }
 # A watcher on a pseudo-terminal (top and htop draw for one); $1 = name, $2 = command.
 with_tool() {
@@ -116,9 +114,10 @@ a=$(bench_median < "$TMP/alone")
 cpu_cell() { if [ -s "$1" ]; then echo "$(bench_median < "$1" | awk '{printf "%.2f", $1}') ($(bench_spread %.2f < "$1"), $(wc -l < "$1") readings)"; else echo "no reading"; fi; }
 echo "Observer: $((PAIRS * 2)) threads in sem ping-pong, $SECS s, $RUNS runs each, rotating order; $(nproc) CPUs, kernel $(uname -r)"
 echo
-echo "| observer (10 Hz) | workload rt/s, median [IQR] | / alone | observer CPU, % of one CPU, median (min..max) |"
-echo "| --- | --- | --- | --- |"
-echo "| none (alone) | $(bench_median_iqr < "$TMP/alone") | 1.000 | - |"
+col() { awk -v c="$2" '{print $c}' "$1"; }
+echo "| observer (10 Hz) | workload rt/s, median [IQR] | / alone | observer CPU, % of one CPU, median (min..max) | samples taken / due | late p50 / p99 ms | within 10 ms |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| none (alone) | $(bench_median_iqr < "$TMP/alone") | 1.000 | - | - | - | - |"
 for o in run top htop; do
     case $o in
         run) label="schedlab run, interval 100 ms" ;;
@@ -126,6 +125,14 @@ for o in run top htop; do
         htop) label="htop -d 1 (all threads)" ;;
     esac
     m=$(bench_median < "$TMP/$o")
-    echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(cpu_cell "$TMP/$o.cpu") |"
+    if [ "$o" = run ] && [ -s "$TMP/run.obs" ]; then
+        col "$TMP/run.obs" 1 > "$TMP/run.cpu"
+        taken=$(col "$TMP/run.obs" 2 | awk '{s += $1} END {print s}')
+        due=$(col "$TMP/run.obs" 3 | awk '{s += $1} END {print s}')
+        late="$(col "$TMP/run.obs" 4 | bench_median | awk '{printf "%.1f", $1}') / $(col "$TMP/run.obs" 5 | bench_median | awk '{printf "%.1f", $1}')"
+        ontime="$(col "$TMP/run.obs" 6 | bench_median | awk '{printf "%.1f%%", $1}')"
+        echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(cpu_cell "$TMP/run.cpu") | $taken / $due | $late | $ontime |"
+    else
+        echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(cpu_cell "$TMP/$o.cpu") | - | - | - |"
+    fi
 done
-

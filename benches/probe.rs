@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
+use nix::time::{clock_gettime, ClockId};
 use schedlab::model::Model;
 use schedlab::probe::{Probe, ProbeConfig, Target};
 
@@ -103,12 +104,8 @@ fn probe(status_every: Duration) -> Probe {
 }
 
 fn cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let ts = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).expect("this thread's CPU clock");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
 /// CPU per sweep in µs, averaged over `rounds` sweeps.

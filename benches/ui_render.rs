@@ -121,6 +121,7 @@ fn model() -> App {
             jain_index: 0.9,
             observer_cpu_pct: 0.8,
             status_interval: 1.0,
+            ..Default::default()
         }));
     }
     app

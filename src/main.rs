@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use schedlab::sys::lifeline;
 use schedlab::{cli, workload};
@@ -63,6 +63,64 @@ enum Cmd {
     Replay(cli::replay::ReplayArgs),
 }
 
+/// Ends on a command line clap refused: help and version as clap prints them; a usage error
+/// in the one-line form of every other error (clap's tips folded in), then its usage line,
+/// exit 2.
+fn usage_error(err: &clap::Error, command: Option<&str>) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit();
+    }
+    let known = |name: &str| {
+        Cli::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == name)
+    };
+    let who = match command.filter(|c| known(c)) {
+        Some(c) => format!("schedlab {c}"),
+        None => "schedlab".to_string(),
+    };
+    let (line, usage) = one_line(&err.render().to_string());
+    schedlab::errln!("{who}: error: {line}");
+    if let Some(usage) = usage {
+        schedlab::errln!("{usage} (more with --help)");
+    }
+    std::process::exit(2)
+}
+
+/// clap's rendering (`error: ...`, indented details, `tip: ...` paragraphs, `Usage: ...`,
+/// `For more information ...`) as one line, and the usage line.
+fn one_line(rendered: &str) -> (String, Option<String>) {
+    let mut message = String::new();
+    let mut tips = Vec::new();
+    let mut usage = None;
+    for paragraph in rendered.split("\n\n") {
+        let mut lines = paragraph.lines().map(str::trim).filter(|l| !l.is_empty());
+        let Some(first) = lines.next() else { continue };
+        if let Some(text) = first.strip_prefix("error: ") {
+            message = text.to_string();
+            let details: Vec<&str> = lines.collect();
+            if !details.is_empty() {
+                let sep = if message.ends_with(':') { " " } else { "; " };
+                message = format!("{message}{sep}{}", details.join(", "));
+            }
+        } else if let Some(tip) = first.strip_prefix("tip: ") {
+            tips.push(tip.to_string());
+        } else if first.starts_with("Usage: ") && usage.is_none() {
+            usage = Some(first.to_string());
+        }
+    }
+    if !tips.is_empty() {
+        message = format!("{message} ({})", tips.join("; "));
+    }
+    (message, usage)
+}
+
 fn main() -> ExitCode {
     lifeline::install();
     let args = workload::hackbench::rewrite_legacy_args(std::env::args_os().collect());
@@ -72,7 +130,10 @@ fn main() -> ExitCode {
         .filter(|a| !a.starts_with('-'));
     lifeline::arm_injected_panic(command.unwrap_or("tui"));
     schedlab::sys::output::set_command(command.unwrap_or("tui"));
-    let cli = Cli::parse_from(args);
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => usage_error(&err, command),
+    };
     let (name, result) = match cli.command {
         None => ("tui", cli::tui::main(cli::tui::TuiArgs::default())),
         Some(Cmd::Tui(a)) => ("tui", cli::tui::main(a)),

@@ -10,12 +10,14 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::{setpgid, setsid, write, Pid};
 use schedlab::model::Model;
 use schedlab::probe::{Probe, ProbeConfig, Target};
 
@@ -101,15 +103,19 @@ impl Workload {
         cmd.args(["-c", script])
             .stdin(Stdio::null())
             .stdout(Stdio::null());
+        // SAFETY: the closure runs in the forked child before exec and only calls setsid, setpgid
+        // and write(2) of a 'static byte to `fd`, which `procs` keeps open until after spawn; all
+        // async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {
                 if own_session {
-                    libc::setsid();
+                    let _ = setsid();
                 } else {
-                    libc::setpgid(0, 0);
+                    let _ = setpgid(Pid::from_raw(0), Pid::from_raw(0));
                 }
                 // "0" moves the writing process itself.
-                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                // `procs` keeps `fd` open until after the spawn.
+                if write(BorrowedFd::borrow_raw(fd), b"0")? != 1 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -127,7 +133,7 @@ impl Workload {
 
 impl Drop for Workload {
     fn drop(&mut self) {
-        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+        let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
         let _ = self.child.wait();
     }
 }

@@ -335,6 +335,7 @@ fn chat_bench_killed_mid_run_leaves_nothing() {
         std::thread::sleep(Duration::from_millis(20));
     };
     std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill takes no pointer and touches no memory of ours.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let status = wait_child(&mut bench, SECS(10)).expect("chat-bench ignored SIGTERM");
     assert!(!status.success());
@@ -366,11 +367,13 @@ fn chat_bench_killed_mid_run_leaves_nothing() {
 fn users_queued_behind_the_start_message_are_not_mistaken_for_control_connections() {
     let server = Server::start(&["--runs", "1"]);
     let pid = server.pid() as i32;
+    // SAFETY: kill takes no pointer and touches no memory of ours.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     let mut c = control(server.port, 5, 1);
     let conns: Vec<TcpStream> = (0..100)
         .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
         .collect();
+    // SAFETY: kill takes no pointer and touches no memory of ours.
     unsafe { libc::kill(pid, libc::SIGCONT) };
     let mut b = [0u8; 1];
     c.set_read_timeout(Some(SECS(10))).unwrap();

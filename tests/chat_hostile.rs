@@ -250,6 +250,7 @@ fn raise_nofile() {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // SAFETY: `lim` is a live, writable rlimit for getrlimit to fill.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
     assert!(
         lim.rlim_max >= 1200,
@@ -257,5 +258,6 @@ fn raise_nofile() {
         lim.rlim_max
     );
     lim.rlim_cur = lim.rlim_cur.max(1200);
+    // SAFETY: `lim` is a live rlimit that setrlimit only reads.
     unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
 }

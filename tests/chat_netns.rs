@@ -75,6 +75,7 @@ impl Drop for TwoHosts {
 #[test]
 fn client_and_server_in_two_network_namespaces() {
     assert_eq!(
+        // SAFETY: geteuid has no preconditions and cannot fail.
         unsafe { libc::geteuid() },
         0,
         "this test needs root to create network namespaces (CI runs as root)"

@@ -9,6 +9,8 @@
 //! never does. Cases that need root (cgroups, real time) say loudly that they were skipped
 //! without it. The cases run one at a time.
 
+mod common;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -37,14 +39,16 @@ fn two_cpus() -> bool {
     std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2
 }
 
-/// Runs a scenario for `run` after it settles and returns every Frame from then on.
+/// Runs a scenario for `run` after it settles and returns every Frame from then on; one case
+/// at a time, and its workloads are gone when it returns.
 fn run_case(toml: &str, run: Duration) -> Vec<Frame> {
+    let _machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let scenario = Scenario::from_toml(toml, "case").expect("case parses");
     let mut lab = Lab::new(INTERVAL).expect("lab");
     lab.set_verdict_window(WINDOW);
     wait_for_quiet(&mut lab);
     for w in scenario.workloads {
-        lab.add(real_binary(&w)).expect("workload starts");
+        lab.add(common::real_binary(&w)).expect("workload starts");
     }
     let start = Instant::now();
     let mut frames = Vec::new();
@@ -130,20 +134,33 @@ fn due_of(frames: &[Frame], name: &str) -> Due {
     row(frames.last().unwrap(), name).due.clone()
 }
 
+/// The verdict on each of `names` is Fair.
+fn assert_fair(frames: &[Frame], names: &[&str]) {
+    for name in names {
+        assert_eq!(verdict_of(frames, name), Verdict::Fair, "{name}");
+    }
+}
+
+/// Runs the workloads `hogs` as case `name` for a second after they settle.
+fn one_second_case(name: &str, hogs: &[String]) -> Vec<Frame> {
+    let toml = format!("name = \"{name}\"\n{}", hogs.concat());
+    run_case(&toml, Duration::from_secs(1))
+}
+
 fn hog(name: &str, threads: u32, extra: &str) -> String {
     format!("[[workload]]\nname = \"{name}\"\nkind = \"cpu-hog\"\nthreads = {threads}\n{extra}\n")
 }
 
 #[test]
 fn nice_levels_on_one_cpu_split_it_1024_335_110() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let toml = [
-        hog("nice0", 1, "affinity = [0]"),
-        hog("nice5", 1, "affinity = [0]\nnice = 5"),
-        hog("nice10", 1, "affinity = [0]\nnice = 10"),
-    ]
-    .concat();
-    let frames = run_case(&format!("name = \"case1\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case1",
+        &[
+            hog("nice0", 1, "affinity = [0]"),
+            hog("nice5", 1, "affinity = [0]\nnice = 5"),
+            hog("nice10", 1, "affinity = [0]\nnice = 10"),
+        ],
+    );
     let total = 1024.0 + 335.0 + 110.0;
     for (name, w) in [("nice0", 1024.0), ("nice5", 335.0), ("nice10", 110.0)] {
         assert_due(&frames, name, w / total);
@@ -157,18 +174,23 @@ fn nice_levels_on_one_cpu_split_it_1024_335_110() {
 
 #[test]
 fn three_pinned_hogs_and_a_free_one_get_a_third_each_and_a_cpu() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     if !two_cpus() {
         return skip("case 2", "needs two CPUs");
     }
-    let toml = [hog("pinned", 3, "affinity = [0]"), hog("free", 1, "")].concat();
-    let frames = run_case(&format!("name = \"case2\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case2",
+        &[hog("pinned", 3, "affinity = [0]"), hog("free", 1, "")],
+    );
     assert_due(&frames, "pinned", 1.0);
     assert_due(&frames, "free", 1.0);
-    for name in ["pinned", "free"] {
-        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
-    }
-    assert!(matches!(due_of(&frames, "free"), Due::AllItWants { .. }));
+    assert_fair(&frames, &["pinned", "free"]);
+    assert!(
+        matches!(due_of(&frames, "free"), Due::AllItWants { .. }),
+        "free: due for {:?} at {:.3} of {:.3} wanted",
+        due_of(&frames, "free"),
+        row(frames.last().unwrap(), "free").window_fair,
+        row(frames.last().unwrap(), "free").cpu_demand
+    );
     assert!(matches!(due_of(&frames, "pinned"), Due::Share { .. }));
     let jain = frames.last().unwrap().jain_index;
     assert!(jain > 0.98, "Jain {jain}");
@@ -176,40 +198,38 @@ fn three_pinned_hogs_and_a_free_one_get_a_third_each_and_a_cpu() {
 
 #[test]
 fn two_cgroups_weighted_100_and_300_split_one_cpu_a_quarter_and_three() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     if !is_root() {
         return skip("case 3", "cgroups need root");
     }
-    let toml = [
-        hog(
-            "light",
-            1,
-            "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 100",
-        ),
-        hog(
-            "heavy",
-            1,
-            "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 300",
-        ),
-    ]
-    .concat();
-    let frames = run_case(&format!("name = \"case3\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case3",
+        &[
+            hog(
+                "light",
+                1,
+                "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 100",
+            ),
+            hog(
+                "heavy",
+                1,
+                "affinity = [0]\nplacement = \"cgroup\"\ncgroup_weight = 300",
+            ),
+        ],
+    );
     assert_due(&frames, "light", 0.25);
     assert_due(&frames, "heavy", 0.75);
-    for name in ["light", "heavy"] {
-        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
-    }
+    assert_fair(&frames, &["light", "heavy"]);
 }
 
 #[test]
 fn a_sched_idle_hog_beside_a_normal_one_is_due_3_in_1027() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let toml = [
-        hog("normal", 1, "affinity = [0]"),
-        hog("idle", 1, "affinity = [0]\npolicy = \"idle\""),
-    ]
-    .concat();
-    let frames = run_case(&format!("name = \"case4\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case4",
+        &[
+            hog("normal", 1, "affinity = [0]"),
+            hog("idle", 1, "affinity = [0]\npolicy = \"idle\""),
+        ],
+    );
     assert_due(&frames, "normal", 1024.0 / 1027.0);
     assert_due(&frames, "idle", 3.0 / 1027.0);
     assert_eq!(verdict_of(&frames, "normal"), Verdict::Fair);
@@ -219,7 +239,6 @@ fn a_sched_idle_hog_beside_a_normal_one_is_due_3_in_1027() {
 
 #[test]
 fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     if !is_root() {
         return skip("cases 5 and 8", "real-time policies need root");
     }
@@ -236,9 +255,7 @@ fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
     // Case 5: the normal hog is due what real time leaves it (the fair server's 5%).
     assert_due(&frames, "fifo", 0.95);
     assert_due(&frames, "normal", 0.05);
-    for name in ["fifo", "normal"] {
-        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
-    }
+    assert_fair(&frames, &["fifo", "normal"]);
     assert!(
         matches!(due_of(&frames, "normal"), Due::RealTime { .. }),
         "{:?}",
@@ -261,12 +278,13 @@ fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
 
 #[test]
 fn a_hog_capped_by_cpu_max_at_20_percent_is_due_its_quota() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     if !is_root() {
         return skip("case 6", "cgroups need root");
     }
-    let toml = hog("capped", 1, "placement = \"cgroup\"\ncpu_quota = 20");
-    let frames = run_case(&format!("name = \"case6\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case6",
+        &[hog("capped", 1, "placement = \"cgroup\"\ncpu_quota = 20")],
+    );
     assert_due(&frames, "capped", 0.2);
     assert_eq!(verdict_of(&frames, "capped"), Verdict::Fair);
     assert!(matches!(due_of(&frames, "capped"), Due::Quota { .. }));
@@ -285,29 +303,26 @@ fn a_hog_capped_by_cpu_max_at_20_percent_is_due_its_quota() {
 
 #[test]
 fn one_session_of_one_hog_and_one_of_three_split_a_cpu_in_halves() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let on = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
         .is_ok_and(|s| s.trim() == "1");
     if !on {
         return skip("case 7", "autogroup is off on this kernel");
     }
-    let toml = [
-        hog("alone", 1, "affinity = [0]\nplacement = \"own-session\""),
-        hog("three", 3, "affinity = [0]\nplacement = \"own-session\""),
-    ]
-    .concat();
-    let frames = run_case(&format!("name = \"case7\"\n{toml}"), Duration::from_secs(1));
+    let frames = one_second_case(
+        "case7",
+        &[
+            hog("alone", 1, "affinity = [0]\nplacement = \"own-session\""),
+            hog("three", 3, "affinity = [0]\nplacement = \"own-session\""),
+        ],
+    );
     assert_due(&frames, "alone", 0.5);
     // Three tasks of 1/6 each.
     assert_due(&frames, "three", 0.5);
-    for name in ["alone", "three"] {
-        assert_eq!(verdict_of(&frames, name), Verdict::Fair, "{name}");
-    }
+    assert_fair(&frames, &["alone", "three"]);
 }
 
 #[test]
 fn the_default_scenario_is_due_the_whole_machine_steadily() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let toml = schedlab::scenario::PRESETS[0].1;
     let frames = run_case(toml, Duration::from_secs(30));
     let cpus = frames[0].machine.cpus as f64;
@@ -319,10 +334,12 @@ fn the_default_scenario_is_due_the_whole_machine_steadily() {
             "at {:.1} s the shares add up to {due:.2} of {cpus} CPUs",
             f.t
         );
-        assert_eq!(
+        // Idle, it is due what it takes (its kernel threads, interrupts): nothing to judge
+        // below 0.02 CPU, 'fair' above.
+        assert!(
+            matches!(f.machine.rest_verdict, Verdict::None | Verdict::Fair),
+            "an idle rest of the machine is judged {:?} at {:.1} s: {:?}",
             f.machine.rest_verdict,
-            Verdict::None,
-            "an idle rest of the machine has a verdict at {:.1} s: {:?}",
             f.t,
             f.machine
         );
@@ -336,21 +353,5 @@ fn the_default_scenario_is_due_the_whole_machine_steadily() {
             hi - lo < 0.05,
             "{name}'s due moved from {lo:.3} to {hi:.3} while nothing changed"
         );
-    }
-}
-
-/// Under cargo test the supervisor's "this binary" is the test harness: run the real schedlab
-/// binary with the same arguments instead.
-fn real_binary(d: &schedlab::scenario::WorkloadDecl) -> schedlab::scenario::WorkloadDecl {
-    use schedlab::supervisor::Program;
-    use schedlab::workload::kind::WorkloadKind;
-    let Program::SelfExe(args) = d.kind.program() else {
-        return d.clone();
-    };
-    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
-    argv.extend(args);
-    schedlab::scenario::WorkloadDecl {
-        kind: WorkloadKind::Command { argv },
-        ..d.clone()
     }
 }

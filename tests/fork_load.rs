@@ -1,12 +1,16 @@
 //! fork-load counts exactly the children it reaped, refuses bad input with one line, and
 //! leaves nothing behind.
 
+mod common;
+
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod subreaper;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use subreaper::run;
 
 fn count(text: &str, prefix: &str) -> u64 {
@@ -61,9 +65,8 @@ fn count_equals_children_reaped() {
     assert!(text.contains("forks/s over "), "{text}");
 }
 
-#[test]
-fn default_program_is_the_nil_binary() {
-    let out = run(&["fork-load", "--forkers", "1", "--duration", "0.5"]);
+/// The run succeeded and forked children.
+fn assert_forked(out: &std::process::Output) {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -71,6 +74,12 @@ fn default_program_is_the_nil_binary() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(count(&text, "Children forked: ") > 0, "{text}");
+}
+
+#[test]
+fn default_program_is_the_nil_binary() {
+    let out = run(&["fork-load", "--forkers", "1", "--duration", "0.5"]);
+    assert_forked(&out);
 }
 
 #[test]
@@ -85,13 +94,7 @@ fn own_session_and_nice_are_applied() {
         "--nice",
         "3",
     ]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(count(&text, "Children forked: ") > 0, "{text}");
+    assert_forked(&out);
 }
 
 #[test]
@@ -103,7 +106,7 @@ fn sigterm_stops_reports_and_leaves_nothing() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{text}");
@@ -152,21 +155,9 @@ fn bad_input_is_one_line_and_nonzero() {
 /// nothing behind.
 #[test]
 fn counts_reach_a_supervisor_and_stop_is_clean() {
-    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
     use schedlab::workload::kind::WorkloadKind;
-    let Program::SelfExe(args) = (WorkloadKind::ForkLoad { forkers: Some(2) }).program() else {
-        panic!("fork-load is a schedlab subcommand")
-    };
-    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
-    argv.extend(args);
     let _serial = subreaper::serial();
-    let mut run = spawn(&LaunchSpec {
-        name: "fork_load".into(),
-        program: Program::Command(argv),
-        knobs: Knobs::default(),
-        capture_output: false,
-    })
-    .unwrap();
+    let mut run = common::spawn_real("fork_load", &WorkloadKind::ForkLoad { forkers: Some(2) });
     let deadline = Instant::now() + Duration::from_secs(20);
     while run.counters.total() < 20 {
         assert!(Instant::now() < deadline, "no forks counted");

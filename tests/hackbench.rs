@@ -139,3 +139,44 @@ fn counts_reach_a_supervisor() {
     assert_eq!(run.counters.expected_total(), Some(8000));
     assert!(run.counters.finished());
 }
+
+/// Thread mode once every thread runs: a receiver losing its peer mid-run (its socket shut
+/// down, or its pipe's write end gone, by the test-only SCHEDLAB_INJECT_HACKBENCH_FAULT)
+/// used to leave the senders blocked on full sockets forever. Now every thread is woken,
+/// and the run ends with one line naming the first failure.
+#[test]
+fn a_thread_losing_its_peer_mid_run_ends_the_run_with_one_line() {
+    for mode in [&["-T"][..], &["-T", "--pipe"]] {
+        let _serial = subreaper::serial();
+        let mut args = vec!["hackbench", "-g", "2", "-f", "4", "-l", "100000000"];
+        args.extend_from_slice(mode);
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(&args)
+            .env("SCHEDLAB_INJECT_HACKBENCH_FAULT", "300")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let watchdog = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(30));
+            // SAFETY: kill takes no pointer; a hung run of ours (the test then fails anyway).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        });
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            !watchdog.is_finished(),
+            "{args:?}: hung until the watchdog killed it"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(
+            err.starts_with("schedlab hackbench: error: ")
+                && err.contains(" of group ")
+                && err.contains("every thread was stopped"),
+            "{args:?}: {err}"
+        );
+        subreaper::assert_no_leftovers(&args);
+    }
+}

@@ -1,10 +1,15 @@
 //! The Lab engine on the real kernel: starts, samples, stops, reaps, cleans up.
 
+mod common;
+
 use std::time::Duration;
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use schedlab::engine::lab::Lab;
 use schedlab::model::WorkloadState;
 use schedlab::scenario::WorkloadDecl;
+use schedlab::sys::proc::alive;
 use schedlab::workload::kind::WorkloadKind;
 
 fn sh(name: &str, script: &str) -> WorkloadDecl {
@@ -17,12 +22,6 @@ fn sh(name: &str, script: &str) -> WorkloadDecl {
         start_delay: 0.0,
         duration: None,
     }
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
-        .unwrap_or(false)
 }
 
 #[test]
@@ -101,7 +100,7 @@ fn restart_remove_and_a_workload_killed_from_outside() {
 
     // Killed by someone else: reaped, and shown as done with 128 + the signal.
     let pid_b = lab.running(b).unwrap().pid;
-    unsafe { libc::kill(pid_b as i32, libc::SIGKILL) };
+    let _ = kill(Pid::from_raw(pid_b as i32), Signal::SIGKILL);
     std::thread::sleep(Duration::from_millis(100));
     let f = lab.tick();
     let wb = f.workloads.iter().find(|w| w.id == b).unwrap();
@@ -181,23 +180,10 @@ fn threads_exiting_while_sampled_are_dropped_without_panic() {
 fn the_default_scenario_runs_and_counts_its_operations() {
     let scenario = schedlab::scenario::Scenario::builtin_default();
     let mut lab = Lab::new(Duration::from_millis(scenario.interval_ms)).unwrap();
-    // Under cargo test the supervisor's "this binary" is the test harness: run the real
-    // schedlab binary with the same arguments instead.
     let ids: Vec<u32> = scenario
         .workloads
         .iter()
-        .map(|d| {
-            let schedlab::supervisor::Program::SelfExe(args) = d.kind.program() else {
-                panic!("the default scenario runs schedlab subcommands");
-            };
-            let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
-            argv.extend(args);
-            let decl = WorkloadDecl {
-                kind: WorkloadKind::Command { argv },
-                ..d.clone()
-            };
-            lab.add(decl).unwrap()
-        })
+        .map(|d| lab.add(common::real_binary(d)).unwrap())
         .collect();
     lab.tick();
     // Bounded: wait until both have shown CPU and the fork loop has counted forks.

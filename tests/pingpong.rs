@@ -7,6 +7,8 @@ mod support;
 use std::process::Stdio;
 use std::time::Duration;
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use support::*;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -30,8 +32,9 @@ fn pair_counts(stdout: &str) -> Vec<u64> {
         .collect()
 }
 
-fn check_run(kind: &str, pin: &str, threads: bool) {
-    let mut args = vec![
+/// `ipc-pingpong` with two pairs of `kind` for one second.
+fn two_pairs_for_a_second<'a>(kind: &'a str, pin: &'a str) -> Vec<&'a str> {
+    vec![
         "ipc-pingpong",
         "--kind",
         kind,
@@ -41,7 +44,11 @@ fn check_run(kind: &str, pin: &str, threads: bool) {
         pin,
         "--duration",
         "1",
-    ];
+    ]
+}
+
+fn check_run(kind: &str, pin: &str, threads: bool) {
+    let mut args = two_pairs_for_a_second(kind, pin);
     if threads {
         args.push("--threads");
     }
@@ -129,20 +136,10 @@ fn tasks_of(pid: u32, n: usize) -> Vec<u32> {
 #[test]
 fn a_normal_end_removes_every_object() {
     for kind in ["msg", "sem"] {
-        let mut child = schedlab(&[
-            "ipc-pingpong",
-            "--kind",
-            kind,
-            "--pairs",
-            "2",
-            "--pin",
-            "none",
-            "--duration",
-            "1",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        let mut child = schedlab(&two_pairs_for_a_second(kind, "none"))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
         let (ledger, objs) = wait_for_objects(child.id(), 2, LIMIT);
         assert!(wait_bounded(&mut child, LIMIT).success());
         assert!(objs.iter().all(|&o| !exists(o)), "{kind}: {objs:?} left");
@@ -166,7 +163,7 @@ fn sigterm_and_sigint_remove_objects_and_tasks() {
             tasks_of(pid, 4)
         };
         std::thread::sleep(Duration::from_millis(200));
-        unsafe { libc::kill(pid as i32, sig) };
+        let _ = kill(Pid::from_raw(pid as i32), Signal::try_from(sig).unwrap());
         let status = wait_bounded(&mut child, LIMIT);
         assert_eq!(status.code(), Some(128 + sig), "{kind}: {status:?}");
         assert!(objs.iter().all(|&o| !exists(o)), "{kind}: {objs:?} left");
@@ -192,7 +189,7 @@ fn after_sigkill_cleanup_or_the_next_run_removes_what_was_left() {
         let pid = child.id();
         let tasks = tasks_of(pid, 4);
         let ledger = ledger_of(pid).unwrap();
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         wait_bounded(&mut child, LIMIT);
         // The tasks die with their parent (PDEATHSIG), so none spins on.
         wait_gone(&tasks, Duration::from_secs(5));
@@ -230,7 +227,7 @@ fn a_peer_killed_mid_run_ends_the_run_with_its_name() {
         let pid = child.id();
         let tasks = tasks_of(pid, 2);
         std::thread::sleep(Duration::from_millis(100));
-        unsafe { libc::kill(tasks[victim] as i32, libc::SIGKILL) };
+        let _ = kill(Pid::from_raw(tasks[victim] as i32), Signal::SIGKILL);
         let status = wait_bounded(&mut child, LIMIT);
         let mut err = String::new();
         use std::io::Read;

@@ -18,16 +18,8 @@ fn hogs(f: &FakeProc, k: u64, autogroup: u64) {
         .map(|i| (100 + i, k * 4 * S / 10, k * 6 * S / 10, k * 100, k, k * 50))
         .collect();
     f.process(&Proc {
-        pid: 100,
-        ppid: 1,
-        pgid: 100,
-        session: 100,
-        start: 1000,
         cpu_ticks: k * 160,
-        child_ticks: 0,
-        nice: 0,
-        autogroup: (autogroup, 0),
-        threads: &threads,
+        ..Proc::leader(100, 1000, autogroup, &threads)
     });
 }
 
@@ -35,16 +27,15 @@ fn forker(f: &FakeProc, k: u64, session: u32, autogroup: u64) {
     // A fork loop: the parent ran 50 ms and waited 50 ms per second; its reaped children
     // ran 350 ms per second in all (35 ticks).
     f.process(&Proc {
-        pid: 200,
-        ppid: 1,
-        pgid: 200,
         session,
-        start: 2000,
         cpu_ticks: k * 5,
         child_ticks: k * 35,
-        nice: 0,
-        autogroup: (autogroup, 0),
-        threads: &[(200, k * S / 20, k * S / 20, k * 1000, k * 1000, k * 10)],
+        ..Proc::leader(
+            200,
+            2000,
+            autogroup,
+            &[(200, k * S / 20, k * S / 20, k * 1000, k * 1000, k * 10)],
+        )
     });
 }
 
@@ -137,29 +128,15 @@ fn a_child_reaped_by_the_workload_is_counted_once() {
     let mut probe = f.probe();
     let parent = |run: u64, child_ticks: u64, nthreads_child: bool| {
         f.process(&Proc {
-            pid: 200,
-            ppid: 1,
-            pgid: 200,
-            session: 200,
-            start: 2000,
-            cpu_ticks: 0,
             child_ticks,
-            nice: 0,
-            autogroup: (8, 0),
-            threads: &[(200, run, 0, 1, 0, 0)],
+            ..Proc::leader(200, 2000, 8, &[(200, run, 0, 1, 0, 0)])
         });
         if nthreads_child {
             f.process(&Proc {
-                pid: 201,
                 ppid: 200,
                 pgid: 200,
                 session: 200,
-                start: 2050,
-                cpu_ticks: 0,
-                child_ticks: 0,
-                nice: 0,
-                autogroup: (8, 0),
-                threads: &[(201, 3_000_000, 0, 1, 0, 0)],
+                ..Proc::leader(201, 2050, 8, &[(201, 3_000_000, 0, 1, 0, 0)])
             });
         }
     };
@@ -199,18 +176,7 @@ fn a_thread_that_exits_is_dropped_without_fuss() {
     assert_eq!(s0.workloads[0].processes[0].threads.len(), 4);
     // One thread exits: its directory goes and the thread count drops.
     let threads: Vec<Thread> = (0..3).map(|i| (100 + i, 2 * S, 0, 1, 0, 0)).collect();
-    f.process(&Proc {
-        pid: 100,
-        ppid: 1,
-        pgid: 100,
-        session: 100,
-        start: 1000,
-        cpu_ticks: 0,
-        child_ticks: 0,
-        nice: 0,
-        autogroup: (7, 0),
-        threads: &threads,
-    });
+    f.process(&Proc::leader(100, 1000, 7, &threads));
     let s1 = probe.sample(&targets);
     assert_eq!(s1.workloads[0].processes[0].threads.len(), 3);
     assert_eq!(s1.workloads[0].health, Health::Ok);
@@ -267,16 +233,9 @@ fn a_dead_workload_is_gone_and_a_reused_pid_is_not_mistaken_for_it() {
     // The workload dies; pid 100 is reused by an unrelated process in another group.
     f.remove(100);
     f.process(&Proc {
-        pid: 100,
-        ppid: 1,
         pgid: 555,
         session: 555,
-        start: 9999,
-        cpu_ticks: 0,
-        child_ticks: 0,
-        nice: 0,
-        autogroup: (9, 0),
-        threads: &[(100, 1, 1, 1, 0, 0)],
+        ..Proc::leader(100, 9999, 9, &[(100, 1, 1, 1, 0, 0)])
     });
     let s = probe.sample(&targets);
     let Health::Gone(why) = &s.workloads[0].health else {

@@ -43,6 +43,17 @@ fn row<'a>(f: &'a Frame, name: &str) -> &'a WorkloadFrame {
         .unwrap_or_else(|| panic!("no workload {name} in {f:#?}"))
 }
 
+/// Due `weight` of `of_weight` × `pool` CPUs (what `pool_name` says it is), wanting `wants`.
+fn share(weight: f64, of_weight: f64, pool: f64, pool_name: &str, wants: f64) -> Due {
+    Due::Share {
+        weight,
+        of_weight,
+        pool,
+        pool_name: pool_name.into(),
+        wants,
+    }
+}
+
 fn golden(name: &str, f: &Frame) {
     insta::assert_snapshot!(name, serde_json::to_string_pretty(f).unwrap());
 }
@@ -96,13 +107,7 @@ fn three_threads_pinned_to_cpu0_are_due_a_third_of_it_and_a_free_one_a_whole_cpu
         assert_fair(w);
         assert_eq!(
             w.due,
-            Due::Share {
-                weight: 1024.0,
-                of_weight: 3072.0,
-                pool: 1.0,
-                pool_name: "its group gets on CPU 0".into(),
-                wants: 1.0,
-            }
+            share(1024.0, 3072.0, 1.0, "its group gets on CPU 0", 1.0)
         );
     }
     let free = row(fr, "free");
@@ -145,16 +150,7 @@ fn v1_sibling_groups_with_shares_1024_and_3072_are_due_a_quarter_and_three_quart
         (a.group.as_str(), b.group.as_str()),
         ("cgroup /a", "cgroup /b")
     );
-    assert_eq!(
-        a.due,
-        Due::Share {
-            weight: 1024.0,
-            of_weight: 4096.0,
-            pool: 1.0,
-            pool_name: "of the machine".into(),
-            wants: 1.0,
-        }
-    );
+    assert_eq!(a.due, share(1024.0, 4096.0, 1.0, "of the machine", 1.0));
     assert_fair(a);
     assert_fair(b);
     golden("cgroup_v1_siblings", fr);
@@ -198,13 +194,7 @@ fn v1_nested_groups_share_level_by_level_with_tasks_and_groups_as_peers() {
     // The task in /a is due its weight's part of what /a gets.
     assert_eq!(
         row(fr, "/a").due,
-        Due::Share {
-            weight: 1024.0,
-            of_weight: 4096.0,
-            pool: 0.5,
-            pool_name: "its group gets".into(),
-            wants: 1.0,
-        }
+        share(1024.0, 4096.0, 0.5, "its group gets", 1.0)
     );
     golden("cgroup_v1_nested", fr);
 }
@@ -259,23 +249,11 @@ fn v2_weights_share_level_by_level_and_a_level_without_cpu_is_its_ancestor() {
     // /a/inner is scheduled as /a, a quarter of the machine.
     assert_eq!(
         row(fr, "/a/inner").due,
-        Due::Share {
-            weight: 1024.0,
-            of_weight: 4096.0,
-            pool: 1.0,
-            pool_name: "of the machine".into(),
-            wants: 1.0,
-        }
+        share(1024.0, 4096.0, 1.0, "of the machine", 1.0)
     );
     assert_eq!(
         row(fr, "/b/leaf2").due,
-        Due::Share {
-            weight: 2048.0,
-            of_weight: 3072.0,
-            pool: 0.75,
-            pool_name: "its group gets".into(),
-            wants: 1.0,
-        }
+        share(2048.0, 3072.0, 0.75, "its group gets", 1.0)
     );
     golden("cgroup_v2", fr);
 }
@@ -324,24 +302,17 @@ fn autogroup_applies_only_in_the_root_cgroup_and_the_root_autogroup_is_no_group(
     }
     // In /shared: half of what the cgroup gets. At the root: a fifth of the machine, as
     // one of five peers (the loose tasks of the root autogroup among them).
-    let share = |weight: f64, of_weight: f64, pool: f64, pool_name: &str| Due::Share {
-        weight,
-        of_weight,
-        pool,
-        pool_name: pool_name.into(),
-        wants: 1.0,
-    };
     assert_eq!(
         row(fr, "p401").due,
-        share(1024.0, 2048.0, 0.4, "its group gets")
+        share(1024.0, 2048.0, 0.4, "its group gets", 1.0)
     );
     assert_eq!(
         row(fr, "p403").due,
-        share(1024.0, 5120.0, 2.0, "of the machine")
+        share(1024.0, 5120.0, 2.0, "of the machine", 1.0)
     );
     assert_eq!(
         row(fr, "p405").due,
-        share(1024.0, 5120.0, 2.0, "of the machine")
+        share(1024.0, 5120.0, 2.0, "of the machine", 1.0)
     );
     golden("autogroup_root_cgroup_only", fr);
 }
@@ -375,13 +346,7 @@ fn assert_realtime_first(s: &Session, reserve: f64) {
     // It is due all that real-time tasks may take of the CPU, not a weight's part of it.
     assert_eq!(
         fifo.due,
-        Due::Share {
-            weight: 1024.0,
-            of_weight: 1024.0,
-            pool: fifo.cpu_fair,
-            pool_name: "the machine has left".into(),
-            wants: 1.0,
-        }
+        share(1024.0, 1024.0, fifo.cpu_fair, "the machine has left", 1.0)
     );
     let Due::RealTime { taken, cpus } = &normal.due else {
         panic!(
@@ -594,13 +559,7 @@ fn a_starved_thread_wants_every_interval_and_its_late_wait_is_not_counted_twice(
     assert_eq!(starved.verdict, Verdict::Starved);
     assert_eq!(
         starved.due,
-        Due::Share {
-            weight: 1024.0,
-            of_weight: 2048.0,
-            pool: 1.0,
-            pool_name: "its group gets on CPU 0".into(),
-            wants: 1.0,
-        }
+        share(1024.0, 2048.0, 1.0, "its group gets on CPU 0", 1.0)
     );
     let Cause::RunQueue { wait_pct, cpus } = &starved.cause else {
         panic!("it waited on CPU 0's run queue: {:?}", starved.cause);
@@ -667,16 +626,7 @@ fn the_rest_of_the_machine_is_grouped_as_the_kernel_groups_it() {
     assert_close(job.cpu_fair, 0.495, "the job's due");
     assert_eq!(job.group, "autogroup-7");
     // It shares its autogroup's due share with the shell.
-    assert_eq!(
-        job.due,
-        Due::Share {
-            weight: 1024.0,
-            of_weight: 2048.0,
-            pool: 0.99,
-            pool_name: "its group gets".into(),
-            wants: 1.0,
-        }
-    );
+    assert_eq!(job.due, share(1024.0, 2048.0, 0.99, "its group gets", 1.0));
     let m = &fr.machine;
     assert_close(m.rest_cpu_received, 1.5, "the rest's received");
     assert_close(m.rest_cpu_fair, 1.505, "the rest's due");
@@ -748,16 +698,7 @@ fn a_sched_idle_task_weighs_3_beside_1024_and_gets_no_verdict() {
     assert_fair(normal);
     // 99.7% of all it wants: all it wants, plainly.
     assert_eq!(normal.due, Due::AllItWants { wants: 1.0 });
-    assert_eq!(
-        idle.due,
-        Due::Share {
-            weight: 3.0,
-            of_weight: 1027.0,
-            pool: 1.0,
-            pool_name: "its group gets".into(),
-            wants: 1.0,
-        }
-    );
+    assert_eq!(idle.due, share(3.0, 1027.0, 1.0, "its group gets", 1.0));
     golden("sched_idle", fr);
 }
 
@@ -849,16 +790,7 @@ fn the_verdict_holds_through_noise_and_turns_within_the_window_on_a_real_change(
         }
     );
     for w in [a, b] {
-        assert_eq!(
-            w.due,
-            Due::Share {
-                weight: 1024.0,
-                of_weight: 2048.0,
-                pool: 1.0,
-                pool_name: "of the machine".into(),
-                wants: 1.0,
-            }
-        );
+        assert_eq!(w.due, share(1024.0, 2048.0, 1.0, "of the machine", 1.0));
     }
     golden("verdict_window", fr);
 }

@@ -165,18 +165,20 @@ fn a_huge_room_count_is_refused_by_the_parser_with_its_position() {
 
 #[test]
 fn help_shows_the_registry_ranges_and_defaults() {
-    let out = Command::new(BIN)
-        .args(["hackbench", "--help"])
-        .output()
-        .unwrap();
-    let help = String::from_utf8_lossy(&out.stdout);
-    assert!(help.contains("(1 to 2097152) [default: 10]"), "{help}");
-    let out = Command::new(BIN)
-        .args(["chat-bench", "--help"])
-        .output()
-        .unwrap();
-    let help = String::from_utf8_lossy(&out.stdout);
-    assert!(help.contains("(1 to 32767 messages)"), "{help}");
+    let help = |command: &str| {
+        let out = Command::new(BIN)
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let hackbench = help("hackbench");
+    assert!(
+        hackbench.contains("(1 to 2097152) [default: 10]"),
+        "{hackbench}"
+    );
+    let chat = help("chat-bench");
+    assert!(chat.contains("(1 to 32767 messages)"), "{chat}");
 }
 
 /// docs/scenarios.md's table of parameters is the registry's, written out: a limit or a

@@ -68,8 +68,10 @@ fn raise_nofile() {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // SAFETY: `cur` is a live, writable rlimit for getrlimit to fill.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut cur) };
     if cur.rlim_cur < 4096 {
+        // SAFETY: `lim` is a live rlimit that setrlimit only reads.
         unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
     }
 }

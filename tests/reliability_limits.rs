@@ -20,6 +20,8 @@ fn with_rlimit(
     soft: u64,
     hard: u64,
 ) {
+    // SAFETY: the closure runs in the forked child before exec and only calls setrlimit on a local
+    // rlimit, which is async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
             let lim = libc::rlimit {
@@ -137,6 +139,9 @@ impl PidsCgroup {
     fn enter(&self, cmd: &mut std::process::Command) {
         let procs =
             std::ffi::CString::new(self.dir.join("cgroup.procs").to_str().unwrap()).unwrap();
+        // SAFETY: the closure runs in the forked child before exec: open reads `procs`, a
+        // NUL-terminated CString the closure owns, then write(2) of a 'static byte and close of the
+        // fd it opened; all async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {
                 let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
@@ -163,6 +168,8 @@ impl Drop for PidsCgroup {
             .split_whitespace()
             .filter_map(|p| p.parse::<i32>().ok())
         {
+            // SAFETY: kill takes no pointer and touches no memory of ours; the pids are what the
+            // test's cgroup still holds.
             unsafe { libc::kill(p, libc::SIGKILL) };
         }
         for _ in 0..100 {
@@ -543,4 +550,43 @@ fn what_needs_root_says_so_for_an_unprivileged_user() {
         assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
     }
     snap.check("what_needs_root_says_so_for_an_unprivileged_user");
+}
+
+/// The argument parser's own errors have the one-line form too, with clap's tips folded in
+/// and the usage after it; exit 2. Help and version are as clap prints them, exit 0.
+#[test]
+fn usage_errors_are_one_line_then_the_usage() {
+    let snap = Snapshot::take();
+    let tag = unique_tag("usage");
+    let cases = [
+        (
+            "chat-server 127.0.0.1 0 --timeout -1",
+            "schedlab chat-server: error: unexpected argument '-1' found (to pass '-1' as a value, use '-- -1')",
+            "Usage: schedlab chat-server [OPTIONS] [IP] [PORT] (more with --help)",
+        ),
+        (
+            "chat-client",
+            "schedlab chat-client: error: the following required arguments were not provided: <IP>",
+            "Usage: schedlab chat-client <IP> [ROOMS] [MESSAGES] [PORT] (more with --help)",
+        ),
+        (
+            "no-such-command",
+            "schedlab: error: unrecognized subcommand 'no-such-command'",
+            "Usage: schedlab [COMMAND] (more with --help)",
+        ),
+    ];
+    for (args, line, usage) in cases {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let out = output_within(schedlab(&tag, &words), SECS(20), args);
+        assert_eq!(out.status.code(), Some(2), "{args}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err, format!("{line}\n{usage}\n"), "{args}");
+        assert_one_line_error(&out, args);
+    }
+    for args in [["--help"], ["--version"]] {
+        let out = output_within(schedlab(&tag, &args), SECS(20), args[0]);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert!(!out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}");
+    }
+    snap.check("usage_errors_are_one_line_then_the_usage");
 }

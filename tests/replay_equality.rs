@@ -2,6 +2,8 @@
 //! the first one included: every Frame comes out of the model, from Samples that carry all
 //! it needs (each workload's life, the session's start, the rest of the machine, the groups).
 
+mod common;
+
 use std::time::Duration;
 
 use schedlab::engine::lab::Lab;
@@ -33,7 +35,7 @@ fn replayed_frames_equal_the_live_ones() {
     let mut lab = Lab::new(Duration::from_millis(200)).unwrap();
     lab.set_verdict_window(scenario.verdict_window.unwrap());
     for w in &scenario.workloads {
-        lab.add(real_binary(w)).unwrap();
+        lab.add(common::real_binary(w)).unwrap();
     }
     let mut live = Vec::new();
     for k in 0..20 {
@@ -67,20 +69,4 @@ fn replayed_frames_equal_the_live_ones() {
     assert!(states.iter().any(|s| s == "Starting"), "{states:?}");
     assert!(states.iter().any(|s| s == "Running"), "{states:?}");
     assert!(states.iter().any(|s| s == "Stopped"));
-}
-
-/// Under cargo test the supervisor's "this binary" is the test harness: run the real schedlab
-/// binary with the same arguments instead.
-fn real_binary(d: &schedlab::scenario::WorkloadDecl) -> schedlab::scenario::WorkloadDecl {
-    use schedlab::supervisor::Program;
-    use schedlab::workload::kind::WorkloadKind;
-    let Program::SelfExe(args) = d.kind.program() else {
-        return d.clone();
-    };
-    let mut argv = vec![env!("CARGO_BIN_EXE_schedlab").to_string()];
-    argv.extend(args);
-    schedlab::scenario::WorkloadDecl {
-        kind: WorkloadKind::Command { argv },
-        ..d.clone()
-    }
 }

@@ -1,6 +1,8 @@
 //! `schedlab run` end to end: real workloads (plain commands, so this does not depend on the
 //! load generators), JSON that follows the schema, recordings, live metrics, and bad input.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -34,6 +36,20 @@ fn scenario(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     p
 }
 
+/// A fresh directory holding `text` as s.toml: (the directory, the scenario's path).
+fn with_scenario(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario(dir.path(), "s.toml", text);
+    (dir, sc)
+}
+
+/// `schedlab run SCENARIO`, to add options to.
+fn run_of(sc: &Path) -> Command {
+    let mut cmd = schedlab();
+    cmd.arg("run").arg(sc);
+    cmd
+}
+
 fn one_line_error(out: &Output, cmd: &str) -> String {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -47,19 +63,12 @@ fn one_line_error(out: &Output, cmd: &str) -> String {
 
 #[test]
 fn json_output_follows_the_schema_and_gives_the_spread() {
-    let dir = tempfile::tempdir().unwrap();
-    let sc = scenario(dir.path(), "s.toml", FINITE);
-    let out = schedlab()
-        .arg("run")
-        .arg(&sc)
+    let (_dir, sc) = with_scenario(FINITE);
+    let out = run_of(&sc)
         .args(["--repeat", "3", "--format", "json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(out.stderr.is_empty(), "no progress bar when piped");
     let text = String::from_utf8(out.stdout).unwrap();
     let r = RunResults::from_json(&text, "stdout").expect("strict schema");
@@ -86,12 +95,7 @@ fn json_output_follows_the_schema_and_gives_the_spread() {
     assert!(cpu.std_dev.is_some() && cpu.ci95_low.is_some() && cpu.cv.is_some());
 
     // CSV and text views of the same run.
-    let out = schedlab()
-        .arg("run")
-        .arg(&sc)
-        .args(["--format", "csv"])
-        .output()
-        .unwrap();
+    let out = run_of(&sc).args(["--format", "csv"]).output().unwrap();
     let csv = String::from_utf8(out.stdout).unwrap();
     assert!(csv.starts_with("workload,kind,metric,unit,n,mean"));
     assert!(csv.contains("\nspin,command,cpu_received,CPUs,1,"));
@@ -99,24 +103,17 @@ fn json_output_follows_the_schema_and_gives_the_spread() {
 
 #[test]
 fn output_file_record_replay_and_plot() {
-    let dir = tempfile::tempdir().unwrap();
-    let sc = scenario(dir.path(), "s.toml", FINITE);
+    let (dir, sc) = with_scenario(FINITE);
     let res = dir.path().join("res.json");
     let rec = dir.path().join("run.jsonl");
-    let out = schedlab()
-        .arg("run")
-        .arg(&sc)
+    let out = run_of(&sc)
         .args(["--format", "json", "-o"])
         .arg(&res)
         .arg("--record")
         .arg(&rec)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     assert!(out.stdout.is_empty());
     RunResults::from_json(&std::fs::read_to_string(&res).unwrap(), "res").unwrap();
     let names: Vec<_> = std::fs::read_dir(dir.path())
@@ -151,15 +148,8 @@ fn output_file_record_replay_and_plot() {
 
 #[test]
 fn live_metrics_are_served_while_it_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let sc = scenario(
-        dir.path(),
-        "s.toml",
-        "interval_ms = 100\n[[workload]]\nname = \"nap\"\nkind = \"command\"\nargv = [\"sleep\", \"5\"]\n",
-    );
-    let mut child = schedlab()
-        .arg("run")
-        .arg(&sc)
+    let (_dir, sc) = with_scenario("interval_ms = 100\n[[workload]]\nname = \"nap\"\nkind = \"command\"\nargv = [\"sleep\", \"5\"]\n");
+    let mut child = run_of(&sc)
         .args(["--metrics-addr", "127.0.0.1:0", "--format", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -245,18 +235,13 @@ fn bad_scenarios_are_one_line_pointing_at_the_mistake() {
 
 #[test]
 fn unwritable_outputs_and_busy_metrics_fail_before_anything_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let sc = scenario(dir.path(), "s.toml", FINITE);
-    let out = schedlab()
-        .arg("run")
-        .arg(&sc)
+    let (dir, sc) = with_scenario(FINITE);
+    let out = run_of(&sc)
         .args(["-o", "/nonexistent/dir/r.json"])
         .output()
         .unwrap();
     assert!(one_line_error(&out, "run").contains("cannot write /nonexistent/dir/r.json"));
-    let out = schedlab()
-        .arg("run")
-        .arg(&sc)
+    let out = run_of(&sc)
         .args(["--record", "/nonexistent/dir/r.jsonl"])
         .output()
         .unwrap();
@@ -265,9 +250,7 @@ fn unwritable_outputs_and_busy_metrics_fail_before_anything_runs() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let res = dir.path().join("r.json");
-    let out = schedlab()
-        .arg("run")
-        .arg(&sc)
+    let out = run_of(&sc)
         .args(["--metrics-addr", &addr, "-o"])
         .arg(&res)
         .output()
@@ -287,20 +270,9 @@ fn unwritable_outputs_and_busy_metrics_fail_before_anything_runs() {
 
 #[test]
 fn a_failing_workload_fails_the_run_and_leaves_no_recording_claiming_to_be_whole() {
-    let dir = tempfile::tempdir().unwrap();
-    let sc = scenario(
-        dir.path(),
-        "s.toml",
-        "interval_ms = 100\n[[workload]]\nname = \"bad\"\nkind = \"command\"\nargv = [\"sh\", \"-c\", \"sleep 0.3; exit 3\"]\n",
-    );
+    let (dir, sc) = with_scenario("interval_ms = 100\n[[workload]]\nname = \"bad\"\nkind = \"command\"\nargv = [\"sh\", \"-c\", \"sleep 0.3; exit 3\"]\n");
     let rec = dir.path().join("r.jsonl");
-    let out = schedlab()
-        .arg("run")
-        .arg(&sc)
-        .arg("--record")
-        .arg(&rec)
-        .output()
-        .unwrap();
+    let out = run_of(&sc).arg("--record").arg(&rec).output().unwrap();
     let err = one_line_error(&out, "run");
     assert!(err.contains("workload bad failed (exit code 3)"), "{err}");
     let r = schedlab::record::recording::Recording::read(&rec).unwrap();

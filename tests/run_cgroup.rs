@@ -2,6 +2,8 @@
 //! `schedlab run` goes through the engine path that tells the probe where the workload's own
 //! cgroup is, so its Frames say `accounting: cgroup`.
 
+mod common;
+
 use std::process::Command;
 
 use schedlab::model::Accounting;
@@ -25,8 +27,7 @@ placement = "cgroup"
 
 #[test]
 fn a_cgroup_placed_workload_is_accounted_by_its_cgroup_headless() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !nix::unistd::geteuid().is_root() {
         eprintln!("NOT CHECKED: cgroup placement needs root (CI runs as root)");
         return;
     }
@@ -43,11 +44,7 @@ fn a_cgroup_placed_workload_is_accounted_by_its_cgroup_headless() {
         .arg(&rec)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let frames = Recording::read(&rec).unwrap().frames();
     assert!(frames.len() >= 5, "{} frames", frames.len());
     for f in &frames {

@@ -9,6 +9,19 @@ fn err(src: &str) -> ScenarioError {
     Scenario::from_toml(src, "bad.toml").expect_err("must not parse")
 }
 
+/// The scenario text is refused at (line, column); the error, for what else to check.
+fn refused_at(toml: &str, at: (usize, usize)) -> ScenarioError {
+    let e = err(toml);
+    assert_eq!((e.line, e.column), at, "{e}");
+    e
+}
+
+/// The scenario text is refused at (line, column) with a message that says `says`.
+fn assert_refused(toml: &str, at: (usize, usize), says: &str) {
+    let e = refused_at(toml, at);
+    assert!(e.message.contains(says), "{e}");
+}
+
 #[test]
 fn every_preset_file_parses_and_is_listed() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios");
@@ -124,55 +137,54 @@ cgroup_weight = 200
 
 #[test]
 fn unknown_key_points_at_it() {
-    let e = err("[[workload]]\nkind = \"fork-load\"\nforker = 2\n");
-    assert_eq!((e.line, e.column), (3, 1), "{e}");
-    assert!(
-        e.message
-            .contains("unknown key `forker` (did you mean `forkers`?)"),
-        "{e}"
+    assert_refused(
+        "[[workload]]\nkind = \"fork-load\"\nforker = 2\n",
+        (3, 1),
+        "unknown key `forker` (did you mean `forkers`?)",
     );
-    let e = err("nmae = \"x\"\n[[workload]]\nkind = \"fork-load\"\n");
-    assert_eq!((e.line, e.column), (1, 1), "{e}");
+    let e = refused_at("nmae = \"x\"\n[[workload]]\nkind = \"fork-load\"\n", (1, 1));
     assert!(e.to_string().starts_with("bad.toml:1:1: "), "{e}");
 }
 
 #[test]
 fn parameter_of_another_kind_is_refused() {
-    let e = err("[[workload]]\nkind = \"fork-load\"\njobs = 2\n");
-    assert_eq!((e.line, e.column), (3, 8), "{e}");
-    assert!(
-        e.message
-            .contains("`jobs` does not apply to kind fork-load (it takes: forkers)"),
-        "{e}"
+    assert_refused(
+        "[[workload]]\nkind = \"fork-load\"\njobs = 2\n",
+        (3, 8),
+        "`jobs` does not apply to kind fork-load (it takes: forkers)",
     );
 }
 
 #[test]
 fn wrong_type_points_at_the_value() {
-    let e = err("[[workload]]\nkind = \"chat\"\nrooms = \"thirty\"\n");
-    assert_eq!((e.line, e.column), (3, 9), "{e}");
-    assert!(e.message.contains("integer"), "{e}");
+    assert_refused(
+        "[[workload]]\nkind = \"chat\"\nrooms = \"thirty\"\n",
+        (3, 9),
+        "integer",
+    );
     let e = err("[[workload]]\nkind = \"hackbench\"\nthreads = 4\n");
     assert!(e.message.contains("true or false"), "{e}");
 }
 
 #[test]
 fn negative_duration_is_refused() {
-    let e = err("duration = -5\n[[workload]]\nkind = \"fork-load\"\n");
-    assert_eq!((e.line, e.column), (1, 12), "{e}");
-    assert!(e.message.contains("positive number of seconds"), "{e}");
-    let e = err("[[workload]]\nkind = \"fork-load\"\nstart_delay = -1.5\n");
-    assert_eq!((e.line, e.column), (3, 15), "{e}");
+    assert_refused(
+        "duration = -5\n[[workload]]\nkind = \"fork-load\"\n",
+        (1, 12),
+        "positive number of seconds",
+    );
+    refused_at(
+        "[[workload]]\nkind = \"fork-load\"\nstart_delay = -1.5\n",
+        (3, 15),
+    );
 }
 
 #[test]
 fn unknown_kind_lists_the_known_ones() {
-    let e = err("[[workload]]\nkind = \"forkload\"\n");
-    assert_eq!((e.line, e.column), (2, 8), "{e}");
-    assert!(
-        e.message
-            .contains("unknown workload kind `forkload`, expected one of: chat, hackbench"),
-        "{e}"
+    assert_refused(
+        "[[workload]]\nkind = \"forkload\"\n",
+        (2, 8),
+        "unknown workload kind `forkload`, expected one of: chat, hackbench",
     );
 }
 
@@ -188,8 +200,7 @@ fn out_of_range_values_are_refused() {
     assert!(e.message.contains("nice must be -20..=19"), "{e}");
     let e = err("[[workload]]\nkind = \"chat\"\nrooms = 0\n");
     assert!(e.message.contains("rooms must be at least 1"), "{e}");
-    let e = err("[[workload]]\nkind = \"chat\"\nmessages = 40000\n");
-    assert_eq!((e.line, e.column), (3, 12), "{e}");
+    let e = refused_at("[[workload]]\nkind = \"chat\"\nmessages = 40000\n", (3, 12));
     assert!(
         e.message.contains("messages must be between 1 and 32767"),
         "{e}"
@@ -197,8 +208,10 @@ fn out_of_range_values_are_refused() {
     assert!(e.message.contains("semaphore"), "{e}");
     let e = err("[[workload]]\nkind = \"cpu-hog\"\nrt_priority = 5\n");
     assert!(e.message.contains("only with policy"), "{e}");
-    let e = err("[[workload]]\nkind = \"cpu-hog\"\naffinity = [0, -1]\n");
-    assert_eq!((e.line, e.column), (3, 16), "{e}");
+    refused_at(
+        "[[workload]]\nkind = \"cpu-hog\"\naffinity = [0, -1]\n",
+        (3, 16),
+    );
 }
 
 #[test]

@@ -37,25 +37,32 @@ fn ref_job(t: f64, wobble: f64) -> WorkloadFrame {
         involuntary_cs_per_sec: 410.0 + wobble * 30.0,
         runq_wait_pct: 118.0,
         wait_per_slice_us: 2900.0,
-        accounting: Accounting::Proc,
-        group: "session 812".into(),
         ..Default::default()
     }
-    .judged(Due::Share {
-        weight: 4096.0,
-        of_weight: 5120.0,
-        pool: 2.0,
-        pool_name: "its group gets".into(),
-        wants: 4.0,
-    })
+    .in_the_session(4096.0, 4.0)
 }
 
 /// The verdict fields as the model fills them: the window holds the same figures here.
 trait Judged {
     fn judged(self, due: Due) -> WorkloadFrame;
+
+    /// Judged as `weight` of the 5120 in session 812, whose group gets 2 CPUs.
+    fn in_the_session(self, weight: f64, wants: f64) -> WorkloadFrame;
 }
 
 impl Judged for WorkloadFrame {
+    fn in_the_session(mut self, weight: f64, wants: f64) -> WorkloadFrame {
+        self.accounting = Accounting::Proc;
+        self.group = "session 812".into();
+        self.judged(Due::Share {
+            weight,
+            of_weight: 5120.0,
+            pool: 2.0,
+            pool_name: "its group gets".into(),
+            wants,
+        })
+    }
+
     fn judged(mut self, due: Due) -> WorkloadFrame {
         self.window_received = self.cpu_received;
         self.window_fair = self.cpu_fair;
@@ -98,17 +105,9 @@ fn fork_load(wobble: f64) -> WorkloadFrame {
         involuntary_cs_per_sec: 95.0 + wobble * 10.0,
         runq_wait_pct: 84.0,
         wait_per_slice_us: 5100.0,
-        accounting: Accounting::Proc,
-        group: "session 812".into(),
         ..Default::default()
     }
-    .judged(Due::Share {
-        weight: 1024.0,
-        of_weight: 5120.0,
-        pool: 2.0,
-        pool_name: "its group gets".into(),
-        wants: 1.0,
-    })
+    .in_the_session(1024.0, 1.0)
 }
 
 fn frame(t: f64) -> Frame {
@@ -133,6 +132,7 @@ fn frame(t: f64) -> Frame {
         jain_index: 0.74,
         observer_cpu_pct: 0.8,
         status_interval: 1.0,
+        ..Default::default()
     }
 }
 
@@ -510,4 +510,34 @@ fn live_space_still_freezes_and_seek_keys_do_nothing() {
     assert!(app.outbox.is_empty());
     key(&mut app, KeyCode::Char(' '));
     assert!(app.frozen.is_some());
+}
+
+/// A workload that failed: its last stderr line leads its details, and `v` shows its last
+/// lines over the dashboard.
+#[test]
+fn a_failed_workloads_stderr_is_in_its_details_and_behind_v() {
+    let mut app = seed_app();
+    let mut last = frame(60.5);
+    let failed = &mut last.workloads[1];
+    failed.state = WorkloadState::Done(1);
+    failed.stderr = vec![
+        "fork: retry: Resource temporarily unavailable".into(),
+        "schedlab fork-load: error: forker 2 of 2: fork: Resource temporarily unavailable (process limit: ulimit -u, or the cgroup's pids.max)".into(),
+    ];
+    app.on_event(Event::Frame(last));
+    key(&mut app, KeyCode::Down);
+    let term = screen(&app, 80, 24);
+    let text = text_of(&term);
+    assert!(
+        text.contains("stderr (v: more): schedlab fork-load: error: forker 2 of 2"),
+        "{text}"
+    );
+    insta::assert_snapshot!("failed_workload_details", term.backend());
+    key(&mut app, KeyCode::Char('v'));
+    assert_eq!(app.mode, Mode::Stderr(2));
+    let term = screen(&app, 80, 24);
+    assert!(text_of(&term).contains("fork: retry: Resource temporarily unavailable"));
+    insta::assert_snapshot!("failed_workload_stderr", term.backend());
+    key(&mut app, KeyCode::Char('x'));
+    assert_eq!(app.mode, Mode::Normal);
 }

@@ -7,6 +7,8 @@
 //! exactly, on a machine where other schedlab runs may be going on. The tmux server has its
 //! own socket and is killed at the end, pass or fail.
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -212,7 +214,7 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         // Pass or fail: nothing of ours survives the test.
         for (pid, _) in self.tagged() {
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         }
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
@@ -303,20 +305,22 @@ fn quit_with_q_after_adding_a_chat_workload() {
 
 #[test]
 fn sigterm_restores_the_terminal_and_stops_every_workload() {
-    let Some(t) = Tmux::start("term") else { return };
-    t.start_dashboard();
-    let pid = t.dashboard_pid();
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
-    t.assert_clean_exit("SIGTERM");
+    signal_the_dashboard("term", Signal::SIGTERM);
 }
 
 #[test]
 fn sighup_restores_the_terminal_and_stops_every_workload() {
-    let Some(t) = Tmux::start("hup") else { return };
+    signal_the_dashboard("hup", Signal::SIGHUP);
+}
+
+/// Starts the dashboard, sends it `sig` and checks the exit leaves a sane terminal and nothing
+/// running.
+fn signal_the_dashboard(tag: &str, sig: Signal) {
+    let Some(t) = Tmux::start(tag) else { return };
     t.start_dashboard();
     let pid = t.dashboard_pid();
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) };
-    t.assert_clean_exit("SIGHUP");
+    let _ = kill(Pid::from_raw(pid as i32), sig);
+    t.assert_clean_exit(sig.as_str());
 }
 
 /// A panic (forced by a failpoint that only debug builds have) gives the terminal back,
@@ -351,7 +355,7 @@ fn sigkill_leaves_no_workload_and_a_sane_terminal() {
         row(s, "sleep").is_some_and(|f| f[2] == "running")
     });
     let pid = t.dashboard_pid();
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
     t.assert_clean_exit("SIGKILL");
     assert!(
         !Path::new(&format!("/proc/{pid}")).exists() || {
@@ -397,7 +401,7 @@ fn a_crashed_workload_leaves_the_dashboard_usable_and_nothing_behind() {
         assert!(Instant::now() < deadline, "no workload started");
         std::thread::sleep(Duration::from_millis(100));
     };
-    unsafe { libc::kill(victim as libc::pid_t, libc::SIGKILL) };
+    let _ = kill(Pid::from_raw(victim as i32), Signal::SIGKILL);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
         std::path::Path::new(&format!("/proc/{dash}")).exists(),

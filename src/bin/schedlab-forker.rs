@@ -77,6 +77,9 @@ mod forker {
     const EXIT_PROGRAM_FAILED: i32 = 2;
 
     /// A non-negative decimal argument.
+    ///
+    /// # Safety
+    /// `arg` must point to a NUL-terminated string (an `argv` entry).
     unsafe fn number(arg: *const u8) -> Option<usize> {
         let mut n: usize = 0;
         let mut p = arg;
@@ -94,6 +97,10 @@ mod forker {
         Some(n)
     }
 
+    /// Maps `len` bytes of `fd` shared, or None.
+    ///
+    /// # Safety
+    /// None beyond mmap's own: a new mapping touches no existing memory, and a bad `fd` fails.
     unsafe fn map(fd: usize, len: usize) -> Option<*mut u8> {
         let p = mmap(
             core::ptr::null_mut(),
@@ -106,11 +113,14 @@ mod forker {
         (p != MAP_FAILED).then_some(p)
     }
 
+    /// # Safety
+    /// Called by the C runtime, with `argv` holding `argc` pointers to NUL-terminated strings.
     #[no_mangle]
     pub unsafe extern "C" fn main(argc: i32, argv: *const *const u8) -> i32 {
         if argc != 8 {
             return EXIT_SETUP;
         }
+        // Sound: i < argc = 8 at every call below, so argv[i] is a valid entry.
         let arg = |i: usize| *argv.add(i);
         let (Some(ctrl_fd), Some(i), Some(n), Some(counters_fd), Some(offset), Some(hist)) = (
             number(arg(2)),
@@ -139,9 +149,16 @@ mod forker {
         // The mappings stay; the children need not inherit the descriptors.
         close(ctrl_fd as i32);
         close(counters_fd as i32);
+        // Sound: k <= 1 + n + i < 1 + 2 * n lines, all inside the control mapping, 64-byte
+        // aligned as the page is; the mappings are never unmapped and AtomicU64 is valid for
+        // any bits.
         let line = |k: usize| &*(ctrl.add(LINE * k) as *const AtomicU64);
         let (stop, eagain, finished) = (line(0), line(1 + i), line(1 + n + i));
+        // Sound: the slot's line lies inside the counters mapping of at least offset + LINE
+        // bytes, and offset is a multiple of LINE (checked above), so it is aligned.
         let slot = &*(counters.add(offset) as *const AtomicU64);
+        // Sound: a histogram at hist > 0 lies inside the counters mapping of at least
+        // hist + HISTOGRAM_BYTES bytes, aligned as hist is a multiple of LINE (checked above).
         let latency = (hist > 0).then(|| counters.add(hist) as *const AtomicU64);
         let program = arg(1);
         let child_argv = [program, core::ptr::null()];
@@ -174,7 +191,8 @@ mod forker {
                 }
             }
             if let Some(words) = latency {
-                // SAFETY: `words` is this forker's own histogram, mapped above in full.
+                // Sound: `words` is this forker's own histogram, mapped above in full, and this
+                // process its only writer.
                 histogram::record(words, now_ns().saturating_sub(start));
             }
             // One writer per slot: a plain load and store, as CounterSlot::add.
@@ -191,6 +209,7 @@ mod forker {
 
     #[panic_handler]
     fn panic(_: &core::panic::PanicInfo) -> ! {
+        // SAFETY: abort takes nothing and never returns.
         unsafe { abort() }
     }
 

@@ -27,5 +27,6 @@ pub extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: abort takes nothing and never returns.
     unsafe { abort() }
 }

@@ -104,9 +104,8 @@ fn untrack(pgid: u32) {
 }
 
 fn kill_tracked() {
-    for &g in GROUPS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        unsafe { libc::kill(-(g as libc::pid_t), libc::SIGKILL) };
-    }
+    let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    crate::sys::groups::kill_and_sweep(&groups, std::time::Duration::from_millis(1500));
 }
 
 pub fn main(args: Args) -> Result<()> {
@@ -184,6 +183,7 @@ pub fn main(args: Args) -> Result<()> {
     }
     // Show where each ran, so the placement line above can be checked.
     let me = std::process::id();
+    // SAFETY: getpgrp has no preconditions and cannot fail.
     let (_, own) = group_cpu("contest", unsafe { libc::getpgrp() } as u32, me);
     if let Some(own) = own {
         let mut line = format!(

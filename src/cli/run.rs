@@ -17,6 +17,7 @@ use crate::record::metrics::MetricsServer;
 use crate::record::recording::{kernel_release, Header, RecordingWriter};
 use crate::record::results::{Host, RunResults, ScenarioInfo};
 use crate::scenario::Scenario;
+use crate::sys::priority::SamplerPriority;
 
 /// Arguments of `schedlab run`.
 #[derive(clap::Args, Debug)]
@@ -50,6 +51,10 @@ pub struct Args {
     /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
     #[arg(long, value_name = "SECS", value_parser = verdict_window)]
     pub verdict_window: Option<f64>,
+    /// How the sampling thread is scheduled: realtime (SCHED_FIFO 1 when permitted, so the
+    /// load it watches cannot make it late; the fairness model counts it) or normal.
+    #[arg(long, value_enum, default_value_t = SamplerPriority::Realtime)]
+    pub sampler_priority: SamplerPriority,
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
     pub force: bool,
@@ -121,6 +126,8 @@ pub fn main(args: Args) -> Result<()> {
     let limit = repeat_limit(&scenario, args.duration)?;
     crate::scenario::check_scenario(&scenario, args.force)?;
 
+    // A signal or a panic kills the workloads and sweeps what they made before we exit.
+    crate::engine::live::install_exit_hook();
     // Everything that can fail on the user's input fails before any workload starts.
     let mut output = args.output.as_deref().map(AtomicFile::create).transpose()?;
     if let Some(out) = &output {
@@ -152,8 +159,11 @@ pub fn main(args: Args) -> Result<()> {
             progress.set_message(format!("{} repeat {k}/{}", scenario.name, args.repeat));
             progress.set_position(0);
             let frames = run_once(
-                &scenario,
-                limit,
+                &Plan {
+                    scenario: &scenario,
+                    limit,
+                    sampler: args.sampler_priority,
+                },
                 k,
                 &mut recording,
                 metrics.as_ref(),
@@ -265,24 +275,46 @@ fn progress_bar(limit: Option<f64>) -> ProgressBar {
     }
 }
 
+/// A failed workload's own words for the run's error line: its last stderr line, after its
+/// earlier ones (printed here, each under its name) so that the run's own line stays last.
+fn said(w: &crate::engine::lab::WorkloadInfo) -> String {
+    let Some((last, earlier)) = w.stderr.split_last() else {
+        return String::new();
+    };
+    for line in earlier {
+        crate::errln!("  {}: {line}", w.name);
+    }
+    format!(": {last}")
+}
+
 /// One repeat: starts the workloads, ticks until the limit or until they all ended.
-fn run_once(
-    sc: &Scenario,
+/// What every repeat runs, and how.
+struct Plan<'a> {
+    scenario: &'a Scenario,
+    /// Seconds a repeat may last.
     limit: Option<f64>,
+    sampler: SamplerPriority,
+}
+
+fn run_once(
+    plan: &Plan,
     repeat: u32,
     recording: &mut Option<RecordingWriter>,
     metrics: Option<&MetricsServer>,
     progress: &ProgressBar,
     host: &mut Option<Host>,
 ) -> Result<Vec<Frame>> {
+    let (sc, limit) = (plan.scenario, plan.limit);
     let interval = Duration::from_millis(sc.interval_ms);
     let mut lab = Lab::new(interval)?;
+    lab.set_sampler_priority(plan.sampler);
     if let Some(w) = sc.verdict_window {
         lab.set_verdict_window(w);
     }
     for d in &sc.workloads {
-        lab.add(d.clone())
-            .with_context(|| format!("cannot start workload {}", d.name))?;
+        let added = lab.add(d.clone());
+        crate::engine::live::publish_live(&lab);
+        added.with_context(|| format!("cannot start workload {}", d.name))?;
     }
     let start = Instant::now();
     let first = lab.tick();
@@ -301,17 +333,16 @@ fn run_once(
         }
     }
     let mut frames = Vec::new();
-    let mut next = start;
     loop {
-        next += interval;
+        // The Lab keeps the grid: a late wake-up is measured against it, and intervals
+        // missed altogether are skipped, not burst through.
         let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            // Fell behind (a slow sweep): tick now and keep the cadence from here.
-            next = now;
+        let due = lab.next_due();
+        if due > now {
+            std::thread::sleep(due - now);
         }
         let frame = lab.tick();
+        crate::engine::live::publish_live(&lab);
         if let Some(rec) = recording.as_mut() {
             if let Some(s) = lab.last_sample() {
                 rec.sample(s)?;
@@ -327,9 +358,9 @@ fn run_once(
         let infos = lab.workloads();
         for w in &infos {
             match &w.state {
-                WorkloadState::Gone(why) => bail!("workload {}: {why}", w.name),
+                WorkloadState::Gone(why) => bail!("workload {}: {why}{}", w.name, said(w)),
                 WorkloadState::Done(code) if *code != 0 => {
-                    bail!("workload {} failed (exit code {code})", w.name)
+                    bail!("workload {} failed (exit code {code}){}", w.name, said(w))
                 }
                 _ => {}
             }

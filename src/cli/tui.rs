@@ -22,6 +22,10 @@ pub struct TuiArgs {
     /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
     #[arg(long, value_name = "SECS", value_parser = crate::cli::run::verdict_window)]
     pub verdict_window: Option<f64>,
+    /// How the sampling thread is scheduled: realtime (SCHED_FIFO 1 when permitted; the
+    /// status line then says `self … rt`) or normal.
+    #[arg(long, value_enum, default_value_t = crate::sys::priority::SamplerPriority::Realtime)]
+    pub sampler_priority: crate::sys::priority::SamplerPriority,
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
     pub force: bool,
@@ -36,10 +40,12 @@ pub fn main(args: TuiArgs) -> Result<()> {
         scenario.verdict_window = args.verdict_window;
     }
     let window = scenario.verdict_window;
+    let sampler = args.sampler_priority;
     crate::scenario::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     crate::ui::run(scenario, interval, move |interval| {
         let mut lab = crate::engine::lab::Lab::new(interval)?;
+        lab.set_sampler_priority(sampler);
         if let Some(w) = window {
             lab.set_verdict_window(w);
         }

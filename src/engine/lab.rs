@@ -7,18 +7,22 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::schedule::Schedule;
 use crate::model::{Frame, Model, WorkloadState};
 use crate::probe::{
     Health, Life as SampleLife, Probe, ProbeConfig, Sample, Target, WorkloadSample,
 };
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::{self, LaunchSpec, Running};
+use crate::supervisor::{self, LaunchSpec, Running, StderrTail};
+use crate::sys::priority::{self, SamplerPriority};
 
 /// Sampling interval bounds.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a stopped workload gets to end after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_millis(300);
+/// Lines of a failed workload's stderr that go into its Samples (and Frames, recordings).
+pub const STDERR_LINES: usize = 10;
 
 /// What the dashboard lists for a workload.
 #[derive(Clone, Debug)]
@@ -29,6 +33,8 @@ pub struct WorkloadInfo {
     pub state: WorkloadState,
     /// Leader pid while it runs (or ran).
     pub pid: Option<u32>,
+    /// When it failed: the last lines it wrote to stderr, oldest first.
+    pub stderr: Vec<String>,
 }
 
 enum Life {
@@ -55,6 +61,19 @@ struct Entry {
     /// An existing process the user named (not started by us): pid and pgid.
     attached: Option<(u32, u32)>,
     last_pid: Option<u32>,
+    /// What its last start wrote to stderr.
+    stderr: StderrTail,
+}
+
+impl Entry {
+    /// Its last stderr lines, when it failed (exited non-zero, or died); else none.
+    fn failure_lines(&self) -> Vec<String> {
+        match self.life {
+            Life::Done(code) if code != 0 => self.stderr.last(STDERR_LINES),
+            Life::Failed(_) => self.stderr.last(STDERR_LINES),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Runs and watches a set of workloads.
@@ -65,6 +84,11 @@ pub struct Lab {
     started: Instant,
     /// `started` on the Samples' clock (CLOCK_MONOTONIC ns): Frame times count from it.
     epoch_ns: u64,
+    /// When each sample is due.
+    schedule: Schedule,
+    /// How the thread that ticks is scheduled, and whether it was promoted.
+    sampler_priority: SamplerPriority,
+    sampler_promoted: Option<bool>,
     next_id: u32,
     entries: Vec<Entry>,
     last: Option<Sample>,
@@ -83,6 +107,9 @@ impl Lab {
             interval: MIN_INTERVAL,
             started: Instant::now(),
             epoch_ns: crate::probe::monotonic_ns(),
+            schedule: Schedule::new(interval, Instant::now()),
+            sampler_priority: SamplerPriority::default(),
+            sampler_promoted: None,
             next_id: 1,
             entries: Vec::new(),
             last: None,
@@ -113,6 +140,7 @@ impl Lab {
             cgroup: None,
             attached: None,
             last_pid: None,
+            stderr: StderrTail::default(),
         };
         if entry.decl.start_delay == 0.0 {
             // Start now, so a bad command is reported to the caller at once.
@@ -145,6 +173,7 @@ impl Lab {
             cgroup: None,
             attached: Some((pid, pgid)),
             last_pid: Some(pid),
+            stderr: StderrTail::default(),
         });
         Ok(id)
     }
@@ -196,6 +225,7 @@ impl Lab {
 
     pub fn set_interval(&mut self, d: Duration) {
         self.interval = d.clamp(MIN_INTERVAL, MAX_INTERVAL);
+        self.schedule.set_interval(self.interval, Instant::now());
         // Voluntary/involuntary switches at least once a second, at most once per tick.
         self.probe
             .set_status_every(self.interval.max(Duration::from_secs(1)));
@@ -203,6 +233,17 @@ impl Lab {
 
     pub fn interval(&self) -> Duration {
         self.interval
+    }
+
+    /// How the sampling thread is scheduled (before the first tick: the thread that ticks is
+    /// promoted at its first tick).
+    pub fn set_sampler_priority(&mut self, p: SamplerPriority) {
+        self.sampler_priority = p;
+    }
+
+    /// When the next sample is due: callers sleep until then and tick.
+    pub fn next_due(&self) -> Instant {
+        self.schedule.next_due()
     }
 
     /// Starts due workloads, stops expired ones, reaps exits, samples and derives.
@@ -230,13 +271,31 @@ impl Lab {
                 if let Some(status) = run.poll_exit() {
                     e.life = Life::Done(exit_code(status));
                     e.running = None;
+                    if status.code() != Some(0) {
+                        // Its group is killed: its last lines are arriving; wait for them.
+                        e.stderr.settle(Duration::from_millis(200));
+                    }
                 }
             }
         }
 
+        if self.sampler_promoted.is_none() {
+            // The thread that ticks is the sampler: make it prompt where the machine allows.
+            self.sampler_promoted = Some(
+                self.sampler_priority == SamplerPriority::Realtime
+                    && priority::promote_this_thread(),
+            );
+        }
         let targets = self.targets();
+        let slot = self.schedule.take(Instant::now());
         let mut sample = self.probe.sample(&targets);
         sample.epoch_ns = self.epoch_ns;
+        // The grid on the Samples' clock: how late this sample was, and what it missed.
+        sample.due_ns =
+            self.epoch_ns + slot.due.saturating_duration_since(self.started).as_nanos() as u64;
+        sample.missed = slot.missed;
+        sample.interval_ns = self.interval.as_nanos() as u64;
+        sample.observer_rt = self.sampler_promoted == Some(true);
 
         // Every workload goes into the Sample, running or not, with the life the Lab knows:
         // the model makes every row of the Frame from it, live and replayed alike.
@@ -267,6 +326,7 @@ impl Lab {
                 ..WorkloadSample::default()
             });
             w.life = life;
+            w.stderr = e.failure_lines();
             rows.push(w);
         }
         sample.workloads = rows;
@@ -298,6 +358,7 @@ impl Lab {
                     Life::Failed(why) => WorkloadState::Gone(why.clone()),
                 },
                 pid: e.running.as_ref().map(|r| r.pid).or(e.last_pid),
+                stderr: e.failure_lines(),
             })
             .collect()
     }
@@ -387,6 +448,7 @@ fn start(e: &mut Entry) -> Result<()> {
     match supervisor::spawn(&spec) {
         Ok(run) => {
             e.last_pid = Some(run.pid);
+            e.stderr = run.stderr.clone();
             // A workload placed in a cgroup of its own is accounted by it (exact CPU time, its
             // weight in the model), whoever started it: the dashboard, run, a start delay.
             e.cgroup = run.cgroup().map(|g| g.dir().to_path_buf());

@@ -31,19 +31,23 @@ fn kill_live_groups() {
         Err(std::sync::TryLockError::Poisoned(p)) => std::mem::take(&mut *p.into_inner()),
         Err(std::sync::TryLockError::WouldBlock) => return,
     };
-    for g in &groups {
-        if g.pgid > 1 {
-            unsafe { libc::kill(-(g.pgid as libc::pid_t), libc::SIGKILL) };
-        }
+    if groups.is_empty() {
+        return;
     }
+    let pgids: Vec<u32> = groups.iter().map(|g| g.pgid).collect();
+    crate::sys::groups::kill(&pgids);
     // cgroups outlive their tasks unless removed; give the killed tasks a moment to exit.
     let deadline = Instant::now() + Duration::from_millis(500);
     for g in &groups {
         cgroup::kill_and_remove_dirs(&g.cgroup_dirs, deadline);
     }
+    // What they made in SysV, once they are gone: nothing is left when we exit.
+    crate::sys::groups::wait_then_sweep(&pgids, Duration::from_millis(1500));
 }
 
-pub(super) fn publish_live(backend: &dyn Backend) {
+/// Tells the exit hook which workloads are live now (the engine thread after every command
+/// and sample; `run` after every sample).
+pub fn publish_live(backend: &dyn Backend) {
     let groups = backend.live_groups();
     if let Ok(mut live) = LIVE.lock() {
         *live = groups;
@@ -130,6 +134,10 @@ impl Backend for Lab {
 
     fn tick(&mut self) -> Frame {
         Lab::tick(self)
+    }
+
+    fn next_due(&self) -> Option<std::time::Instant> {
+        Some(Lab::next_due(self))
     }
 
     fn live_groups(&self) -> Vec<LiveGroup> {

@@ -7,6 +7,7 @@
 pub mod lab;
 pub mod live;
 pub mod replay;
+pub mod schedule;
 pub mod thread;
 
 use std::path::PathBuf;
@@ -85,6 +86,11 @@ pub trait Backend: Send {
     fn set_interval(&mut self, interval: Duration);
     /// Samples now and derives the Frame for the interval since the last sample.
     fn tick(&mut self) -> Frame;
+    /// When the next sample is due, for a backend that keeps its own grid (the live Lab: its
+    /// Samples say how late they were against it); None: the engine keeps the grid.
+    fn next_due(&self) -> Option<std::time::Instant> {
+        None
+    }
     /// The process groups and cgroup directories of every live workload, for the exit path.
     fn live_groups(&self) -> Vec<LiveGroup>;
     /// Some for a replay of a recording; a live run has no position to show.

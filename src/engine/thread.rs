@@ -25,6 +25,10 @@ pub fn run(
     }
     loop {
         let now = Instant::now();
+        // A live Lab keeps the grid (its Samples say how late they were against it).
+        if let Some(due) = backend.next_due() {
+            next = due;
+        }
         let cmd = match commands.recv_timeout(next.saturating_duration_since(now)) {
             Ok(cmd) => cmd,
             Err(RecvTimeoutError::Timeout) => {

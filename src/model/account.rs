@@ -3,7 +3,9 @@
 //! its weight and class, the CPUs it may use and where it sits in the group tree. For the
 //! workloads from two consecutive Samples; for the rest of the machine from its deltas.
 
-use std::collections::{HashMap, HashSet};
+// foldhash, not SipHash: a thousand-thread workload costs several lookups per thread per tick,
+// and these keys (pids, tids) come from the kernel, not from a peer that could pick them.
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use super::cpuset::CpuSet;
 use super::demand::{self, Observed, TaskMemo};
@@ -89,17 +91,28 @@ pub fn over_interval(dr: u64, dw: u64, read_before: u64, read_now: u64, t: u64) 
         return (dr, dw);
     }
     let scale = t as f64 / own as f64;
-    let dr = (dr as f64 * scale).round() as u64;
-    // Run plus wait cannot exceed the interval.
-    let dw = ((dw as f64 * scale).round() as u64).min(t.saturating_sub(dr));
-    (dr, dw)
+    // Wait is not capped here: wait that arrives late may be paid back against what was
+    // counted ahead (demand::wanted caps run plus wait at the interval after that).
+    (
+        (dr as f64 * scale).round() as u64,
+        (dw as f64 * scale).round() as u64,
+    )
 }
 
-fn cpus_of(th: &TaskSample) -> CpuSet {
-    th.cpus
-        .as_deref()
-        .and_then(CpuSet::parse_list)
-        .unwrap_or_default()
+/// A thread's allowed CPUs; `last` keeps the last list parsed, since a process's threads
+/// nearly always share one (a thousand parses a tick otherwise).
+fn cpus_of<'s>(th: &'s TaskSample, last: &mut Option<(&'s str, CpuSet)>) -> CpuSet {
+    let Some(text) = th.cpus.as_deref() else {
+        return CpuSet::default();
+    };
+    if let Some((t, set)) = last {
+        if *t == text {
+            return set.clone();
+        }
+    }
+    let set = CpuSet::parse_list(text).unwrap_or_default();
+    *last = Some((text, set.clone()));
+    set
 }
 
 fn placement_of(p: &ProcessSample) -> Placement {
@@ -126,36 +139,21 @@ pub fn account(
         .map(|p| (p.pid, (p.pid, p.start)))
         .collect();
 
-    // CPU of children that vanished since the last sample and were reaped by a member: their
-    // parent's cutime now holds all of it, and we already credited part of it.
-    let mut already: HashMap<u32, u64> = HashMap::new();
-    for p in &pw.processes {
-        let key = (p.pid, p.start);
-        if cur_keys.get(&p.pid) == Some(&key) {
-            continue;
-        }
-        let credited = memo.credited.remove(&key).unwrap_or(0);
-        if cur_keys.contains_key(&p.ppid) {
-            *already.entry(p.ppid).or_default() += credited;
-        }
-    }
+    let already = already_credited(pw, &cur_keys, memo);
 
-    let t = t_ns as u64;
     let mut received: u64 = 0;
-    let mut run_sum: u64 = 0;
-    let mut wait_sum: u64 = 0;
-    let mut slices: u64 = 0;
-    let mut cpus_allowed = CpuSet::new();
-    let mut cpus_used = CpuSet::new();
+    let mut sums = Sums::default();
     // Per thread: pid, tid, run, wanted (ns), and its claim without demand yet.
     let mut per_task: Vec<(u32, u32, u64, u64, Claim)> = Vec::new();
     let mut reaped: Vec<(u32, u64, Placement)> = Vec::new();
-    let mut seen_tasks: HashSet<(u32, u64, u32)> = HashSet::new();
+    let threads: usize = w.processes.iter().map(|p| p.threads.len()).sum();
+    let mut seen_tasks: HashSet<(u32, u64, u32)> = HashSet::with_capacity(threads);
     for p in &w.processes {
         let key = (p.pid, p.start);
-        let pp = prev_procs.get(&key);
+        let pp = prev_procs.get(&key).copied();
         let placement = placement_of(p);
         let mut own: u64 = 0;
+        let mut last_cpus = None;
         for th in &p.threads {
             // The probe lists threads sorted by tid.
             let old = pp.and_then(|pp| {
@@ -164,60 +162,22 @@ pub fn account(
                     .ok()
                     .map(|k| &pp.threads[k])
             });
-            let (dr, dw, ds) = match old {
-                Some(o) => {
-                    let dr = th.run_ns.saturating_sub(o.run_ns);
-                    let dw = th.wait_ns.saturating_sub(o.wait_ns);
-                    let ds = th.slices.saturating_sub(o.slices);
-                    let (dr, dw) = over_interval(dr, dw, o.read_ns, th.read_ns, t);
-                    (dr, dw, ds)
-                }
-                // Born during the interval (or first seen): it cannot have run or waited
-                // longer than the interval itself.
-                None => {
-                    let r = th.run_ns.min(t);
-                    (r, th.wait_ns.min(t - r), th.slices)
-                }
-            };
             let tkey = (p.pid, p.start, th.tid);
             seen_tasks.insert(tkey);
             let tm = memo.tasks.entry(tkey).or_default();
-            if tm.runnable.is_none() {
-                // Its first interval: its state at the start is in the previous Sample.
-                tm.runnable = old.and_then(|o| o.state).map(|c| c == 'R');
-            }
-            let fresh_vol = th.vol.zip(Some(th.vol_ns)).filter(|&(_, at)| at > since_ns);
-            let (busy, waited) = demand::wanted(
-                Observed {
-                    run_ns: dr,
-                    wait_ns: dw,
-                    runnable: th.state.map(|c| c == 'R'),
-                    vol: fresh_vol,
-                    since_ns,
-                },
-                t,
-                tm,
-            );
-            own += dr;
-            run_sum += dr;
-            wait_sum += waited;
-            slices += ds;
-            let cpus = cpus_of(th);
-            cpus_allowed = cpus_allowed.union(&cpus);
-            if busy > 0 {
-                if let Some(c) = th.cpu {
-                    cpus_used.insert(c);
-                }
-            }
+            let iv = thread_interval(th, old, t_ns, since_ns, tm);
+            own += iv.run;
+            let cpus = cpus_of(th, &mut last_cpus);
+            sums.add(&iv, &cpus, th.cpu);
             let (class, weight) = class_of(th.policy, th.nice, th.rt_priority, th.dl_bw);
             per_task.push((
                 p.pid,
                 th.tid,
-                dr,
-                busy,
+                iv.run,
+                iv.busy,
                 Claim {
                     demand: 0.0,
-                    received: dr as f64 / t_ns,
+                    received: iv.run as f64 / t_ns,
                     weight,
                     class,
                     cpus,
@@ -226,11 +186,7 @@ pub fn account(
                 },
             ));
         }
-        let child_now = p.child_ticks * NS_PER_TICK;
-        let child_before = pp.map(|pp| pp.child_ticks * NS_PER_TICK).unwrap_or(0);
-        let got = child_now
-            .saturating_sub(child_before)
-            .saturating_sub(already.get(&p.pid).copied().unwrap_or(0));
+        let got = reaped_since(p, pp, already.get(&p.pid).copied().unwrap_or(0));
         own += got;
         reaped.push((p.pid, got, placement));
         *memo.credited.entry(key).or_default() += own;
@@ -238,14 +194,77 @@ pub fn account(
     }
     memo.tasks.retain(|k, _| seen_tasks.contains(k));
 
-    // Reaped children ran as a chain with the process that waited for them (fork, exec,
-    // wait): fold their CPU, and the run-queue wait they likely had, into that process's
-    // main thread, so a fork loop counts as one task, not as hundreds.
-    let wait_ratio = if run_sum > 0 {
-        (wait_sum as f64 / run_sum as f64).min(10.0)
+    let wait_ratio = if sums.run > 0 {
+        (sums.wait as f64 / sums.run as f64).min(10.0)
     } else {
         0.0
     };
+    let (claims, busy_tasks) = fold_children(per_task, reaped, wait_ratio, t_ns);
+    let wait_total = sums.wait as f64;
+
+    let (received_ns, accounting) = match (&w.cgroup, &pw.cgroup) {
+        (Some(c), Some(pc)) if c.path == pc.path => (
+            c.usage_ns.saturating_sub(pc.usage_ns) as f64,
+            Accounting::Cgroup,
+        ),
+        _ => (received as f64, Accounting::Proc),
+    };
+    Account {
+        received_ns,
+        wait_ns: wait_total,
+        slices: sums.slices,
+        claims,
+        accounting,
+        cpus_allowed: sums.cpus_allowed,
+        cpus_used: sums.cpus_used,
+        busy_tasks,
+    }
+}
+
+/// A workload's threads summed over one interval.
+#[derive(Default)]
+struct Sums {
+    run: u64,
+    wait: u64,
+    slices: u64,
+    cpus_allowed: CpuSet,
+    cpus_used: CpuSet,
+}
+
+impl Sums {
+    fn add(&mut self, iv: &ThreadInterval, cpus: &CpuSet, cpu: Option<u32>) {
+        self.run += iv.run;
+        self.wait += iv.waited;
+        self.slices += iv.slices;
+        self.cpus_allowed.add_all(cpus);
+        if iv.busy > 0 {
+            if let Some(c) = cpu {
+                self.cpus_used.insert(c);
+            }
+        }
+    }
+}
+
+/// CPU a process's reaped children used since its last Sample (from its cutime + cstime),
+/// less what was credited already while they were still alive.
+fn reaped_since(p: &ProcessSample, before: Option<&ProcessSample>, already: u64) -> u64 {
+    let child_now = p.child_ticks * NS_PER_TICK;
+    let child_before = before.map(|b| b.child_ticks * NS_PER_TICK).unwrap_or(0);
+    child_now
+        .saturating_sub(child_before)
+        .saturating_sub(already)
+}
+
+/// Reaped children ran as a chain with the process that waited for them (fork, exec, wait):
+/// their CPU, and the run-queue wait they likely had (`wait_ratio` of what they ran), are
+/// folded into that process's main thread, so a fork loop counts as one task, not hundreds.
+/// Returns the claims, and how many of them wanted most of the interval.
+fn fold_children(
+    per_task: Vec<(u32, u32, u64, u64, Claim)>,
+    reaped: Vec<(u32, u64, Placement)>,
+    wait_ratio: f64,
+    t_ns: f64,
+) -> (Vec<Claim>, usize) {
     // The thread that carries each process's chain: its main thread, or its first thread
     // when the main one has exited.
     let mut carrier: HashMap<u32, usize> = HashMap::new();
@@ -258,7 +277,6 @@ pub fn account(
     let reaped_of: HashMap<u32, u64> = reaped.iter().map(|(p, g, _)| (*p, *g)).collect();
     let mut claims: Vec<Claim> = Vec::with_capacity(per_task.len());
     let mut busy_tasks = 0;
-    let wait_total = wait_sum as f64;
     for (i, (pid, _, _, busy, mut claim)) in per_task.into_iter().enumerate() {
         let mut busy = busy as f64;
         if carrier.get(&pid) == Some(&i) {
@@ -286,24 +304,97 @@ pub fn account(
             });
         }
     }
+    (claims, busy_tasks)
+}
 
-    let (received_ns, accounting) = match (&w.cgroup, &pw.cgroup) {
-        (Some(c), Some(pc)) if c.path == pc.path => (
-            c.usage_ns.saturating_sub(pc.usage_ns) as f64,
-            Accounting::Cgroup,
-        ),
-        _ => (received as f64, Accounting::Proc),
-    };
-    Account {
-        received_ns,
-        wait_ns: wait_total,
-        slices,
-        claims,
-        accounting,
-        cpus_allowed,
-        cpus_used,
-        busy_tasks,
+/// One thread over the interval: what it ran, its timeslices, and how long it wanted a CPU
+/// and waited for one (ns).
+struct ThreadInterval {
+    run: u64,
+    slices: u64,
+    busy: u64,
+    waited: u64,
+}
+
+fn thread_interval(
+    th: &TaskSample,
+    old: Option<&TaskSample>,
+    t_ns: f64,
+    since_ns: u64,
+    tm: &mut TaskMemo,
+) -> ThreadInterval {
+    let t = t_ns as u64;
+    // Read in rotation and not read this sweep: its last rate holds (its next read covers
+    // the whole time since, and is rescaled to its interval then).
+    if old.is_some_and(|o| th.read_ns != 0 && th.read_ns == o.read_ns) {
+        let busy = ((tm.rate.0 * t_ns) as u64).min(t);
+        let waited = ((tm.rate.1 * t_ns) as u64).min(busy);
+        return ThreadInterval {
+            run: busy - waited,
+            slices: 0,
+            busy,
+            waited,
+        };
     }
+    let (dr, dw, ds) = match old {
+        Some(o) => {
+            let dr = th.run_ns.saturating_sub(o.run_ns);
+            let dw = th.wait_ns.saturating_sub(o.wait_ns);
+            let ds = th.slices.saturating_sub(o.slices);
+            let (dr, dw) = over_interval(dr, dw, o.read_ns, th.read_ns, t);
+            (dr, dw, ds)
+        }
+        // Born during the interval (or first seen): it cannot have run or waited longer
+        // than the interval itself.
+        None => {
+            let r = th.run_ns.min(t);
+            (r, th.wait_ns.min(t - r), th.slices)
+        }
+    };
+    if tm.runnable.is_none() {
+        // Its first interval: its state at the start is in the previous Sample.
+        tm.runnable = old.and_then(|o| o.state).map(|c| c == 'R');
+    }
+    let fresh_vol = th.vol.zip(Some(th.vol_ns)).filter(|&(_, at)| at > since_ns);
+    let (busy, waited) = demand::wanted(
+        Observed {
+            run_ns: dr,
+            wait_ns: dw,
+            runnable: th.state.map(|c| c == 'R'),
+            vol: fresh_vol,
+            since_ns,
+        },
+        t,
+        tm,
+    );
+    tm.rate = (busy as f64 / t_ns, waited as f64 / t_ns);
+    ThreadInterval {
+        run: dr,
+        slices: ds,
+        busy,
+        waited,
+    }
+}
+
+/// CPU of children that vanished since the last sample and were reaped by a member: their
+/// parent's cutime now holds all of it, and part of it was already credited. Per parent pid.
+fn already_credited(
+    pw: &WorkloadSample,
+    cur_keys: &HashMap<u32, ProcKey>,
+    memo: &mut WorkloadMemo,
+) -> HashMap<u32, u64> {
+    let mut already: HashMap<u32, u64> = HashMap::new();
+    for p in &pw.processes {
+        let key = (p.pid, p.start);
+        if cur_keys.get(&p.pid) == Some(&key) {
+            continue;
+        }
+        let credited = memo.credited.remove(&key).unwrap_or(0);
+        if cur_keys.contains_key(&p.ppid) {
+            *already.entry(p.ppid).or_default() += credited;
+        }
+    }
+    already
 }
 
 /// A task of the rest of the machine, as a claim, with what names it.
@@ -314,7 +405,10 @@ pub struct RestClaim {
 }
 
 /// The rest's claims from one read of it. `credit`: wait counted ahead, per thread.
-pub fn rest_claims(r: &RestSample, memo: &mut HashMap<u32, TaskMemo>) -> Vec<RestClaim> {
+pub fn rest_claims(
+    r: &RestSample,
+    memo: &mut std::collections::HashMap<u32, TaskMemo>,
+) -> Vec<RestClaim> {
     let t = r.t_ns.saturating_sub(r.since_ns);
     if r.since_ns == 0 || t == 0 {
         return Vec::new();
@@ -325,17 +419,24 @@ pub fn rest_claims(r: &RestSample, memo: &mut HashMap<u32, TaskMemo>) -> Vec<Res
         seen.insert(task.tid);
         let tm = memo.entry(task.tid).or_default();
         tm.runnable = Some(task.runnable_before);
-        let (busy, _) = demand::wanted(
-            Observed {
-                run_ns: task.run_ns,
-                wait_ns: task.wait_ns,
-                runnable: Some(task.runnable),
-                vol: None,
-                since_ns: r.since_ns,
-            },
-            t,
-            tm,
-        );
+        // A kernel thread serves work queued by others (a kworker, ksoftirqd): waiting does
+        // not make more of it, so it wanted what it ran. Counting its wait would have a
+        // kworker starved beside a real-time hog want the whole CPU.
+        let (busy, _) = if task.kthread {
+            (task.run_ns.min(t), 0)
+        } else {
+            demand::wanted(
+                Observed {
+                    run_ns: task.run_ns,
+                    wait_ns: task.wait_ns,
+                    runnable: Some(task.runnable),
+                    vol: None,
+                    since_ns: r.since_ns,
+                },
+                t,
+                tm,
+            )
+        };
         let reaped = task.reaped_ns as f64;
         let (class, weight) = class_of(task.policy, task.nice, task.rt_priority, task.dl_bw);
         out.push(RestClaim {
@@ -396,26 +497,48 @@ mod tests {
         // Seen runnable when first read and again 500 ms later, schedstat unmoved: starved,
         // not idle, from the first interval on.
         let (t0, t1) = (1000 * MS, 1500 * MS);
-        let mut memo = WorkloadMemo::default();
-        let acc = account(
-            &workload('R', t0),
-            &workload('R', t1),
-            500.0 * MS as f64,
-            t0,
-            &mut memo,
-        );
+        let first_interval = |first: char| {
+            let mut memo = WorkloadMemo::default();
+            let prev = workload(first, t0);
+            account(&prev, &workload('R', t1), 500.0 * MS as f64, t0, &mut memo)
+        };
+        let acc = first_interval('R');
         assert_eq!(acc.claims[0].demand, 1.0);
         assert_eq!(acc.wait_ns, 500.0 * MS as f64);
         // Asleep when first read: it may have just woken, so only what it used counts.
-        let mut memo = WorkloadMemo::default();
-        let acc = account(
-            &workload('S', t0),
-            &workload('R', t1),
-            500.0 * MS as f64,
-            t0,
-            &mut memo,
-        );
+        let acc = first_interval('S');
         assert_eq!(acc.claims[0].demand, 0.0);
+    }
+
+    #[test]
+    fn a_thread_read_in_rotation_keeps_its_rate_between_reads() {
+        // A busy thread read at 1.0 s and 1.1 s (half its time on CPU, half waiting), then not
+        // re-read at 1.2 s (its read time unchanged): it still wanted all of it.
+        let at = |run: u64, wait: u64, read_ns: u64| WorkloadSample {
+            processes: vec![ProcessSample {
+                pid: 7,
+                threads: vec![TaskSample {
+                    tid: 8,
+                    run_ns: run * MS,
+                    wait_ns: wait * MS,
+                    read_ns,
+                    ..TaskSample::default()
+                }],
+                ..ProcessSample::default()
+            }],
+            ..WorkloadSample::default()
+        };
+        let t = 100.0 * MS as f64;
+        let mut memo = WorkloadMemo::default();
+        let a = at(0, 0, 1000 * MS);
+        let b = at(50, 50, 1100 * MS);
+        let read = account(&a, &b, t, 1000 * MS, &mut memo);
+        assert_eq!(read.claims[0].demand, 1.0);
+        assert!((read.received_ns - 50.0 * MS as f64).abs() < 1.0);
+        let carried = account(&b, &at(50, 50, 1100 * MS), t, 1100 * MS, &mut memo);
+        assert_eq!(carried.claims[0].demand, 1.0);
+        assert!((carried.received_ns - 50.0 * MS as f64).abs() < 1.0);
+        assert!((carried.wait_ns - 50.0 * MS as f64).abs() < 1.0);
     }
 
     #[test]

@@ -53,6 +53,16 @@ impl CpuSet {
             .all(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
     }
 
+    /// Adds every CPU of `other`, in place (no new set per call, for per-thread loops).
+    pub fn add_all(&mut self, other: &CpuSet) {
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (w, o) in self.words.iter_mut().zip(&other.words) {
+            *w |= o;
+        }
+    }
+
     pub fn union(&self, other: &CpuSet) -> CpuSet {
         let n = self.words.len().max(other.words.len());
         let mut s = CpuSet {

@@ -17,6 +17,9 @@ pub struct TaskMemo {
     pub runnable: Option<bool>,
     /// The voluntary switch count at its last read, and when it was read.
     pub vol: Option<(u64, u64)>,
+    /// What it wanted and waited per ns of its last interval read (a thread of a big
+    /// workload, read in rotation, is not read at every sweep: its last rate holds then).
+    pub rate: (f64, f64),
 }
 
 /// One task over one interval of `t_ns`.

@@ -118,241 +118,58 @@ impl Model {
             },
             observer_cpu_pct: 0.0,
             status_interval: cur.status_every_ns as f64 / 1e9,
+            late_ms: lateness_ms(cur),
+            sweep_ms: sweep_ms(cur),
+            missed: cur.missed,
+            observer_rt: cur.observer_rt,
         }
     }
 
     /// The Frame for the interval between `prev` and `cur`.
     pub fn step(&mut self, prev: &Sample, cur: &Sample) -> Frame {
         let t0 = *self.t0_ns.get_or_insert(epoch_of(prev));
-        let t_ns = cur.t_ns.saturating_sub(prev.t_ns).max(1) as f64;
-        let secs = t_ns / 1e9;
-        let t_end = cur.t_ns.saturating_sub(t0) as f64 / 1e9;
+        let iv = Interval {
+            prev,
+            cur,
+            t_ns: cur.t_ns.saturating_sub(prev.t_ns).max(1) as f64,
+            t_end: cur.t_ns.saturating_sub(t0) as f64 / 1e9,
+            online: online_cpus(cur),
+        };
         self.memo
             .retain(|id, _| cur.workloads.iter().any(|w| w.id == *id));
         let throttled = self.learn_machine(cur);
-        let online = online_cpus(cur);
-        let autogroup_on = cur.machine.autogroup;
-
-        // Each running workload's interval.
-        let accounts: Vec<Option<Account>> = cur
-            .workloads
-            .iter()
-            .map(|w| {
-                if w.life != Life::Running {
-                    return None;
-                }
-                let pw = prev
-                    .workloads
-                    .iter()
-                    .find(|p| p.id == w.id && p.life == Life::Running)?;
-                let memo = self.memo.entry(w.id).or_default();
-                Some(account::account(pw, w, t_ns, prev.t_ns, &mut memo.account))
-            })
-            .collect();
-
-        // Every claimant in the group tree.
-        let mut tree = Tree::default();
-        let mut tasks: Vec<solver::Task> = Vec::new();
-        let mut owners: Vec<Owner> = Vec::new();
-        let mut received: Vec<f64> = Vec::new();
-        let mut cpu_of: Vec<Option<u32>> = Vec::new();
-        let mut push = |claim: &Claim, own: Option<(&str, f64)>, owner: Owner, tree: &mut Tree| {
-            let node = tree.place(&claim.placement, autogroup_on, &self.cgroups, own);
-            tasks.push(solver::Task {
-                group: node,
-                weight: claim.weight,
-                demand: claim.demand,
-                cpus: claim.cpus.clone(),
-                class: claim.class,
-            });
-            owners.push(owner);
-            received.push(claim.received);
-            cpu_of.push(claim.cpu);
-        };
-        for (k, (w, acc)) in cur.workloads.iter().zip(&accounts).enumerate() {
-            let Some(acc) = acc else { continue };
-            let own = w
-                .cgroup
-                .as_ref()
-                .map(|c| (c.path.as_str(), c.weight.unwrap_or(1024.0)));
-            for c in &acc.claims {
-                push(c, own, Owner::Workload(k), &mut tree);
-            }
-        }
-        for (k, r) in self.rest.iter().enumerate() {
-            push(&r.claim, None, Owner::Rest(k), &mut tree);
-        }
-        let machine = solver::Machine {
-            cpus: online.clone(),
-            fair_reserve: cur.machine.fair_reserve.unwrap_or(DEFAULT_FAIR_RESERVE),
-        };
-        let sol = solver::solve(&machine, &tree.groups, &tasks);
-
-        // Real-time tasks' CPU, by the CPU they were seen on (for "real-time took its CPUs").
-        let rt_cpu: f64 = (0..tasks.len())
-            .filter(|&i| tasks[i].class != Class::Fair)
-            .map(|i| received[i])
-            .sum();
-        let rt_on = |allowed: &CpuSet| -> f64 {
-            (0..tasks.len())
-                .filter(|&i| tasks[i].class != Class::Fair)
-                .filter(|&i| allowed.is_empty() || cpu_of[i].map_or(true, |c| allowed.contains(c)))
-                .map(|i| received[i])
-                .sum()
-        };
-
-        // Per workload: this interval, then the window.
-        let mut frames = Vec::with_capacity(cur.workloads.len());
-        let mut pending: Vec<Option<(Means, CpuSet, CpuSet, usize)>> = Vec::new();
-        for (k, (w, acc)) in cur.workloads.iter().zip(&accounts).enumerate() {
-            let mut f = WorkloadFrame {
-                state: state_of(w, acc.is_some()),
-                ..blank_row(w)
-            };
-            let Some(acc) = acc else {
-                frames.push(f);
-                pending.push(None);
-                continue;
-            };
-            let mine: Vec<usize> = (0..tasks.len())
-                .filter(|&i| owners[i] == Owner::Workload(k))
-                .collect();
-            let pw = prev.workloads.iter().find(|p| p.id == w.id);
-            if let (Some(a), Some(b)) = (w.ops, pw.and_then(|p| p.ops)) {
-                f.ops_per_sec = a.saturating_sub(b) as f64 / secs;
-            }
-            (f.latency, f.more_latency) =
-                latency::interval(pw.map_or(&[][..], |p| &p.latency), &w.latency);
-            f.cpu_received = acc.received_ns / t_ns;
-            let demand: f64 = acc.claims.iter().map(|c| c.demand).sum();
-            f.cpu_demand = demand.max(f.cpu_received);
-            f.cpu_fair = mine.iter().map(|&i| sol.share[i]).sum();
-            f.fairness_ratio = ratio(f.cpu_received, f.cpu_fair);
-            f.weight = weight_of(&mine, &tasks, &tree);
-            let throttled_ns = throttled_of(acc, &throttled, t_ns);
-            let wait_ns = (acc.wait_ns - throttled_ns).max(0.0);
-            f.runq_wait_pct = wait_ns / t_ns * 100.0;
-            f.throttled_pct = throttled_ns / t_ns * 100.0;
-            f.wait_per_slice_us = if acc.slices > 0 {
-                wait_ns / acc.slices as f64 / 1000.0
-            } else {
-                0.0
-            };
-            let memo = self.memo.entry(w.id).or_default();
-            let (vol, invol) = switch_rates(&mut memo.status, cur, w);
-            f.voluntary_cs_per_sec = vol;
-            f.involuntary_cs_per_sec = invol;
-            f.accounting = acc.accounting;
-            f.group = mine
-                .first()
-                .map(|&i| tree.names[tasks[i].group].clone())
-                .unwrap_or_else(|| "tasks".into());
-            f.due = explain::due(&mine, &tasks, &sol, &tree, &online);
-            f.cpus_allowed = if acc.cpus_allowed.is_empty() {
-                online.to_string()
-            } else {
-                acc.cpus_allowed.intersection(&online).to_string()
-            };
-            f.cpus_used = acc.cpus_used.to_string();
-            let allowed = CpuSet::parse_list(&f.cpus_allowed).unwrap_or_default();
-            let means = self.windows.push(
-                &format!("workload {}", w.id),
-                Slot {
-                    t: t_end,
-                    dt: secs,
-                    received: f.cpu_received,
-                    fair: f.cpu_fair,
-                    demand: f.cpu_demand,
-                    wait: wait_ns / t_ns,
-                    throttled: throttled_ns / t_ns,
-                    rt_taken: if mine.iter().all(|&i| tasks[i].class == Class::Fair) {
-                        rt_on(&allowed)
-                    } else {
-                        0.0
-                    },
-                },
-            );
-            f.window_received = means.received;
-            f.window_fair = means.fair;
-            f.window_demand = means.demand;
-            f.window_ratio = ratio(means.received, means.fair);
-            f.verdict = Verdict::from_shares(means.received, means.fair);
-            pending.push(Some((
-                means,
-                allowed,
-                acc.cpus_used.clone(),
-                acc.busy_tasks,
-            )));
-            frames.push(f);
-        }
-
-        // The rest of the machine: received from /proc/stat, due from its tasks.
-        let ours_received: f64 = frames.iter().map(|f| f.cpu_received).sum();
-        let busy = cur.machine.busy_ns.saturating_sub(prev.machine.busy_ns) as f64;
-        let rest_received = (busy / t_ns - ours_received).max(0.0);
-        let rest_idx: Vec<usize> = (0..tasks.len())
-            .filter(|&i| matches!(owners[i], Owner::Rest(_)))
-            .collect();
-        let rest_fair: f64 = rest_idx.iter().map(|&i| sol.share[i]).sum();
-        let rest_demand: f64 = rest_idx.iter().map(|&i| tasks[i].demand).sum();
-        let rest_means = self.windows.push(
-            "rest",
-            Slot {
-                t: t_end,
-                dt: secs,
-                received: rest_received,
-                fair: rest_fair,
-                demand: rest_demand.max(rest_received),
-                ..Slot::default()
+        let accounts = self.accounts(&iv);
+        let all = self.claimants(&iv, &accounts);
+        let sol = solver::solve(
+            &solver::Machine {
+                cpus: iv.online.clone(),
+                fair_reserve: cur.machine.fair_reserve.unwrap_or(DEFAULT_FAIR_RESERVE),
             },
-        );
-        let rest_groups = self.rest_groups(
-            &rest_idx, &owners, &tasks, &tree, &sol, &received, t_end, secs,
+            &all.tree.groups,
+            &all.tasks,
         );
 
-        // Causes need everyone's window: who was short pays for who is ahead.
-        let mut short: Vec<(f64, String)> = frames
-            .iter()
-            .filter(|f| f.window_fair - f.window_received > 0.02)
-            .map(|f| (f.window_fair - f.window_received, f.name.clone()))
-            .collect();
-        short.extend(
-            rest_groups
-                .iter()
-                .filter(|g| g.fair - g.received > 0.02)
-                .map(|g| (g.fair - g.received, format!("other tasks: {}", g.name))),
-        );
-        short.sort_by(|a, b| b.0.total_cmp(&a.0));
-        for (f, p) in frames.iter_mut().zip(&pending) {
-            let Some((means, allowed, used, busy_tasks)) = p else {
-                continue;
-            };
-            f.cause = explain::cause(Evidence {
-                verdict: f.verdict,
-                means: *means,
-                allowed,
-                used,
-                busy_tasks: *busy_tasks,
-                short_ones: short
-                    .iter()
-                    .filter(|(_, n)| *n != f.name)
-                    .take(3)
-                    .map(|(_, n)| n.clone())
-                    .collect(),
-            });
+        let mut frames = Vec::with_capacity(cur.workloads.len());
+        let mut evidence = Vec::with_capacity(cur.workloads.len());
+        for (k, (w, acc)) in cur.workloads.iter().zip(&accounts).enumerate() {
+            let (f, e) = self.workload_row(&iv, k, w, acc.as_ref(), &all, &sol, &throttled);
+            frames.push(f);
+            evidence.push(e);
         }
-        self.windows.retain_recent(t_end);
+        let rest = self.rest_figures(&iv, &frames, &all, &sol);
+        name_causes(&mut frames, &evidence, &rest.groups);
+        self.windows.retain_recent(iv.t_end);
         for f in &mut frames {
             f.tidy();
         }
-
         let ratios: Vec<f64> = frames
             .iter()
             .filter(|f| f.verdict != Verdict::None)
             .map(|f| f.window_ratio)
             .collect();
+        let secs = iv.t_ns / 1e9;
         Frame {
-            t: t_end,
+            t: iv.t_end,
             interval: secs,
             jain_index: fair::jain(&ratios),
             workloads: frames,
@@ -362,20 +179,213 @@ impl Model {
                 ctxt_per_sec: cur.machine.ctxt.saturating_sub(prev.machine.ctxt) as f64 / secs,
                 procs_running: cur.machine.procs_running,
                 psi_some_avg10: cur.machine.psi_some_avg10,
-                rest_cpu_received: rest_received + 0.0,
-                rest_cpu_fair: rest_fair + 0.0,
-                rest_cpu_demand: rest_demand.max(rest_received) + 0.0,
-                rest_window_received: rest_means.received + 0.0,
-                rest_window_fair: rest_means.fair + 0.0,
-                rest_verdict: Verdict::from_shares(rest_means.received, rest_means.fair),
-                rest_groups,
+                rest_cpu_received: rest.received + 0.0,
+                rest_cpu_fair: rest.fair + 0.0,
+                rest_cpu_demand: rest.demand + 0.0,
+                rest_window_received: rest.means.received + 0.0,
+                rest_window_fair: rest.means.fair + 0.0,
+                rest_verdict: Verdict::from_shares(rest.means.received, rest.means.fair),
+                rest_groups: rest.groups,
                 verdict_window: self.windows.secs(),
-                rt_cpu: rt_cpu + 0.0,
+                rt_cpu: all.rt_cpu() + 0.0,
             },
             observer_cpu_pct: cur.observer_cpu_ns.saturating_sub(prev.observer_cpu_ns) as f64
-                / t_ns
+                / iv.t_ns
                 * 100.0,
             status_interval: cur.status_every_ns as f64 / 1e9,
+            late_ms: lateness_ms(cur),
+            sweep_ms: sweep_ms(cur),
+            missed: cur.missed,
+            observer_rt: cur.observer_rt,
+        }
+    }
+
+    /// Each running workload's interval (None: not running at both ends).
+    fn accounts(&mut self, iv: &Interval) -> Vec<Option<Account>> {
+        iv.cur
+            .workloads
+            .iter()
+            .map(|w| {
+                if w.life != Life::Running {
+                    return None;
+                }
+                let pw = iv
+                    .prev
+                    .workloads
+                    .iter()
+                    .find(|p| p.id == w.id && p.life == Life::Running)?;
+                let memo = self.memo.entry(w.id).or_default();
+                Some(account::account(
+                    pw,
+                    w,
+                    iv.t_ns,
+                    iv.prev.t_ns,
+                    &mut memo.account,
+                ))
+            })
+            .collect()
+    }
+
+    /// Every claimant, the workloads' tasks and the rest's, placed in the group tree.
+    fn claimants(&self, iv: &Interval, accounts: &[Option<Account>]) -> Claimants {
+        let mut all = Claimants::default();
+        let autogroup_on = iv.cur.machine.autogroup;
+        for (k, (w, acc)) in iv.cur.workloads.iter().zip(accounts).enumerate() {
+            let Some(acc) = acc else { continue };
+            let own = w
+                .cgroup
+                .as_ref()
+                .map(|c| (c.path.as_str(), c.weight.unwrap_or(1024.0)));
+            for c in &acc.claims {
+                all.push(c, own, Owner::Workload(k), autogroup_on, &self.cgroups);
+            }
+        }
+        for (k, r) in self.rest.iter().enumerate() {
+            all.push(&r.claim, None, Owner::Rest(k), autogroup_on, &self.cgroups);
+        }
+        all
+    }
+
+    /// One workload's row for this interval and its window, and what its cause needs.
+    #[allow(clippy::too_many_arguments)]
+    fn workload_row(
+        &mut self,
+        iv: &Interval,
+        k: usize,
+        w: &WorkloadSample,
+        acc: Option<&Account>,
+        all: &Claimants,
+        sol: &solver::Solution,
+        throttled: &HashMap<String, f64>,
+    ) -> (WorkloadFrame, Option<Clues>) {
+        let mut f = WorkloadFrame {
+            state: state_of(w, acc.is_some()),
+            ..blank_row(w)
+        };
+        let Some(acc) = acc else {
+            return (f, None);
+        };
+        let (t_ns, secs) = (iv.t_ns, iv.t_ns / 1e9);
+        let mine = all.of(Owner::Workload(k));
+        let pw = iv.prev.workloads.iter().find(|p| p.id == w.id);
+        if let (Some(a), Some(b)) = (w.ops, pw.and_then(|p| p.ops)) {
+            f.ops_per_sec = a.saturating_sub(b) as f64 / secs;
+        }
+        (f.latency, f.more_latency) =
+            latency::interval(pw.map_or(&[][..], |p| &p.latency), &w.latency);
+        f.cpu_received = acc.received_ns / t_ns;
+        let demand: f64 = acc.claims.iter().map(|c| c.demand).sum();
+        f.cpu_demand = demand.max(f.cpu_received);
+        f.cpu_fair = mine.iter().map(|&i| sol.share[i]).sum();
+        f.fairness_ratio = ratio(f.cpu_received, f.cpu_fair);
+        f.weight = weight_of(&mine, &all.tasks, &all.tree);
+        let throttled_ns = throttled_of(acc, throttled, t_ns);
+        let wait_ns = (acc.wait_ns - throttled_ns).max(0.0);
+        f.runq_wait_pct = wait_ns / t_ns * 100.0;
+        f.throttled_pct = throttled_ns / t_ns * 100.0;
+        f.wait_per_slice_us = if acc.slices > 0 {
+            wait_ns / acc.slices as f64 / 1000.0
+        } else {
+            0.0
+        };
+        let memo = self.memo.entry(w.id).or_default();
+        let (vol, invol) = switch_rates(&mut memo.status, iv.cur, w);
+        f.voluntary_cs_per_sec = vol;
+        f.involuntary_cs_per_sec = invol;
+        f.accounting = acc.accounting;
+        f.group = mine
+            .first()
+            .map(|&i| all.tree.names[all.tasks[i].group].clone())
+            .unwrap_or_else(|| "tasks".into());
+        f.due = explain::due(&mine, &all.tasks, sol, &all.tree, &iv.online);
+        let allowed = if acc.cpus_allowed.is_empty() {
+            iv.online.clone()
+        } else {
+            acc.cpus_allowed.intersection(&iv.online)
+        };
+        f.cpus_allowed = allowed.to_string();
+        f.cpus_used = acc.cpus_used.to_string();
+        let fair_class = mine.iter().all(|&i| all.tasks[i].class == Class::Fair);
+        let means = self.windows.push(
+            &format!("workload {}", w.id),
+            Slot {
+                t: iv.t_end,
+                dt: secs,
+                received: f.cpu_received,
+                fair: f.cpu_fair,
+                demand: f.cpu_demand,
+                wait: wait_ns / t_ns,
+                throttled: throttled_ns / t_ns,
+                rt_taken: if fair_class { all.rt_on(&allowed) } else { 0.0 },
+            },
+        );
+        f.window_received = means.received;
+        f.window_fair = means.fair;
+        f.window_demand = means.demand;
+        f.window_ratio = ratio(means.received, means.fair);
+        f.verdict = Verdict::from_shares(means.received, means.fair);
+        let evidence = Clues {
+            means,
+            allowed,
+            used: acc.cpus_used.clone(),
+            busy_tasks: acc.busy_tasks,
+        };
+        (f, Some(evidence))
+    }
+
+    /// The rest of the machine: received from /proc/stat (what the workloads did not), due
+    /// from its tasks, over the interval and the window, and its busiest groups.
+    fn rest_figures(
+        &mut self,
+        iv: &Interval,
+        frames: &[WorkloadFrame],
+        all: &Claimants,
+        sol: &solver::Solution,
+    ) -> RestFigures {
+        let ours: f64 = frames.iter().map(|f| f.cpu_received).sum();
+        let busy = iv
+            .cur
+            .machine
+            .busy_ns
+            .saturating_sub(iv.prev.machine.busy_ns) as f64;
+        let idx: Vec<usize> = (0..all.tasks.len())
+            .filter(|&i| matches!(all.owners[i], Owner::Rest(_)))
+            .collect();
+        // What /proc/stat says the rest took, and never less than its tasks' own rates
+        // (carried from their last read, once a second), which their shares came from.
+        let tasks_received: f64 = idx.iter().map(|&i| all.received[i]).sum();
+        let received = (busy / iv.t_ns - ours).max(tasks_received).max(0.0);
+        // Busy time no task was seen to take (interrupts, softirqs, tasks born and gone
+        // between two reads of the rest, the ticks' rounding) is no choice of the scheduler's:
+        // it is due what it took, so only the rest's tasks can make its verdict.
+        let unseen = Some(received - tasks_received)
+            .filter(|&u| u > 1e-6)
+            .unwrap_or(0.0);
+        let fair: f64 = idx.iter().map(|&i| sol.share[i]).sum::<f64>() + unseen;
+        let demand = idx
+            .iter()
+            .map(|&i| all.tasks[i].demand)
+            .sum::<f64>()
+            .max(received);
+        let secs = iv.t_ns / 1e9;
+        let means = self.windows.push(
+            "rest",
+            Slot {
+                t: iv.t_end,
+                dt: secs,
+                received,
+                fair,
+                demand,
+                ..Slot::default()
+            },
+        );
+        let groups = self.rest_groups(&idx, all, sol, iv.t_end, secs);
+        RestFigures {
+            received,
+            fair,
+            demand,
+            means,
+            groups,
         }
     }
 
@@ -407,40 +417,38 @@ impl Model {
     }
 
     /// The rest's groups over the window, busiest first.
-    #[allow(clippy::too_many_arguments)]
     fn rest_groups(
         &mut self,
         rest_idx: &[usize],
-        owners: &[Owner],
-        tasks: &[solver::Task],
-        tree: &Tree,
+        all: &Claimants,
         sol: &solver::Solution,
-        received: &[f64],
         t_end: f64,
         secs: f64,
     ) -> Vec<RestGroup> {
         // Per node: received, due, and a few of its processes' names.
         let mut groups: Vec<(usize, f64, f64, Vec<String>)> = Vec::new();
         for &i in rest_idx {
-            let Owner::Rest(k) = owners[i] else { continue };
+            let Owner::Rest(k) = all.owners[i] else {
+                continue;
+            };
             let comm = self.rest[k].comm.clone();
-            let node = tasks[i].group;
+            let node = all.tasks[i].group;
             match groups.iter_mut().find(|g| g.0 == node) {
                 Some(g) => {
-                    g.1 += received[i];
+                    g.1 += all.received[i];
                     g.2 += sol.share[i];
                     if !g.3.contains(&comm) && g.3.len() < 3 {
                         g.3.push(comm);
                     }
                 }
-                None => groups.push((node, received[i], sol.share[i], vec![comm])),
+                None => groups.push((node, all.received[i], sol.share[i], vec![comm])),
             }
         }
         let mut out: Vec<RestGroup> = groups
             .into_iter()
             .map(|(node, rec, fair, comms)| {
                 let m = self.windows.push(
-                    &format!("rest {}", tree.names[node]),
+                    &format!("rest {}", all.tree.names[node]),
                     Slot {
                         t: t_end,
                         dt: secs,
@@ -450,7 +458,7 @@ impl Model {
                     },
                 );
                 RestGroup {
-                    name: format!("{} ({})", tree.names[node], comms.join(", ")),
+                    name: format!("{} ({})", all.tree.names[node], comms.join(", ")),
                     received: m.received,
                     fair: m.fair,
                 }
@@ -462,9 +470,142 @@ impl Model {
     }
 }
 
+/// The interval a step derives.
+struct Interval<'a> {
+    prev: &'a Sample,
+    cur: &'a Sample,
+    t_ns: f64,
+    /// Seconds from the session's start to the interval's end.
+    t_end: f64,
+    online: CpuSet,
+}
+
+/// Every claimant of the solver, with whose it is and what it received.
+#[derive(Default)]
+struct Claimants {
+    tree: Tree,
+    tasks: Vec<solver::Task>,
+    owners: Vec<Owner>,
+    received: Vec<f64>,
+    cpu_of: Vec<Option<u32>>,
+}
+
+impl Claimants {
+    fn push(
+        &mut self,
+        claim: &Claim,
+        own: Option<(&str, f64)>,
+        owner: Owner,
+        autogroup_on: bool,
+        cgroups: &HashMap<String, CgroupNode>,
+    ) {
+        let node = self
+            .tree
+            .place(&claim.placement, autogroup_on, cgroups, own);
+        self.tasks.push(solver::Task {
+            group: node,
+            weight: claim.weight,
+            demand: claim.demand,
+            cpus: claim.cpus.clone(),
+            class: claim.class,
+        });
+        self.owners.push(owner);
+        self.received.push(claim.received);
+        self.cpu_of.push(claim.cpu);
+    }
+
+    /// The tasks of one owner.
+    fn of(&self, owner: Owner) -> Vec<usize> {
+        (0..self.tasks.len())
+            .filter(|&i| self.owners[i] == owner)
+            .collect()
+    }
+
+    /// CPUs real-time and deadline tasks received.
+    fn rt_cpu(&self) -> f64 {
+        (0..self.tasks.len())
+            .filter(|&i| self.tasks[i].class != Class::Fair)
+            .map(|i| self.received[i])
+            .sum()
+    }
+
+    /// CPUs real-time tasks received on these CPUs (by the CPU each was seen on).
+    fn rt_on(&self, allowed: &CpuSet) -> f64 {
+        (0..self.tasks.len())
+            .filter(|&i| self.tasks[i].class != Class::Fair)
+            .filter(|&i| allowed.is_empty() || self.cpu_of[i].map_or(true, |c| allowed.contains(c)))
+            .map(|i| self.received[i])
+            .sum()
+    }
+}
+
+/// What a workload's cause needs, once everyone's window is known.
+struct Clues {
+    means: Means,
+    allowed: CpuSet,
+    used: CpuSet,
+    busy_tasks: usize,
+}
+
+/// The rest of the machine over one interval.
+struct RestFigures {
+    received: f64,
+    fair: f64,
+    demand: f64,
+    means: Means,
+    groups: Vec<RestGroup>,
+}
+
+/// Causes need everyone's window: who was short pays for who is ahead.
+fn name_causes(frames: &mut [WorkloadFrame], evidence: &[Option<Clues>], rest: &[RestGroup]) {
+    let mut short: Vec<(f64, String)> = frames
+        .iter()
+        .filter(|f| f.window_fair - f.window_received > 0.02)
+        .map(|f| (f.window_fair - f.window_received, f.name.clone()))
+        .collect();
+    short.extend(
+        rest.iter()
+            .filter(|g| g.fair - g.received > 0.02)
+            .map(|g| (g.fair - g.received, format!("other tasks: {}", g.name))),
+    );
+    short.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (f, e) in frames.iter_mut().zip(evidence) {
+        let Some(e) = e else { continue };
+        f.cause = explain::cause(Evidence {
+            verdict: f.verdict,
+            means: e.means,
+            allowed: &e.allowed,
+            used: &e.used,
+            busy_tasks: e.busy_tasks,
+            short_ones: short
+                .iter()
+                .filter(|(_, n)| *n != f.name)
+                .take(3)
+                .map(|(_, n)| n.clone())
+                .collect(),
+        });
+    }
+}
+
 /// A derive without memory: for one-off pairs (tests).
 pub fn derive(prev: &Sample, cur: &Sample) -> Frame {
     Model::new().step(prev, cur)
+}
+
+/// How late the sweep began against its due time, in ms; 0 when either is unknown.
+pub fn lateness_ms(s: &Sample) -> f64 {
+    if s.due_ns == 0 || s.sweep_start_ns == 0 {
+        return 0.0;
+    }
+    s.sweep_start_ns.saturating_sub(s.due_ns) as f64 / 1e6
+}
+
+/// How long the sweep took, in ms (its start to the Sample's time, which is mid-sweep).
+fn sweep_ms(s: &Sample) -> f64 {
+    if s.sweep_start_ns == 0 {
+        return 0.0;
+    }
+    2.0 * s.t_ns.saturating_sub(s.sweep_start_ns) as f64 / 1e6
 }
 
 /// Where Frame times count from: the session's start when the Sample knows it.
@@ -493,6 +634,7 @@ fn blank_row(w: &WorkloadSample) -> WorkloadFrame {
         tasks: w.processes.iter().map(|p| p.threads.len()).sum(),
         progress: progress(w),
         window_ratio: 1.0,
+        stderr: w.stderr.clone(),
         ..WorkloadFrame::default()
     }
 }
@@ -534,13 +676,15 @@ fn weight_of(mine: &[usize], tasks: &[solver::Task], tree: &Tree) -> f64 {
         return 0.0;
     };
     let node = tasks[first].group;
+    // Alone: all of it in one group, and no other task of that group wanting CPU (counted,
+    // not searched: a thousand-thread workload would cost a million comparisons a tick).
     let alone = node != 0
         && mine.iter().all(|&i| tasks[i].group == node)
         && tasks
             .iter()
-            .enumerate()
-            .filter(|(_, t)| t.group == node && t.demand > 0.01)
-            .all(|(k, _)| mine.contains(&k));
+            .filter(|t| t.group == node && t.demand > 0.01)
+            .count()
+            == mine.iter().filter(|&&i| tasks[i].demand > 0.01).count();
     if alone {
         return tree.groups[node].weight;
     }
@@ -600,4 +744,32 @@ fn switch_rates(memo: &mut StatusMemo, cur: &Sample, w: &WorkloadSample) -> (f64
     memo.t_ns = cur.status_t_ns;
     memo.counts = counts;
     memo.rates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_is_the_sweep_start_against_its_due_time() {
+        // A fake clock: due at 10 s, the sweep began 42 ms later and took 6 ms.
+        let s = Sample {
+            t_ns: 10_045_000_000,
+            due_ns: 10_000_000_000,
+            sweep_start_ns: 10_042_000_000,
+            missed: 2,
+            ..Sample::default()
+        };
+        let mut m = Model::new();
+        let f = m.first(&s);
+        assert!((f.late_ms - 42.0).abs() < 1e-9);
+        assert!((f.sweep_ms - 6.0).abs() < 1e-9);
+        assert_eq!(f.missed, 2);
+        // A Sample without a due time (an older recording) is not called late.
+        let old = Sample {
+            t_ns: 10_045_000_000,
+            ..Sample::default()
+        };
+        assert_eq!(m.first(&old).late_ms, 0.0);
+    }
 }

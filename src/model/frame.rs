@@ -102,6 +102,9 @@ pub struct WorkloadFrame {
     /// wakeups beside its timer wakeups, which are `latency`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub more_latency: Vec<Latency>,
+    /// A failed workload's last stderr lines (else empty), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
 }
 
 /// Percentiles of one kind of latency over one interval.
@@ -363,4 +366,17 @@ pub struct Frame {
     pub observer_cpu_pct: f64,
     /// How often voluntary/involuntary switch counts were refreshed, in seconds.
     pub status_interval: f64,
+    /// How late this sample's sweep began against the time it was due, in ms (0 when on time
+    /// or unknown), how long the sweep took, and the samples skipped before it (the observer
+    /// fell behind by whole intervals): the observer's effect, carried with every figure.
+    #[serde(default)]
+    pub late_ms: f64,
+    #[serde(default)]
+    pub sweep_ms: f64,
+    #[serde(default)]
+    pub missed: u32,
+    /// The sampling thread ran under SCHED_FIFO (a prompt sampler; the fairness model counts
+    /// it as the real-time task it is).
+    #[serde(default)]
+    pub observer_rt: bool,
 }

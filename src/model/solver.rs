@@ -107,13 +107,11 @@ const MAX_EXACT_SETS: usize = 10;
 
 /// Fair shares of `tasks` on `machine` over the group tree `groups` (index 0 is the root).
 pub fn solve(machine: &Machine, groups: &[Group], tasks: &[Task]) -> Solution {
-    let n = tasks.len();
-    let mut sol = Solution {
-        share: vec![0.0; n],
-        limit: vec![Limit::Idle; n],
-    };
-    if n == 0 || machine.cpus.is_empty() {
-        return sol;
+    if tasks.is_empty() || machine.cpus.is_empty() {
+        return Solution {
+            share: vec![0.0; tasks.len()],
+            limit: vec![Limit::Idle; tasks.len()],
+        };
     }
     let root_only = [Group::root()];
     let groups = if groups.is_empty() {
@@ -121,154 +119,210 @@ pub fn solve(machine: &Machine, groups: &[Group], tasks: &[Task]) -> Solution {
     } else {
         groups
     };
+    let mut s = Solver::new(machine, tasks);
+    s.serve_deadline();
+    s.serve_realtime(1.0 - s.reserve);
+    s.serve_fair(groups);
+    if s.reserve > 0.0 {
+        s.take_back_reserve();
+    }
+    s.sol
+}
 
-    // Each task's usable CPUs, deduplicated into a table of masks.
-    let mut masks: Vec<CpuSet> = Vec::new();
-    let mut mask_of: HashMap<CpuSet, usize> = HashMap::new();
-    let task_mask: Vec<usize> = tasks
-        .iter()
-        .map(|t| {
-            let mut m = t.cpus.intersection(&machine.cpus);
-            if m.is_empty() {
-                m = machine.cpus.clone();
-            }
-            *mask_of.entry(m.clone()).or_insert_with(|| {
-                masks.push(m);
-                masks.len() - 1
-            })
-        })
-        .collect();
-    // What earlier passes gave, per mask.
-    let mut used = vec![0.0; masks.len()];
-    let reserve = machine.fair_reserve.clamp(0.0, 1.0);
-    let flat = [Group::root()];
+/// The passes of one solve, class by class, and what each left.
+struct Solver<'a> {
+    tasks: &'a [Task],
+    /// Each task's usable CPUs, deduplicated into a table of masks.
+    masks: Vec<CpuSet>,
+    task_mask: Vec<usize>,
+    /// What earlier passes gave, per mask.
+    used: Vec<f64>,
+    reserve: f64,
+    sol: Solution,
+}
 
-    let run_pass = |picked: &[usize],
-                    demand: &dyn Fn(usize) -> f64,
-                    weight: &dyn Fn(usize) -> f64,
-                    tree: &[Group],
-                    group_of: &dyn Fn(usize) -> usize,
-                    cpu_cap: f64,
-                    used: &[f64]|
-     -> Vec<(f64, Limit)> {
-        let leaves: Vec<Leaf> = picked
+/// What one pass serves: the tasks, what each wants and weighs, and in which tree.
+struct Pass<'p> {
+    picked: &'p [usize],
+    demand: &'p dyn Fn(usize) -> f64,
+    weight: &'p dyn Fn(usize) -> f64,
+    tree: &'p [Group],
+    group_of: &'p dyn Fn(usize) -> usize,
+    /// What this pass may use of each CPU.
+    cpu_cap: f64,
+}
+
+impl<'a> Solver<'a> {
+    fn new(machine: &Machine, tasks: &'a [Task]) -> Solver<'a> {
+        let mut masks: Vec<CpuSet> = Vec::new();
+        let mut mask_of: HashMap<CpuSet, usize> = HashMap::new();
+        let task_mask: Vec<usize> = tasks
             .iter()
-            .map(|&i| Leaf {
-                node: group_of(i),
-                weight: weight(i).max(EPS),
-                demand: demand(i).clamp(0.0, 1.0),
-                mask: task_mask[i],
+            .map(|t| {
+                let mut m = t.cpus.intersection(&machine.cpus);
+                if m.is_empty() {
+                    m = machine.cpus.clone();
+                }
+                *mask_of.entry(m.clone()).or_insert_with(|| {
+                    masks.push(m);
+                    masks.len() - 1
+                })
             })
             .collect();
-        fill(tree, &leaves, &masks, used, cpu_cap)
-    };
+        Solver {
+            tasks,
+            used: vec![0.0; masks.len()],
+            masks,
+            task_mask,
+            reserve: machine.fair_reserve.clamp(0.0, 1.0),
+            sol: Solution {
+                share: vec![0.0; tasks.len()],
+                limit: vec![Limit::Idle; tasks.len()],
+            },
+        }
+    }
 
-    // Deadline tasks: their reservation, in proportion to it if the CPUs cannot hold them all.
-    let dl: Vec<usize> = (0..n)
-        .filter(|&i| matches!(tasks[i].class, Class::Deadline(_)))
-        .collect();
-    if !dl.is_empty() {
+    fn run(&self, pass: Pass) -> Vec<(f64, Limit)> {
+        let leaves: Vec<Leaf> = pass
+            .picked
+            .iter()
+            .map(|&i| Leaf {
+                node: (pass.group_of)(i),
+                weight: (pass.weight)(i).max(EPS),
+                demand: (pass.demand)(i).clamp(0.0, 1.0),
+                mask: self.task_mask[i],
+            })
+            .collect();
+        Fill::new(pass.tree, &leaves, &self.masks, &self.used, pass.cpu_cap).run()
+    }
+
+    /// Records what a pass gave: the task's share and bound, and its CPUs as used.
+    fn give(&mut self, i: usize, x: f64, lim: Limit) {
+        self.sol.share[i] = x;
+        self.sol.limit[i] = lim;
+        self.used[self.task_mask[i]] += x;
+    }
+
+    fn picked(&self, f: impl Fn(&Task) -> bool) -> Vec<usize> {
+        (0..self.tasks.len())
+            .filter(|&i| f(&self.tasks[i]))
+            .collect()
+    }
+
+    /// Deadline tasks: their reservation, in proportion to it if the CPUs cannot hold them all.
+    fn serve_deadline(&mut self) {
+        let dl = self.picked(|t| matches!(t.class, Class::Deadline(_)));
+        if dl.is_empty() {
+            return;
+        }
+        let tasks = self.tasks;
         let bw = |i: usize| match tasks[i].class {
             Class::Deadline(b) => b.max(0.0),
             _ => 0.0,
         };
-        let out = run_pass(
-            &dl,
-            &|i| tasks[i].demand.min(bw(i)),
-            &|i| bw(i).max(1e-6),
-            &flat,
-            &|_| 0,
-            1.0,
-            &used,
-        );
+        let flat = [Group::root()];
+        let out = self.run(Pass {
+            picked: &dl,
+            demand: &|i| tasks[i].demand.min(bw(i)),
+            weight: &|i| bw(i).max(1e-6),
+            tree: &flat,
+            group_of: &|_| 0,
+            cpu_cap: 1.0,
+        });
         for (&i, (x, lim)) in dl.iter().zip(out) {
-            sol.share[i] = x;
-            sol.limit[i] = if lim == Limit::Demand && tasks[i].demand > bw(i) + EPS {
+            let lim = if lim == Limit::Demand && tasks[i].demand > bw(i) + EPS {
                 Limit::Reservation
             } else {
                 lim
             };
-            used[task_mask[i]] += x;
+            self.give(i, x, lim);
         }
     }
 
-    // Real-time tasks by priority, each level after the ones above it.
-    let mut prios: Vec<u32> = tasks
-        .iter()
-        .filter_map(|t| match t.class {
-            Class::RealTime(p) => Some(p),
-            _ => None,
-        })
-        .collect();
-    prios.sort_unstable_by(|a, b| b.cmp(a));
-    prios.dedup();
-    for &p in &prios {
-        let level: Vec<usize> = (0..n)
-            .filter(|&i| tasks[i].class == Class::RealTime(p))
-            .collect();
-        let out = run_pass(
-            &level,
-            &|i| tasks[i].demand,
-            &|_| 1.0,
-            &flat,
-            &|_| 0,
-            1.0 - reserve,
-            &used,
-        );
-        for (&i, (x, lim)) in level.iter().zip(out) {
-            sol.share[i] = x;
-            sol.limit[i] = lim;
-            used[task_mask[i]] += x;
-        }
-    }
-
-    // Fair tasks share what is left, over the group tree.
-    let fair: Vec<usize> = (0..n).filter(|&i| tasks[i].class == Class::Fair).collect();
-    if !fair.is_empty() {
-        let out = run_pass(
-            &fair,
-            &|i| tasks[i].demand,
-            &|i| tasks[i].weight,
-            groups,
-            &|i| tasks[i].group.min(groups.len() - 1),
-            1.0,
-            &used,
-        );
-        for (&i, (x, lim)) in fair.iter().zip(out) {
-            sol.share[i] = x;
-            sol.limit[i] = lim;
-            used[task_mask[i]] += x;
-        }
-    }
-
-    // Real-time tasks take back the reserve fair tasks did not want.
-    if reserve > 0.0 {
-        let hungry: Vec<usize> = (0..n)
-            .filter(|&i| {
-                matches!(tasks[i].class, Class::RealTime(_))
-                    && tasks[i].demand.min(1.0) > sol.share[i] + 1e-9
+    /// Real-time tasks by priority, each level after the ones above it, up to `cpu_cap` of
+    /// each CPU.
+    fn serve_realtime(&mut self, cpu_cap: f64) {
+        let mut prios: Vec<u32> = self
+            .tasks
+            .iter()
+            .filter_map(|t| match t.class {
+                Class::RealTime(p) => Some(p),
+                _ => None,
             })
             .collect();
-        if !hungry.is_empty() {
-            let out = run_pass(
-                &hungry,
-                &|i| tasks[i].demand.min(1.0) - sol.share[i],
-                &|_| 1.0,
-                &flat,
-                &|_| 0,
-                1.0,
-                &used,
-            );
-            for (&i, (x, lim)) in hungry.iter().zip(out) {
-                sol.share[i] += x;
-                if x > 1e-9 || lim == Limit::Demand {
-                    sol.limit[i] = lim;
-                }
-                used[task_mask[i]] += x;
+        prios.sort_unstable_by(|a, b| b.cmp(a));
+        prios.dedup();
+        let tasks = self.tasks;
+        let flat = [Group::root()];
+        for &p in &prios {
+            let level = self.picked(|t| t.class == Class::RealTime(p));
+            let out = self.run(Pass {
+                picked: &level,
+                demand: &|i| tasks[i].demand,
+                weight: &|_| 1.0,
+                tree: &flat,
+                group_of: &|_| 0,
+                cpu_cap,
+            });
+            for (&i, (x, lim)) in level.iter().zip(out) {
+                self.give(i, x, lim);
             }
         }
     }
-    sol
+
+    /// Fair tasks share what is left, over the group tree.
+    fn serve_fair(&mut self, groups: &[Group]) {
+        let fair = self.picked(|t| t.class == Class::Fair);
+        if fair.is_empty() {
+            return;
+        }
+        let tasks = self.tasks;
+        let out = self.run(Pass {
+            picked: &fair,
+            demand: &|i| tasks[i].demand,
+            weight: &|i| tasks[i].weight,
+            tree: groups,
+            group_of: &|i| tasks[i].group.min(groups.len() - 1),
+            cpu_cap: 1.0,
+        });
+        for (&i, (x, lim)) in fair.iter().zip(out) {
+            self.give(i, x, lim);
+        }
+    }
+
+    /// Real-time tasks take back the reserve fair tasks did not want.
+    fn take_back_reserve(&mut self) {
+        let tasks = self.tasks;
+        let hungry: Vec<usize> = (0..tasks.len())
+            .filter(|&i| {
+                matches!(tasks[i].class, Class::RealTime(_))
+                    && tasks[i].demand.min(1.0) > self.sol.share[i] + 1e-9
+            })
+            .collect();
+        if hungry.is_empty() {
+            return;
+        }
+        let had = self.sol.share.clone();
+        let flat = [Group::root()];
+        let out = self.run(Pass {
+            picked: &hungry,
+            demand: &|i| tasks[i].demand.min(1.0) - had[i],
+            weight: &|_| 1.0,
+            tree: &flat,
+            group_of: &|_| 0,
+            cpu_cap: 1.0,
+        });
+        for (&i, (x, lim)) in hungry.iter().zip(out) {
+            let lim = if x > 1e-9 || lim == Limit::Demand {
+                lim
+            } else {
+                self.sol.limit[i].clone()
+            };
+            self.give(i, had[i] + x, lim);
+            // give() counted the whole share again: only the new part is new use.
+            self.used[self.task_mask[i]] -= had[i];
+        }
+    }
 }
 
 /// A claimant inside one pass.
@@ -287,260 +341,325 @@ struct Candidate {
     inside: Vec<usize>,
 }
 
-/// One pass of progressive filling. `used[m]`: what earlier passes gave tasks confined to
-/// mask m; `cpu_cap`: what this pass may use of each CPU. Returns (share, limit) per leaf.
-fn fill(
-    tree: &[Group],
-    leaves: &[Leaf],
-    masks: &[CpuSet],
-    used: &[f64],
-    cpu_cap: f64,
-) -> Vec<(f64, Limit)> {
-    let nl = leaves.len();
-    let nn = tree.len();
-    let mut out: Vec<(f64, Limit)> = vec![(0.0, Limit::Idle); nl];
-    let mut active = vec![false; nl];
-    for (i, l) in leaves.iter().enumerate() {
-        active[i] = l.demand > EPS;
-    }
-    if !active.iter().any(|a| *a) || cpu_cap <= 0.0 {
-        for (i, l) in leaves.iter().enumerate() {
-            if l.demand > EPS {
-                out[i].1 = Limit::Cpus(CpuSet::new());
-            }
-        }
-        return out;
-    }
+/// One pass of progressive filling over a tree: the state of every node and leaf as the
+/// fill rises. Each round finds the nearest bound (a demand, a quota, a full set of CPUs),
+/// raises everyone to it, and stops whoever reached it.
+struct Fill<'a> {
+    tree: &'a [Group],
+    leaves: &'a [Leaf],
+    parent: Vec<usize>,
+    /// Nodes, parents first.
+    order: Vec<usize>,
+    /// Per node: its growing leaf children, sorted by the level at which each is satisfied,
+    /// and how far through that list the fill is.
+    by_node: Vec<Vec<usize>>,
+    next: Vec<usize>,
+    /// Active weight per node (leaf children and growing child nodes), per (node, mask), and
+    /// how many children still grow.
+    w_active: Vec<f64>,
+    w_mask: Vec<HashMap<usize, f64>>,
+    live_children: Vec<usize>,
+    node_active: Vec<bool>,
+    active: Vec<bool>,
+    left: usize,
+    candidates: Vec<Candidate>,
+    /// Per node: its leaf children's level (a growing leaf holds weight × level), what its
+    /// subtree holds, and its rate of growth this round.
+    level: Vec<f64>,
+    node_x: Vec<f64>,
+    rate: Vec<f64>,
+    /// What each mask's tasks hold (earlier passes included), and grow by this round.
+    mask_x: Vec<f64>,
+    mask_rate: Vec<f64>,
+    out: Vec<(f64, Limit)>,
+}
 
-    // The tree, top-down order, children counts.
-    let parent: Vec<usize> = (0..nn)
-        .map(|g| {
-            if g == 0 {
-                0
-            } else {
-                tree[g].parent.min(nn - 1)
-            }
-        })
-        .collect();
-    // Each node's depth; a malformed tree (a loop of parents) is cut at 64.
-    let depth: Vec<usize> = (0..nn)
-        .map(|g| {
-            let (mut k, mut n) = (g, 0);
-            while k != 0 && n < 64 {
-                k = parent[k];
-                n += 1;
-            }
-            n
-        })
-        .collect();
-    let mut order: Vec<usize> = (0..nn).collect();
-    order.sort_by_key(|&g| depth[g]);
-
-    // Per node: its growing leaf children sorted by the level at which each is satisfied.
-    let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); nn];
-    for i in 0..nl {
-        if active[i] {
-            by_node[leaves[i].node.min(nn - 1)].push(i);
-        }
-    }
-    for list in &mut by_node {
-        list.sort_by(|&a, &b| {
-            (leaves[a].demand / leaves[a].weight).total_cmp(&(leaves[b].demand / leaves[b].weight))
-        });
-    }
-    let mut next = vec![0usize; nn];
-
-    // Active weight per node (leaf children + growing child nodes), and per (node, mask).
-    let mut w_active = vec![0.0f64; nn];
-    let mut live_children = vec![0usize; nn];
-    let mut w_mask: Vec<HashMap<usize, f64>> = vec![HashMap::new(); nn];
-    for i in 0..nl {
-        if active[i] {
-            let g = leaves[i].node.min(nn - 1);
-            w_active[g] += leaves[i].weight;
+impl<'a> Fill<'a> {
+    fn new(
+        tree: &'a [Group],
+        leaves: &'a [Leaf],
+        masks: &[CpuSet],
+        used: &[f64],
+        cpu_cap: f64,
+    ) -> Fill<'a> {
+        let nl = leaves.len();
+        let nn = tree.len();
+        let parent: Vec<usize> = (0..nn)
+            .map(|g| {
+                if g == 0 {
+                    0
+                } else {
+                    tree[g].parent.min(nn - 1)
+                }
+            })
+            .collect();
+        // Each node's depth; a malformed tree (a loop of parents) is cut at 64.
+        let depth: Vec<usize> = (0..nn)
+            .map(|g| {
+                let (mut k, mut n) = (g, 0);
+                while k != 0 && n < 64 {
+                    k = parent[k];
+                    n += 1;
+                }
+                n
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..nn).collect();
+        order.sort_by_key(|&g| depth[g]);
+        let active: Vec<bool> = leaves
+            .iter()
+            .map(|l| l.demand > EPS && cpu_cap > 0.0)
+            .collect();
+        let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); nn];
+        let mut w_active = vec![0.0f64; nn];
+        let mut live_children = vec![0usize; nn];
+        let mut w_mask: Vec<HashMap<usize, f64>> = vec![HashMap::new(); nn];
+        for (i, l) in leaves.iter().enumerate().filter(|(i, _)| active[*i]) {
+            let g = l.node.min(nn - 1);
+            by_node[g].push(i);
+            w_active[g] += l.weight;
             live_children[g] += 1;
-            *w_mask[g].entry(leaves[i].mask).or_default() += leaves[i].weight;
+            *w_mask[g].entry(l.mask).or_default() += l.weight;
         }
-    }
-    let mut node_active = vec![false; nn];
-    for &g in order.iter().rev() {
-        if live_children[g] > 0 {
-            node_active[g] = true;
-            if g != 0 {
-                let p = parent[g];
-                w_active[p] += tree[g].weight.max(EPS);
-                live_children[p] += 1;
+        for list in &mut by_node {
+            list.sort_by(|&a, &b| {
+                (leaves[a].demand / leaves[a].weight)
+                    .total_cmp(&(leaves[b].demand / leaves[b].weight))
+            });
+        }
+        let mut node_active = vec![false; nn];
+        for &g in order.iter().rev() {
+            if live_children[g] > 0 {
+                node_active[g] = true;
+                if g != 0 {
+                    let p = parent[g];
+                    w_active[p] += tree[g].weight.max(EPS);
+                    live_children[p] += 1;
+                }
             }
         }
+        let mut out: Vec<(f64, Limit)> = vec![(0.0, Limit::Idle); nl];
+        if cpu_cap <= 0.0 {
+            // Nothing to share: whoever wanted some is held by a set with no room.
+            for (o, l) in out.iter_mut().zip(leaves) {
+                if l.demand > EPS {
+                    o.1 = Limit::Cpus(CpuSet::new());
+                }
+            }
+        }
+        Fill {
+            tree,
+            leaves,
+            parent,
+            order,
+            by_node,
+            next: vec![0; nn],
+            w_active,
+            w_mask,
+            live_children,
+            node_active,
+            left: active.iter().filter(|a| **a).count(),
+            active,
+            candidates: candidate_sets(leaves, masks, used, cpu_cap),
+            level: vec![0.0; nn],
+            node_x: vec![0.0; nn],
+            rate: vec![0.0; nn],
+            mask_x: used.to_vec(),
+            mask_rate: vec![0.0; masks.len()],
+            out,
+        }
     }
 
-    // Sets of CPUs that may saturate.
-    let candidates = candidate_sets(leaves, &active, masks, used, cpu_cap);
-
-    let mut level = vec![0.0f64; nn];
-    let mut node_x = vec![0.0f64; nn];
-    let mut mask_x: Vec<f64> = used.to_vec();
-    let mut rate = vec![0.0f64; nn];
-    let mut left: usize = active.iter().filter(|a| **a).count();
-
-    // Each round freezes at least one leaf; the bound only guards against a bug.
-    for _round in 0..(4 * nl + 16) {
-        if left == 0 {
-            break;
+    fn run(mut self) -> Vec<(f64, Limit)> {
+        // Each round freezes at least one leaf; the bound only guards against a bug.
+        for _round in 0..(4 * self.leaves.len() + 16) {
+            if self.left == 0 {
+                break;
+            }
+            self.rates();
+            let delta = self.next_delta();
+            if !delta.is_finite() {
+                break;
+            }
+            self.advance(delta);
+            let mut reached = self.bounds_reached();
+            if reached.is_empty() {
+                // Rounding left the nearest bound a hair away: stop one leaf where it
+                // stands, so the fill always ends.
+                if let Some(i) = (0..self.leaves.len()).find(|&i| self.active[i]) {
+                    reached.push((i, Limit::Cpus(CpuSet::new())));
+                }
+            }
+            for (i, lim) in reached {
+                self.freeze(i, lim);
+            }
         }
-        // Rates, top-down.
-        for &g in &order {
-            rate[g] = if !node_active[g] {
+        self.out
+    }
+
+    fn level_rate(&self, g: usize) -> f64 {
+        self.rate[g] / self.w_active[g].max(EPS)
+    }
+
+    /// Rates, top-down: the root grows at 1 and splits it among its growing children.
+    fn rates(&mut self) {
+        for &g in &self.order {
+            self.rate[g] = if !self.node_active[g] {
                 0.0
             } else if g == 0 {
                 1.0
             } else {
-                let p = parent[g];
-                rate[p] * tree[g].weight.max(EPS) / w_active[p].max(EPS)
+                let p = self.parent[g];
+                self.rate[p] * self.tree[g].weight.max(EPS) / self.w_active[p].max(EPS)
             };
         }
-        let level_rate = |g: usize| rate[g] / w_active[g].max(EPS);
-        let mut mask_rate = vec![0.0f64; masks.len()];
-        for g in 0..nn {
-            if node_active[g] {
-                let lr = level_rate(g);
-                for (&m, &w) in &w_mask[g] {
-                    mask_rate[m] += lr * w;
+        self.mask_rate.iter_mut().for_each(|r| *r = 0.0);
+        for g in 0..self.tree.len() {
+            if self.node_active[g] {
+                let lr = self.level_rate(g);
+                for (&m, &w) in &self.w_mask[g] {
+                    self.mask_rate[m] += lr * w;
                 }
             }
         }
+    }
 
-        // The next event of each kind.
+    fn set_x(&self, c: &Candidate) -> f64 {
+        c.inside.iter().map(|&m| self.mask_x[m]).sum()
+    }
+
+    fn set_rate(&self, c: &Candidate) -> f64 {
+        c.inside.iter().map(|&m| self.mask_rate[m]).sum()
+    }
+
+    /// How far the fill may rise before the next bound: a demand, a quota, a full set.
+    fn next_delta(&mut self) -> f64 {
         let mut delta = f64::INFINITY;
-        for g in 0..nn {
-            if !node_active[g] {
+        for g in 0..self.tree.len() {
+            if !self.node_active[g] {
                 continue;
             }
-            while next[g] < by_node[g].len() && !active[by_node[g][next[g]]] {
-                next[g] += 1;
+            while self.next[g] < self.by_node[g].len()
+                && !self.active[self.by_node[g][self.next[g]]]
+            {
+                self.next[g] += 1;
             }
-            if let Some(&i) = by_node[g].get(next[g]) {
-                let lr = level_rate(g);
+            if let Some(&i) = self.by_node[g].get(self.next[g]) {
+                let lr = self.level_rate(g);
                 if lr > 0.0 {
-                    let theta = leaves[i].demand / leaves[i].weight;
-                    delta = delta.min(((theta - level[g]) / lr).max(0.0));
+                    let theta = self.leaves[i].demand / self.leaves[i].weight;
+                    delta = delta.min(((theta - self.level[g]) / lr).max(0.0));
                 }
             }
-            if let Some(q) = tree[g].quota {
-                if rate[g] > 0.0 {
-                    delta = delta.min(((q - node_x[g]) / rate[g]).max(0.0));
+            if let Some(q) = self.tree[g].quota {
+                if self.rate[g] > 0.0 {
+                    delta = delta.min(((q - self.node_x[g]) / self.rate[g]).max(0.0));
                 }
             }
         }
-        let set_x = |c: &Candidate, mx: &[f64]| c.inside.iter().map(|&m| mx[m]).sum::<f64>();
-        for c in &candidates {
-            let r: f64 = c.inside.iter().map(|&m| mask_rate[m]).sum();
+        for c in &self.candidates {
+            let r = self.set_rate(c);
             if r > 0.0 {
-                delta = delta.min(((c.capacity - set_x(c, &mask_x)) / r).max(0.0));
+                delta = delta.min(((c.capacity - self.set_x(c)) / r).max(0.0));
             }
         }
-        if !delta.is_finite() {
-            break;
-        }
+        delta
+    }
 
-        // Advance everyone.
-        for g in 0..nn {
-            if node_active[g] {
-                level[g] += level_rate(g) * delta;
-                node_x[g] += rate[g] * delta;
+    fn advance(&mut self, delta: f64) {
+        for g in 0..self.tree.len() {
+            if self.node_active[g] {
+                self.level[g] += self.level_rate(g) * delta;
+                self.node_x[g] += self.rate[g] * delta;
             }
         }
-        for (x, r) in mask_x.iter_mut().zip(&mask_rate) {
+        for (x, r) in self.mask_x.iter_mut().zip(&self.mask_rate) {
             *x += r * delta;
         }
+    }
 
-        // Freeze what reached a bound: demand first (a task that has all it wants is
-        // satisfied, whatever else filled at the same instant), then quotas, then CPU sets.
-        let mut frozen: Vec<(usize, Limit)> = Vec::new();
+    /// Who reached a bound: demand first (a task that has all it wants is satisfied,
+    /// whatever else filled at the same instant), then quotas, then sets of CPUs.
+    fn bounds_reached(&mut self) -> Vec<(usize, Limit)> {
+        let nn = self.tree.len();
+        let mut reached = Vec::new();
         for g in 0..nn {
-            if !node_active[g] {
+            if !self.node_active[g] {
                 continue;
             }
-            while next[g] < by_node[g].len() {
-                let i = by_node[g][next[g]];
-                if !active[i] {
-                    next[g] += 1;
+            while let Some(&i) = self.by_node[g].get(self.next[g]) {
+                if !self.active[i] {
+                    self.next[g] += 1;
                     continue;
                 }
-                let theta = leaves[i].demand / leaves[i].weight;
-                if theta <= level[g] * (1.0 + 1e-9) + EPS {
-                    frozen.push((i, Limit::Demand));
-                    next[g] += 1;
-                } else {
+                let theta = self.leaves[i].demand / self.leaves[i].weight;
+                if theta > self.level[g] * (1.0 + 1e-9) + EPS {
                     break;
                 }
+                reached.push((i, Limit::Demand));
+                self.next[g] += 1;
             }
         }
         for g in 0..nn {
-            match tree[g].quota {
-                Some(q) if node_active[g] && node_x[g] >= q - 1e-9 * q.max(1.0) => {
-                    for i in 0..nl {
-                        if active[i] && is_under(leaves[i].node.min(nn - 1), g, &parent) {
-                            frozen.push((i, Limit::Quota(g)));
+            match self.tree[g].quota {
+                Some(q) if self.node_active[g] && self.node_x[g] >= q - 1e-9 * q.max(1.0) => {
+                    for (i, l) in self.leaves.iter().enumerate() {
+                        if self.active[i] && is_under(l.node.min(nn - 1), g, &self.parent) {
+                            reached.push((i, Limit::Quota(g)));
                         }
                     }
                 }
                 _ => {}
             }
         }
-        for c in &candidates {
-            let r: f64 = c.inside.iter().map(|&m| mask_rate[m]).sum();
-            if r > 0.0 && set_x(c, &mask_x) >= c.capacity - 1e-9 * c.capacity.max(1.0) {
-                for i in 0..nl {
-                    if active[i] && c.inside.contains(&leaves[i].mask) {
-                        frozen.push((i, Limit::Cpus(c.set.clone())));
+        for c in &self.candidates {
+            if self.set_rate(c) > 0.0 && self.set_x(c) >= c.capacity - 1e-9 * c.capacity.max(1.0) {
+                for (i, l) in self.leaves.iter().enumerate() {
+                    if self.active[i] && c.inside.contains(&l.mask) {
+                        reached.push((i, Limit::Cpus(c.set.clone())));
                     }
                 }
             }
         }
-        if frozen.is_empty() {
-            // Rounding left the nearest event a hair away: stop one leaf where it stands, so
-            // the fill always ends.
-            if let Some(i) = (0..nl).find(|&i| active[i]) {
-                frozen.push((i, Limit::Cpus(CpuSet::new())));
+        reached
+    }
+
+    /// Stops a leaf where its bound holds it; a node whose children all stopped stops too.
+    fn freeze(&mut self, i: usize, lim: Limit) {
+        if !self.active[i] {
+            return;
+        }
+        let leaf = &self.leaves[i];
+        let g = leaf.node.min(self.tree.len() - 1);
+        let x = match lim {
+            Limit::Demand => leaf.demand,
+            _ => (leaf.weight * self.level[g]).min(leaf.demand),
+        };
+        // Keep the set sums exact: what the leaf holds, not what its level said.
+        self.mask_x[leaf.mask] += x - leaf.weight * self.level[g];
+        self.out[i] = (x, lim);
+        self.active[i] = false;
+        self.left -= 1;
+        self.w_active[g] -= leaf.weight;
+        if let Some(w) = self.w_mask[g].get_mut(&leaf.mask) {
+            *w -= leaf.weight;
+            if *w <= EPS {
+                self.w_mask[g].remove(&leaf.mask);
             }
         }
-        for (i, lim) in frozen {
-            if !active[i] {
-                continue;
+        self.live_children[g] -= 1;
+        let mut k = g;
+        while self.live_children[k] == 0 && self.node_active[k] {
+            self.node_active[k] = false;
+            if k == 0 {
+                break;
             }
-            let g = leaves[i].node.min(nn - 1);
-            let x = match lim {
-                Limit::Demand => leaves[i].demand,
-                _ => (leaves[i].weight * level[g]).min(leaves[i].demand),
-            };
-            // Keep the set sums exact: what the leaf holds, not what its level said.
-            mask_x[leaves[i].mask] += x - leaves[i].weight * level[g];
-            out[i] = (x, lim);
-            active[i] = false;
-            left -= 1;
-            w_active[g] -= leaves[i].weight;
-            if let Some(w) = w_mask[g].get_mut(&leaves[i].mask) {
-                *w -= leaves[i].weight;
-                if *w <= EPS {
-                    w_mask[g].remove(&leaves[i].mask);
-                }
-            }
-            live_children[g] -= 1;
-            let mut k = g;
-            while live_children[k] == 0 && node_active[k] {
-                node_active[k] = false;
-                if k == 0 {
-                    break;
-                }
-                let p = parent[k];
-                w_active[p] -= tree[k].weight.max(EPS);
-                live_children[p] -= 1;
-                k = p;
-            }
+            let p = self.parent[k];
+            self.w_active[p] -= self.tree[k].weight.max(EPS);
+            self.live_children[p] -= 1;
+            k = p;
         }
     }
-    out
 }
 
 fn is_under(mut g: usize, ancestor: usize, parent: &[usize]) -> bool {
@@ -558,15 +677,9 @@ fn is_under(mut g: usize, ancestor: usize, parent: &[usize]) -> bool {
 
 /// The sets of CPUs that can saturate in this pass: unions of the masks of growing tasks
 /// whose tasks (with what earlier passes gave) want more than the set holds.
-fn candidate_sets(
-    leaves: &[Leaf],
-    active: &[bool],
-    masks: &[CpuSet],
-    used: &[f64],
-    cpu_cap: f64,
-) -> Vec<Candidate> {
+fn candidate_sets(leaves: &[Leaf], masks: &[CpuSet], used: &[f64], cpu_cap: f64) -> Vec<Candidate> {
     let mut demand_of = vec![0.0f64; masks.len()];
-    for (l, _) in leaves.iter().zip(active).filter(|(_, a)| **a) {
+    for l in leaves.iter().filter(|l| l.demand > EPS) {
         demand_of[l.mask] += l.demand;
     }
     // Sets that fill up are unions of the masks of growing tasks and of tasks served

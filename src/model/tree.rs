@@ -147,21 +147,17 @@ mod tests {
                 .into_iter()
                 .collect();
         let mut t = Tree::default();
-        let in_session = Placement {
-            cgroup: Some("/".into()),
-            autogroup: Some((12, 5)),
-            session: 7,
+        let placed = |cgroup: &str, autogroup: (u64, i32), session: u32| Placement {
+            cgroup: Some(cgroup.into()),
+            autogroup: Some(autogroup),
+            session,
         };
+        let in_session = placed("/", (12, 5), 7);
         let n = t.place(&in_session, true, &cg, None);
         assert_eq!(t.names[n], "autogroup-12");
         assert_eq!(t.groups[n].weight, 335.0);
         assert_eq!(t.place(&in_session, false, &cg, None), 0);
-        let nested = Placement {
-            cgroup: Some("/a/b".into()),
-            autogroup: Some((12, 0)),
-            session: 7,
-        };
-        let n = t.place(&nested, true, &cg, None);
+        let n = t.place(&placed("/a/b", (12, 0), 7), true, &cg, None);
         assert_eq!(t.names[n], "cgroup /a/b");
         assert_eq!(t.groups[n].quota, Some(0.5));
         let a = t.parent(n);
@@ -170,11 +166,7 @@ mod tests {
             ("cgroup /a", 300.0)
         );
         assert!(t.is_under(n, a) && !t.is_under(a, n));
-        let kernel = Placement {
-            cgroup: Some("/".into()),
-            autogroup: Some((ROOT_AUTOGROUP, 0)),
-            session: 0,
-        };
+        let kernel = placed("/", (ROOT_AUTOGROUP, 0), 0);
         assert_eq!(t.place(&kernel, true, &cg, None), 0);
     }
 }

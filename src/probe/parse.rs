@@ -4,83 +4,12 @@
 /// Nanoseconds per clock tick (USER_HZ is 100 on every Linux ABI that matters).
 pub const NS_PER_TICK: u64 = 10_000_000;
 
-/// The fields of /proc/PID/stat (or task/TID/stat) the probe uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stat {
-    pub state: u8,
-    pub ppid: u32,
-    pub pgrp: u32,
-    pub session: u32,
-    /// utime + stime, in ticks.
-    pub cpu_ticks: u64,
-    /// cutime + cstime (reaped children), in ticks.
-    pub child_ticks: u64,
-    pub nice: i32,
-    pub num_threads: u32,
-    /// Start time after boot, in ticks: with the pid, it names a process across pid reuse.
-    pub start: u64,
-    pub policy: u32,
-    /// The CPU it last ran on (field 39).
-    pub processor: Option<u32>,
-    /// Its real-time priority (field 40; 0 for fair tasks).
-    pub rt_priority: u32,
-}
+// The one /proc/PID/stat parser lives with the plumbing's /proc reader (sys::proc), below
+// the probe, so that what outside the probe reads a stat line parses it the same way.
+pub use crate::sys::proc::{stat, stat_comm, Stat};
 
 fn num<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
     std::str::from_utf8(b).ok()?.parse().ok()
-}
-
-/// Parses a stat line. `comm` may hold spaces and parentheses, so fields are counted from
-/// the last ')'.
-pub fn stat(buf: &[u8]) -> Option<Stat> {
-    let close = buf.iter().rposition(|&c| c == b')')?;
-    let rest = buf.get(close + 2..)?;
-    // fields[0] is field 3 (state) of proc(5).
-    let mut f: [&[u8]; 40] = [&[]; 40];
-    let mut n = 0;
-    for tok in rest
-        .split(|c| *c == b' ' || *c == b'\n')
-        .filter(|t| !t.is_empty())
-    {
-        if n == f.len() {
-            break;
-        }
-        f[n] = tok;
-        n += 1;
-    }
-    if n < 20 {
-        return None;
-    }
-    let field = |k: usize| f[k - 3];
-    Some(Stat {
-        state: *field(3).first()?,
-        ppid: num(field(4))?,
-        pgrp: num(field(5))?,
-        session: num(field(6))?,
-        cpu_ticks: num::<u64>(field(14))? + num::<u64>(field(15))?,
-        child_ticks: num::<i64>(field(16))?.max(0) as u64 + num::<i64>(field(17))?.max(0) as u64,
-        nice: num(field(19))?,
-        num_threads: num(field(20))?,
-        start: num(field(22))?,
-        policy: if n >= 39 {
-            num(field(41)).unwrap_or(0)
-        } else {
-            0
-        },
-        processor: if n >= 37 { num(field(39)) } else { None },
-        rt_priority: if n >= 38 {
-            num(field(40)).unwrap_or(0)
-        } else {
-            0
-        },
-    })
-}
-
-/// The `comm` of a stat line: between the first '(' and the last ')'.
-pub fn stat_comm(buf: &[u8]) -> Option<&str> {
-    let open = buf.iter().position(|&c| c == b'(')?;
-    let close = buf.iter().rposition(|&c| c == b')')?;
-    std::str::from_utf8(buf.get(open + 1..close)?).ok()
 }
 
 /// /proc/PID/task/TID/schedstat: ns on CPU, ns waiting on a run queue, timeslices.
@@ -350,20 +279,6 @@ pub const WEIGHT_IDLE: f64 = 3.0;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_with_awkward_comm() {
-        let line = b"4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 2983 43535 1 6 12 3 31 6 20 5 3 0 71390 5124096 945 18446744073709551615 1 2 3 0 0 0 65536 4 1132560123 1 0 0 17 1 0 3 0 0 0\n";
-        let s = stat(line).unwrap();
-        assert_eq!(s.state, b'S');
-        assert_eq!((s.ppid, s.pgrp, s.session), (1, 4242, 4242));
-        assert_eq!(s.cpu_ticks, 15);
-        assert_eq!(s.child_ticks, 37);
-        assert_eq!(s.nice, 5);
-        assert_eq!(s.num_threads, 3);
-        assert_eq!(s.start, 71390);
-        assert_eq!(s.policy, 3);
-    }
 
     #[test]
     fn machine_files() {

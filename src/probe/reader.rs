@@ -61,7 +61,8 @@ fn pread_all<'a>(f: &File, buf: &'a mut Vec<u8>) -> io::Result<&'a [u8]> {
     loop {
         let len = buf.len();
         let spare = buf.capacity() - len;
-        // pread straight into the spare capacity: no zero-filling of a buffer per read.
+        // pread straight into the spare capacity: no zero-filling of a buffer per read (raw
+        // libc: nix's pread wants an initialised slice, which would cost that zero-filling).
         // SAFETY: the pointer and length describe the vector's spare capacity, which is
         // allocated and writable; the kernel writes at most `spare` bytes there.
         let n = unsafe {

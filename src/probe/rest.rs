@@ -95,6 +95,7 @@ impl Rest {
                     dl_bw: t.sample.dl_bw,
                     cpus: t.sample.cpus.clone(),
                     cpu: t.sample.cpu,
+                    kthread: p.kthread,
                 });
             }
         }

@@ -24,6 +24,20 @@ pub struct Sample {
     /// time is used): Frame times count from it, live and replayed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub epoch_ns: u64,
+    /// When this sample was due on the sampling grid, when its sweep began (both on `t_ns`'s
+    /// clock; 0: unknown), the grid's interval, and the grid points skipped before it: how
+    /// late the observer was, which its figures carry.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub due_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sweep_start_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interval_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    pub missed: u32,
+    /// The sampling thread ran under SCHED_FIFO (a prompt sampler).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub observer_rt: bool,
 }
 
 /// Machine-wide counters.
@@ -137,6 +151,10 @@ pub struct RestTask {
     pub cpus: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
+    /// A kernel thread: it serves work queued by others, so the time it waits does not add
+    /// to what it wants (a starved kworker would otherwise seem to want the whole CPU).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub kthread: bool,
 }
 
 /// Whether a workload could be read.
@@ -172,6 +190,9 @@ pub struct WorkloadSample {
     /// Its threads' latency histograms, merged per unit (none: it times nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency: Vec<LatencySample>,
+    /// A failed workload's last stderr lines, as its starter kept them (else empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
 }
 
 /// A workload's latency histograms of one unit, merged over its threads: raw cumulative

@@ -28,11 +28,19 @@ const NICE_EVERY_NS: u64 = 5_000_000_000;
 const RAN_LITTLE: f64 = 0.95;
 /// SCHED_DEADLINE's policy number.
 const SCHED_DEADLINE: u32 = 6;
+/// New threads whose files one listing opens: a workload that starts 16,000 threads is taken in
+/// over a few sweeps instead of one that takes a second.
+const NEW_TASKS_PER_LISTING: usize = 500;
 
 pub(super) struct TaskState {
     schedstat: Reader,
+    /// Opened at first need (most threads of a big workload are listed long before their
+    /// status or stat is due): a 16,000-thread chat run is not 48,000 opens in one sweep.
     status: Option<Reader>,
     stat: Option<Reader>,
+    files_opened: bool,
+    /// Just listed: its stat and status are read at its first sweep (nice, policy, CPUs).
+    fresh: bool,
     /// Timeslices at the last status read: a thread not scheduled since cannot have switched
     /// (but for at most one switch-out, counted when it next runs), so its status is skipped.
     status_slices: u64,
@@ -56,6 +64,8 @@ pub(super) struct ProcState {
     pub(super) comm: String,
     /// The main thread's state at its last read.
     pub(super) state: u8,
+    /// A kernel thread.
+    pub(super) kthread: bool,
 }
 
 /// What one sweep reads, shared by every process it visits.
@@ -67,14 +77,54 @@ pub(super) struct Sweep<'a> {
     /// Some CPU was busy for (nearly) the whole last interval: threads that ran little may be
     /// waiting for one, so their state is worth a read.
     pub contended: bool,
-    /// Out-of-turn stat and status reads left in this sweep.
-    pub suspects_left: u32,
+    /// Out-of-turn reads of threads that may be starving, left in this sweep.
+    pub suspects: Suspects,
     /// Read stat for every thread that ran or waited since its last read (the rest of the
     /// machine, read once a second, wants each active task's state and CPU).
     pub stat_active: bool,
     pub cgroups: &'a mut Cgroups,
     /// Read a SCHED_DEADLINE thread's reservation (real /proc only).
     pub deadline_attrs: bool,
+    /// Read one thread in `stride` at this sweep (by tid, turning with `phase`): the budget
+    /// of schedstat reads a second, for very large workloads. 1: every thread.
+    pub stride: u32,
+    pub phase: u32,
+}
+
+/// The out-of-turn reads one sweep may make of threads that ran little (are they waiting for
+/// a CPU, or did they sleep?), within a budget a second: a status read costs ten schedstat
+/// reads, and on a busy machine nearly every thread of a ping-pong is such a suspect.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Suspects {
+    /// stat reads (state, CPU) left.
+    pub stat_left: u32,
+    /// status reads (voluntary switches) left.
+    pub status_left: u32,
+    /// One suspect in `every` is considered, turning with `phase`: with more suspects than
+    /// the budget, each sweep looks at different ones rather than the first in the list.
+    pub every: u32,
+    pub phase: u32,
+    /// Suspects met so far in this sweep.
+    pub seen: u32,
+}
+
+impl Suspects {
+    /// Whether this suspect's turn is now.
+    fn turn(&mut self) -> bool {
+        let mine = (self.seen + self.phase) % self.every.max(1) == 0;
+        self.seen += 1;
+        mine
+    }
+}
+
+/// One thread of a process, as a sweep visits it.
+struct Thread<'s> {
+    pid: u32,
+    tid: u32,
+    /// The process's stat, read this sweep.
+    main: &'s parse::Stat,
+    /// Nice and policy are due for every thread (they changed, or it is time).
+    nice_due: bool,
 }
 
 /// Why a process could not be read this sweep.
@@ -132,6 +182,7 @@ impl ProcState {
             },
             comm,
             state: st.state,
+            kthread: st.kthread,
         };
         p.sample.cgroup = read_group(sweep, pid, buf);
         p.list_tasks(proc_root, sweep.now);
@@ -148,7 +199,56 @@ impl ProcState {
         buf: &mut Vec<u8>,
         problems: &mut Vec<String>,
     ) -> Result<(), ProcGone> {
-        let proc_root = sweep.proc_root;
+        let st = self.read_own_stat(pid, pgid, sweep.proc_root, buf, problems)?;
+        if st.state == b'Z' {
+            // A zombie has no threads left to read; its times stay in its stat.
+            self.tasks.clear();
+            return Ok(());
+        }
+        if st.num_threads as usize != self.tasks.len()
+            || sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS
+        {
+            self.list_tasks(sweep.proc_root, sweep.now);
+        }
+        let nice_due = sweep.status_due
+            && ((st.nice, st.policy) != self.main_sched
+                || sweep.now.saturating_sub(self.nice_ns) >= NICE_EVERY_NS);
+        if nice_due {
+            self.nice_ns = sweep.now;
+            self.main_sched = (st.nice, st.policy);
+        }
+        let notes = &mut self.notes;
+        self.tasks.retain(|&tid, t| {
+            // A big workload is read in rotation (the budget of reads a second): a thread
+            // skipped this sweep keeps its last values, and says it was not read.
+            if sweep.stride > 1 && tid != pid && (tid + sweep.phase) % sweep.stride != 0 {
+                t.sample.state = None;
+                return true;
+            }
+            let thread = Thread {
+                pid,
+                tid,
+                main: &st,
+                nice_due,
+            };
+            t.sweep(&thread, sweep, buf, notes, problems)
+        });
+        if sweep.status_due {
+            self.sample.autogroup = read_autogroup(sweep.proc_root, pid, buf);
+            self.sample.cgroup = read_group(sweep, pid, buf);
+        }
+        Ok(())
+    }
+
+    /// The process's own stat, still the process we knew, in the group it must be in.
+    fn read_own_stat(
+        &mut self,
+        pid: u32,
+        pgid: u32,
+        proc_root: &Path,
+        buf: &mut Vec<u8>,
+        problems: &mut Vec<String>,
+    ) -> Result<parse::Stat, ProcGone> {
         let st = match self.stat.read(buf) {
             Ok(b) => parse::stat(b),
             Err(ReadErr::Gone) => None,
@@ -169,89 +269,7 @@ impl ProcState {
         self.sample.cpu_ticks = st.cpu_ticks;
         self.sample.child_ticks = st.child_ticks;
         self.state = st.state;
-        if st.state == b'Z' {
-            // A zombie has no threads left to read; its times stay in its stat.
-            self.tasks.clear();
-            return Ok(());
-        }
-        if st.num_threads as usize != self.tasks.len()
-            || sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS
-        {
-            self.list_tasks(proc_root, sweep.now);
-        }
-        let nice_due = sweep.status_due
-            && ((st.nice, st.policy) != self.main_sched
-                || sweep.now.saturating_sub(self.nice_ns) >= NICE_EVERY_NS);
-        if nice_due {
-            self.nice_ns = sweep.now;
-            self.main_sched = (st.nice, st.policy);
-        }
-        let notes = &mut self.notes;
-        self.tasks.retain(|&tid, t| {
-            match t.read_schedstat(buf) {
-                Ok(true) => {}
-                Ok(false) => return false,
-                Err(ReadErr::Gone) => return false,
-                Err(ReadErr::Failed(why)) => {
-                    problems.push(format!(
-                        "{}/{pid}/task/{tid}/schedstat: {why}",
-                        proc_root.display()
-                    ));
-                    return false;
-                }
-            }
-            if tid == pid {
-                // The process's stat is the main thread's: its state, CPU, nice and policy
-                // come free with it.
-                t.sample.state = Some(st.state as char);
-                t.sample.cpu = st.processor.or(t.sample.cpu);
-                t.sample.nice = st.nice;
-                t.sample.policy = st.policy;
-                t.sample.rt_priority = st.rt_priority;
-            }
-            let suspect = t.ran_little();
-            let stat_due = tid != pid
-                && (sweep.status_due
-                    || nice_due
-                    || (sweep.stat_active && t.active())
-                    || (sweep.contended && suspect && take(&mut sweep.suspects_left)));
-            if stat_due {
-                if let Some(r) = &t.stat {
-                    if let Some(ts) = r.read(buf).ok().and_then(parse::stat) {
-                        t.sample.state = Some(ts.state as char);
-                        t.sample.cpu = ts.processor.or(t.sample.cpu);
-                        t.sample.nice = ts.nice;
-                        t.sample.policy = ts.policy;
-                        t.sample.rt_priority = ts.rt_priority;
-                    }
-                }
-            }
-            // A runnable thread that ran a little and then waited: did it sleep in between?
-            // Its voluntary switches say (read out of turn, within the budget).
-            let waiting = suspect
-                && t.sample.state == Some('R')
-                && t.ran_at_all()
-                && take(&mut sweep.suspects_left);
-            if (sweep.status_due && t.sample.slices != t.status_slices) || waiting {
-                t.status_slices = t.sample.slices;
-                if let Err(why) = t.read_status(buf, sweep.now) {
-                    notes.push(format!(
-                        "{}/{pid}/task/{tid}/status: {why}",
-                        proc_root.display()
-                    ));
-                    t.status = None;
-                }
-            }
-            if sweep.deadline_attrs && t.sample.policy == SCHED_DEADLINE {
-                t.sample.dl_bw = deadline_bandwidth(tid);
-            }
-            true
-        });
-        if sweep.status_due {
-            self.sample.autogroup = read_autogroup(proc_root, pid, buf);
-            self.sample.cgroup = read_group(sweep, pid, buf);
-        }
-        Ok(())
+        Ok(st)
     }
 
     /// Brings the thread list up to date: opens files of new threads, drops dead ones.
@@ -270,7 +288,7 @@ impl ProcState {
             }
         };
         let mut seen = HashSet::with_capacity(self.tasks.len() + 4);
-        let mut buf = Vec::with_capacity(512);
+        let mut opened = 0usize;
         // An open that fails for another reason than an exit (EACCES under hidepid) is a note.
         let open = |path: PathBuf, notes: &mut Vec<String>| match Reader::open(path) {
             Ok(r) => Some(r),
@@ -289,49 +307,141 @@ impl ProcState {
                 continue;
             };
             seen.insert(tid);
-            let tdir = dir.join(tid.to_string());
             if let Some(t) = self.tasks.get_mut(&tid) {
-                if t.status.is_none() {
-                    // Retry a status file that could not be read before.
-                    t.status = open(tdir.join("status"), &mut self.notes);
+                // Retry files that could not be opened before.
+                if t.files_opened && (t.status.is_none() || t.stat.is_none()) {
+                    t.files_opened = false;
                 }
+                continue;
+            }
+            let tdir = dir.join(tid.to_string());
+            if opened >= NEW_TASKS_PER_LISTING {
+                // The rest are opened at the next listing (its thread count still differs).
                 continue;
             }
             let Some(schedstat) = open(tdir.join("schedstat"), &mut self.notes) else {
                 continue;
             };
-            let status = open(tdir.join("status"), &mut self.notes);
-            let stat = open(tdir.join("stat"), &mut self.notes);
-            let mut t = TaskState {
-                schedstat,
-                status,
-                stat,
-                status_slices: u64::MAX,
-                prev: (0, 0, 0),
-                sample: TaskSample {
-                    tid,
-                    ..TaskSample::default()
+            opened += 1;
+            self.tasks.insert(
+                tid,
+                TaskState {
+                    schedstat,
+                    status: None,
+                    stat: None,
+                    files_opened: false,
+                    fresh: true,
+                    status_slices: u64::MAX,
+                    prev: (0, 0, 0),
+                    sample: TaskSample {
+                        tid,
+                        ..TaskSample::default()
+                    },
                 },
-            };
-            if let Some(ts) = t
-                .stat
-                .as_ref()
-                .and_then(|r| r.read(&mut buf).ok().and_then(parse::stat))
-            {
-                t.sample.nice = ts.nice;
-                t.sample.policy = ts.policy;
-                t.sample.rt_priority = ts.rt_priority;
-                t.sample.cpu = ts.processor;
-            }
-            // Its allowed CPUs from the start: a pinned thread is pinned at birth.
-            let _ = t.read_status(&mut buf, now);
-            self.tasks.insert(tid, t);
+            );
         }
         self.tasks.retain(|tid, _| seen.contains(tid));
     }
 }
 
 impl TaskState {
+    /// Opens status and stat the first time either is needed.
+    fn open_files(&mut self, proc_root: &Path, pid: u32, tid: u32, notes: &mut Vec<String>) {
+        if self.files_opened {
+            return;
+        }
+        self.files_opened = true;
+        let dir = proc_root.join(format!("{pid}/task/{tid}"));
+        let mut open = |name: &str| match Reader::open(dir.join(name)) {
+            Ok(r) => Some(r),
+            Err(ReadErr::Gone) => None,
+            Err(ReadErr::Failed(why)) => {
+                notes.push(why);
+                None
+            }
+        };
+        self.status = self.status.take().or_else(|| open("status"));
+        self.stat = self.stat.take().or_else(|| open("stat"));
+    }
+
+    /// This sweep's reads of one thread: schedstat always, stat and status when due or
+    /// when it may be starving. False: it is gone (or its files are not what they were).
+    fn sweep(
+        &mut self,
+        th: &Thread,
+        sweep: &mut Sweep,
+        buf: &mut Vec<u8>,
+        notes: &mut Vec<String>,
+        problems: &mut Vec<String>,
+    ) -> bool {
+        let (pid, tid, proc_root) = (th.pid, th.tid, sweep.proc_root);
+        match self.read_schedstat(buf) {
+            Ok(true) => {}
+            Ok(false) | Err(ReadErr::Gone) => return false,
+            Err(ReadErr::Failed(why)) => {
+                problems.push(format!(
+                    "{}/{pid}/task/{tid}/schedstat: {why}",
+                    proc_root.display()
+                ));
+                return false;
+            }
+        }
+        if tid == pid {
+            // The process's stat is the main thread's: its state, CPU, nice and policy come
+            // free with it.
+            self.take_sched(th.main);
+        }
+        let suspect = self.ran_little() && sweep.suspects.turn();
+        let fresh = std::mem::take(&mut self.fresh);
+        let stat_due = tid != pid
+            && (sweep.status_due
+                || fresh
+                || th.nice_due
+                || (sweep.stat_active && self.active())
+                || (sweep.contended && suspect && take(&mut sweep.suspects.stat_left)));
+        if stat_due {
+            self.open_files(proc_root, pid, tid, notes);
+            if let Some(ts) = self
+                .stat
+                .as_ref()
+                .and_then(|r| r.read(buf).ok())
+                .and_then(parse::stat)
+            {
+                self.take_sched(&ts);
+            }
+        }
+        // A runnable thread that ran a little and then waited: did it sleep in between? Its
+        // voluntary switches say (read out of turn, within the budget).
+        let waiting = suspect
+            && self.sample.state == Some('R')
+            && self.ran_at_all()
+            && take(&mut sweep.suspects.status_left);
+        if (sweep.status_due && self.sample.slices != self.status_slices) || waiting || fresh {
+            self.open_files(proc_root, pid, tid, notes);
+            self.status_slices = self.sample.slices;
+            if let Err(why) = self.read_status(buf, sweep.now) {
+                notes.push(format!(
+                    "{}/{pid}/task/{tid}/status: {why}",
+                    proc_root.display()
+                ));
+                self.status = None;
+            }
+        }
+        if sweep.deadline_attrs && self.sample.policy == SCHED_DEADLINE {
+            self.sample.dl_bw = deadline_bandwidth(tid);
+        }
+        true
+    }
+
+    /// What a stat line says of its scheduling: state, CPU, nice, policy, priority.
+    fn take_sched(&mut self, st: &parse::Stat) {
+        self.sample.state = Some(st.state as char);
+        self.sample.cpu = st.processor.or(self.sample.cpu);
+        self.sample.nice = st.nice;
+        self.sample.policy = st.policy;
+        self.sample.rt_priority = st.rt_priority;
+    }
+
     /// Reads schedstat; Ok(false) when its text is not schedstat's.
     fn read_schedstat(&mut self, buf: &mut Vec<u8>) -> Result<bool, ReadErr> {
         let b = self.schedstat.read(buf)?;
@@ -447,6 +557,7 @@ fn deadline_bandwidth(tid: u32) -> Option<f64> {
         util_max: u32,
     }
     let mut attr = SchedAttr::default();
+    // Raw syscall: neither libc nor nix wraps sched_getattr.
     // SAFETY: sched_getattr writes at most `size` bytes (the struct's size, passed as such)
     // into `attr`, a live, properly aligned value of that size.
     let rc = unsafe {

@@ -158,6 +158,20 @@ const MACHINE_COUNTERS: &[Counter<Frame>] = &[
         label: Label::None,
         add: |f, dt| f.observer_cpu_pct / 100.0 * dt,
     },
+    Counter {
+        name: "schedlab_samples_late",
+        unit: "",
+        help: "Samples whose sweep began more than 10 ms after it was due.",
+        label: Label::None,
+        add: |f, _| f64::from(u8::from(f.late_ms > crate::record::results::ON_TIME_MS)),
+    },
+    Counter {
+        name: "schedlab_samples_missed",
+        unit: "",
+        help: "Samples skipped because the observer fell behind by a whole interval.",
+        label: Label::None,
+        add: |f, _| f64::from(f.missed),
+    },
 ];
 
 const MACHINE_GAUGES: &[Gauge<Frame>] = &[

@@ -140,12 +140,14 @@ where
     let ymax = top(&|s| &s.ops);
     let mut c = chart(&panels[0], "Throughput", t0..t1, ymax, "operations / s")?;
     for (i, s) in all.iter().enumerate() {
-        let col = COLOURS[i % COLOURS.len()];
         let unit = if s.unit.is_empty() { "ops" } else { &s.unit };
-        c.draw_series(LineSeries::new(s.ops.iter().copied(), col.stroke_width(2)))
-            .map_err(err)?
-            .label(format!("{} ({unit}/s)", s.name))
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2)));
+        line(
+            &mut c,
+            &s.ops,
+            COLOURS[i % COLOURS.len()],
+            format!("{} ({unit}/s)", s.name),
+        )
+        .map_err(err)?;
     }
     legend(&mut c).map_err(err)?;
 
@@ -160,10 +162,7 @@ where
     )?;
     for (i, s) in all.iter().enumerate() {
         let col = COLOURS[i % COLOURS.len()];
-        c.draw_series(LineSeries::new(s.cpu.iter().copied(), col.stroke_width(2)))
-            .map_err(err)?
-            .label(s.name.clone())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2)));
+        line(&mut c, &s.cpu, col, s.name.clone()).map_err(err)?;
         c.draw_series(DashedLineSeries::new(
             s.fair.iter().copied(),
             8,
@@ -178,11 +177,7 @@ where
     let ymax = top(&|s| &s.cs);
     let mut c = chart(&panels[2], "Context switches", t0..t1, ymax, "switches / s")?;
     for (i, s) in all.iter().enumerate() {
-        let col = COLOURS[i % COLOURS.len()];
-        c.draw_series(LineSeries::new(s.cs.iter().copied(), col.stroke_width(2)))
-            .map_err(err)?
-            .label(s.name.clone())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2)));
+        line(&mut c, &s.cs, COLOURS[i % COLOURS.len()], s.name.clone()).map_err(err)?;
     }
     legend(&mut c).map_err(err)?;
     Ok(())
@@ -222,6 +217,19 @@ where
         .draw()
         .map_err(err)?;
     Ok(c)
+}
+
+/// A workload's solid line in its colour, named in the legend.
+fn line<'a, DB: DrawingBackend + 'a>(
+    c: &mut Chart<'a, DB>,
+    points: &[(f64, f64)],
+    col: RGBColor,
+    label: String,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    c.draw_series(LineSeries::new(points.iter().copied(), col.stroke_width(2)))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2)));
+    Ok(())
 }
 
 fn legend<'a, DB: DrawingBackend + 'a>(

@@ -12,7 +12,9 @@ use crate::model::{Frame, WorkloadState};
 
 /// Bumped on any change that could break a reader; additions bump it too, because readers
 /// are strict (unknown fields are refused).
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+/// Versions this schedlab reads (2 added the observer's own figures).
+pub const READS_VERSIONS: [u32; 2] = [1, 2];
 
 /// The metrics reported per workload, in output order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,6 +243,96 @@ pub struct RunResults {
     /// Coefficient of variation above which a figure carries a warning (0.05).
     pub noise_threshold_cv: f64,
     pub workloads: Vec<WorkloadResult>,
+    /// What observing cost and how punctual it was (schema 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observer: Option<ObserverResult>,
+}
+
+/// The observer's own effect over a run: its CPU, and how late its samples were.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObserverResult {
+    /// schedlab's own CPU (probe, model, recording, metrics), in % of one CPU, per repeat,
+    /// in steady state (the first second of a repeat, when every file is opened, left out).
+    pub cpu_pct: Vec<f64>,
+    pub cpu_pct_mean: f64,
+    /// Samples taken, and samples due on the sampling grid (taken + missed).
+    pub samples_taken: u64,
+    pub samples_due: u64,
+    /// How late the sweeps began against their due times, in ms.
+    pub late_ms_p50: f64,
+    pub late_ms_p99: f64,
+    pub late_ms_max: f64,
+    /// Samples taken within `ON_TIME_MS` of due, in % of samples due.
+    pub on_time_pct: f64,
+}
+
+/// A sample within this of its due time is on time.
+pub const ON_TIME_MS: f64 = 10.0;
+
+impl ObserverResult {
+    /// From each repeat's Frames.
+    pub fn from_repeats(repeats: &[Vec<Frame>]) -> Option<ObserverResult> {
+        let frames: Vec<&Frame> = repeats.iter().flatten().collect();
+        if frames.is_empty() {
+            return None;
+        }
+        // Steady state: the first second of a repeat (every file opened once) is left out
+        // when the repeat is longer than that.
+        let cpu_pct: Vec<f64> = repeats
+            .iter()
+            .filter_map(|fr| {
+                let start = fr.first().map_or(0.0, |f| f.t);
+                let steady: Vec<&Frame> = fr.iter().filter(|f| f.t - start > 1.0).collect();
+                let used: Vec<&Frame> = if steady.is_empty() {
+                    fr.iter().collect()
+                } else {
+                    steady
+                };
+                let t: f64 = used.iter().map(|f| f.interval).sum();
+                (t > 0.0).then(|| {
+                    used.iter()
+                        .map(|f| f.observer_cpu_pct * f.interval)
+                        .sum::<f64>()
+                        / t
+                })
+            })
+            .collect();
+        let mut late: Vec<f64> = frames.iter().map(|f| f.late_ms).collect();
+        late.sort_by(f64::total_cmp);
+        let q = |p: f64| late[((late.len() - 1) as f64 * p).round() as usize];
+        let taken = frames.len() as u64;
+        let due = taken + frames.iter().map(|f| u64::from(f.missed)).sum::<u64>();
+        let on_time = late.iter().filter(|&&l| l <= ON_TIME_MS).count() as f64;
+        Some(ObserverResult {
+            cpu_pct_mean: if cpu_pct.is_empty() {
+                0.0
+            } else {
+                cpu_pct.iter().sum::<f64>() / cpu_pct.len() as f64
+            },
+            cpu_pct,
+            samples_taken: taken,
+            samples_due: due,
+            late_ms_p50: q(0.5),
+            late_ms_p99: q(0.99),
+            late_ms_max: *late.last().unwrap_or(&0.0),
+            on_time_pct: 100.0 * on_time / due.max(1) as f64,
+        })
+    }
+
+    /// One line for people.
+    pub fn text(&self) -> String {
+        format!(
+            "observer: {:.2}% of a CPU; {} of {} samples taken, {:.1}% within {ON_TIME_MS:.0} ms of due (late p50 {:.1} ms, p99 {:.1} ms, worst {:.1} ms)",
+            self.cpu_pct_mean,
+            self.samples_taken,
+            self.samples_due,
+            self.on_time_pct,
+            self.late_ms_p50,
+            self.late_ms_p99,
+            self.late_ms_max
+        )
+    }
 }
 
 impl RunResults {
@@ -254,6 +346,7 @@ impl RunResults {
             confidence: CONFIDENCE,
             noise_threshold_cv: NOISY_CV,
             workloads: Vec::new(),
+            observer: None,
         }
     }
 
@@ -266,6 +359,7 @@ impl RunResults {
         repeats: &[Vec<Frame>],
     ) -> Self {
         let mut r = RunResults::new(host, scenario, repeats.len());
+        r.observer = ObserverResult::from_repeats(repeats);
         for (name, kind, unit) in workloads {
             let per_run: Vec<[f64; 6]> = repeats
                 .iter()
@@ -299,9 +393,9 @@ impl RunResults {
         let v: Version = serde_json::from_str(text)
             .with_context(|| format!("{origin} is not a schedlab JSON result file"))?;
         match v.schema_version {
-            Some(SCHEMA_VERSION) => {}
+            Some(v) if READS_VERSIONS.contains(&v) => {}
             Some(other) => bail!(
-                "{origin} has results schema version {other}; this schedlab reads version {SCHEMA_VERSION}"
+                "{origin} has results schema version {other}; this schedlab reads versions 1 and {SCHEMA_VERSION}"
             ),
             None => bail!("{origin} is not a schedlab result file (no schema_version)"),
         }
@@ -407,6 +501,9 @@ impl RunResults {
                     noisy.join(", ")
                 );
             }
+        }
+        if let Some(o) = &self.observer {
+            let _ = writeln!(out, "\n{}", o.text());
         }
         out
     }

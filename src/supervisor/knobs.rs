@@ -8,12 +8,14 @@
 //! the workload for that.
 
 use std::collections::HashSet;
-use std::fs;
 
 use anyhow::{bail, Result};
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
 
 use super::{online_cpus, Knobs, Placement, Policy};
 use crate::sys::cgroup::WorkloadCgroup;
+use crate::sys::proc;
 
 /// Which threads belong to a workload.
 pub enum Scope<'a> {
@@ -36,36 +38,16 @@ impl Scope<'_> {
 /// Threads of the processes in process group `pgid`, from /proc.
 fn group_threads(pgid: u32) -> Vec<u32> {
     let mut tids = Vec::new();
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return tids;
-    };
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if stat_pgrp(&stat) != Some(pgid) {
+    for pid in proc::pids() {
+        if proc::read_stat(pid).map(|s| s.pgrp) != Some(pgid) {
             continue;
         }
-        match fs::read_dir(format!("/proc/{pid}/task")) {
-            Ok(tasks) => tids.extend(
-                tasks
-                    .flatten()
-                    .filter_map(|t| t.file_name().to_str().and_then(|s| s.parse::<u32>().ok())),
-            ),
-            Err(_) => tids.push(pid),
+        match proc::threads(pid) {
+            Some(threads) => tids.extend(threads),
+            None => tids.push(pid),
         }
     }
     tids
-}
-
-/// Field 5 of /proc/PID/stat (after the parenthesised comm, which may hold spaces).
-fn stat_pgrp(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// What changed between two sets of knobs, in the order it is applied.
@@ -136,9 +118,11 @@ pub fn apply(scope: &Scope, change: &Change) -> Result<usize> {
 }
 
 /// Returns Ok(false) when the thread is already gone.
-fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Result<bool> {
+fn apply_one(tid: u32, change: &Change, cpuset: Option<&CpuSet>) -> Result<bool> {
     let id = tid as libc::id_t;
     if let Some(nice) = change.nice {
+        // Raw libc: nix has no setpriority.
+        // SAFETY: setpriority takes integers only.
         if unsafe { libc::setpriority(libc::PRIO_PROCESS, id, nice) } < 0 {
             return refused(std::io::Error::last_os_error(), || {
                 format!("setting nice {nice} (lowering nice needs root or CAP_SYS_NICE)")
@@ -149,6 +133,8 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Res
         let param = libc::sched_param {
             sched_priority: if policy.is_realtime() { prio as i32 } else { 0 },
         };
+        // Raw libc: nix has no sched_setscheduler.
+        // SAFETY: `param` is a live sched_param that sched_setscheduler only reads.
         if unsafe { libc::sched_setscheduler(tid as libc::pid_t, policy.as_libc(), &param) } < 0 {
             return refused(std::io::Error::last_os_error(), || {
                 if policy.is_realtime() {
@@ -163,17 +149,8 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&libc::cpu_set_t>) -> Res
         }
     }
     if let Some(set) = cpuset {
-        if unsafe {
-            libc::sched_setaffinity(
-                tid as libc::pid_t,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                set,
-            )
-        } < 0
-        {
-            return refused(std::io::Error::last_os_error(), || {
-                "setting the CPU affinity".to_string()
-            });
+        if let Err(errno) = sched_setaffinity(Pid::from_raw(tid as libc::pid_t), set) {
+            return refused(errno.into(), || "setting the CPU affinity".to_string());
         }
     }
     Ok(true)
@@ -255,7 +232,8 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::supervisor::{spawn, LaunchSpec, Program};
+    use crate::supervisor::spawn;
+    use crate::supervisor::tests::sh;
 
     #[test]
     fn cpu_lists_round_trip() {
@@ -269,7 +247,8 @@ mod tests {
 
     #[test]
     fn stat_pgrp_survives_odd_comm() {
-        assert_eq!(stat_pgrp("12 (a) b) S 1 77 77 0"), Some(77));
+        let line = b"12 (a) b) S 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n";
+        assert_eq!(proc::stat(line).map(|s| s.pgrp), Some(77));
     }
 
     #[test]
@@ -290,25 +269,13 @@ mod tests {
     }
 
     fn nice_of(tid: u32) -> i32 {
-        let stat = fs::read_to_string(format!("/proc/{tid}/stat")).unwrap();
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        // Fields from state (3): nice is field 19.
-        rest.split_whitespace().nth(16).unwrap().parse().unwrap()
+        proc::read_stat(tid).unwrap().nice
     }
 
     /// Renices a live shell and its background child (one process group) at once.
     #[test]
     fn renice_reaches_every_process_of_the_group() {
-        let spec = LaunchSpec {
-            name: "knobs-test".into(),
-            program: Program::Command(vec![
-                "sh".into(),
-                "-c".into(),
-                "sleep 30 & echo $!; wait".into(),
-            ]),
-            knobs: Knobs::default(),
-            capture_output: true,
-        };
+        let spec = sh("knobs-test", "sleep 30 & echo $!; wait", Knobs::default());
         let mut run = spawn(&spec).unwrap();
         let mut line = String::new();
         use std::io::BufRead;
@@ -326,6 +293,7 @@ mod tests {
         assert_eq!(nice_of(run.pid), 7);
         assert_eq!(nice_of(sleeper), 7);
         assert_eq!(
+            // SAFETY: sched_getscheduler takes a pid only.
             unsafe { libc::sched_getscheduler(sleeper as libc::pid_t) },
             libc::SCHED_BATCH
         );

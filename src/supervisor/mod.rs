@@ -5,18 +5,26 @@
 //! the dashboard, `run`, contest and the standalone commands run the same code. It can also be
 //! any command (a user's `make -j4`).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::fcntl::OFlag;
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::sys::prctl;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::{getppid, pipe2, setpgid, setsid, Pid};
 use serde::{Deserialize, Serialize};
 
 use crate::sys::counters::{self, CounterRegion};
 use crate::sys::lifeline::ENV_LIFELINE_FD;
 
 pub mod knobs;
+pub mod stderr;
+
+pub use stderr::StderrTail;
 
 use crate::sys::cgroup::{self, WorkloadCgroup};
 
@@ -120,6 +128,8 @@ pub struct Running {
     _lifeline: OwnedFd,
     /// Its own cgroup, with `Placement::Cgroup`; removed when the workload ends.
     cgroup: Option<WorkloadCgroup>,
+    /// The last lines of its stderr (without `capture_output`).
+    pub stderr: StderrTail,
 }
 
 impl Running {
@@ -176,7 +186,7 @@ impl Running {
                 self.exit = Some(status);
                 // The leader is gone: make sure nothing of its group lingers, and remove
                 // SysV objects it may have left if it died by SIGKILL.
-                kill_group(self.pid, libc::SIGKILL);
+                kill_group(self.pid, Signal::SIGKILL);
                 self.drop_cgroup();
                 let _ = crate::sys::sysv::sweep_orphans();
             }
@@ -194,7 +204,7 @@ impl Running {
         if self.poll_exit().is_some() {
             return self.exit;
         }
-        kill_group(self.pid, libc::SIGTERM);
+        kill_group(self.pid, Signal::SIGTERM);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if self.poll_exit().is_some() {
@@ -202,7 +212,7 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        kill_group(self.pid, libc::SIGKILL);
+        kill_group(self.pid, Signal::SIGKILL);
         self.exit = self.child.wait().ok();
         self.drop_cgroup();
         let _ = crate::sys::sysv::sweep_orphans();
@@ -216,7 +226,7 @@ impl Running {
         }
         let status = self.child.wait().context("waiting for workload")?;
         self.exit = Some(status);
-        kill_group(self.pid, libc::SIGKILL);
+        kill_group(self.pid, Signal::SIGKILL);
         self.drop_cgroup();
         let _ = crate::sys::sysv::sweep_orphans();
         Ok(status)
@@ -226,16 +236,18 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         if self.exit.is_none() {
-            kill_group(self.pid, libc::SIGKILL);
+            kill_group(self.pid, Signal::SIGKILL);
             let _ = self.child.wait();
             let _ = crate::sys::sysv::sweep_orphans();
         }
     }
 }
 
-fn kill_group(pgid: u32, sig: libc::c_int) {
+/// Signals the workload's process group; pgid > 1 rules out our own group (0) and every
+/// process (-1).
+fn kill_group(pgid: u32, sig: Signal) {
     if pgid > 1 {
-        unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
+        let _ = killpg(Pid::from_raw(pgid as libc::pid_t), sig);
     }
 }
 
@@ -260,8 +272,12 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
     cmd.env(counters::ENV_FD, counters.raw_fd().to_string())
         .env(ENV_LIFELINE_FD, lifeline_r.as_raw_fd().to_string())
         .stdin(Stdio::null());
+    let mut stderr_read = None;
     if !spec.capture_output {
-        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        // Its stderr into a ring of its last lines, to say why when it fails.
+        let (read_end, write_end) = pipe_cloexec()?;
+        stderr_read = Some(read_end);
+        cmd.stdout(Stdio::null()).stderr(Stdio::from(write_end));
     } else {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
@@ -298,6 +314,14 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
         anyhow::Error::new(err).context(what)
     })?;
     drop(lifeline_r);
+    // Our copy of its stderr's write end goes with the Command: end of file then means the
+    // workload and all it started are gone.
+    drop(cmd);
+    // Without a thread to read it (none could be made), its stderr is not kept: it still
+    // runs (the pipe's read end closes, and its writes there fail).
+    let stderr = stderr_read
+        .and_then(|read_end| StderrTail::start(read_end, &spec.name).ok())
+        .unwrap_or_default();
     Ok(Running {
         name: spec.name.clone(),
         pid: child.id(),
@@ -308,6 +332,7 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
         exit: None,
         _lifeline: lifeline_w,
         cgroup,
+        stderr,
     })
 }
 
@@ -361,30 +386,32 @@ struct ChildSetup {
     nice: i32,
     policy: Policy,
     rt_priority: u8,
-    cpuset: Option<libc::cpu_set_t>,
+    cpuset: Option<CpuSet>,
 }
 
 impl ChildSetup {
     /// Runs in the child between fork and exec: only async-signal-safe calls, no allocation.
     fn in_child(&self) -> std::io::Result<()> {
         let fail = || Err(std::io::Error::last_os_error());
-        // SAFETY: each call is an async-signal-safe system call on this process or on
-        // descriptors it owns; the pointers passed (`param`, `set`) point to live values.
+        if self.own_session {
+            setsid()?;
+        } else {
+            setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
+        }
+        // Join its cgroup before exec, so not one instruction of it runs outside.
+        // SAFETY: we are the freshly forked child, which is what join_from_child requires.
+        unsafe { cgroup::join_from_child(&self.cgroup_fds)? };
+        // Second line of defence: the parent thread's death sends SIGTERM.
+        let _ = prctl::set_pdeathsig(Signal::SIGTERM);
+        if getppid() == Pid::from_raw(1) {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        // Raw libc from here: nix's fcntl wants a BorrowedFd and knows neither F_SETOWN nor
+        // F_SETSIG, and nix has no setpriority or sched_setscheduler.
+        // SAFETY: each call is an async-signal-safe system call on this process or on the
+        // descriptors it keeps (open: the parent holds them across the spawn); `param` points
+        // to a live sched_param.
         unsafe {
-            if self.own_session {
-                if libc::setsid() < 0 {
-                    return fail();
-                }
-            } else if libc::setpgid(0, 0) < 0 {
-                return fail();
-            }
-            // Join its cgroup before exec, so not one instruction of it runs outside.
-            cgroup::join_from_child(&self.cgroup_fds)?;
-            // Second line of defence: the parent thread's death sends SIGTERM.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-            if libc::getppid() == 1 {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
             for fd in self.keep_fds {
                 if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
                     return fail();
@@ -414,12 +441,9 @@ impl ChildSetup {
                     return fail();
                 }
             }
-            if let Some(set) = &self.cpuset {
-                let size = std::mem::size_of::<libc::cpu_set_t>();
-                if libc::sched_setaffinity(0, size, set) < 0 {
-                    return fail();
-                }
-            }
+        }
+        if let Some(set) = &self.cpuset {
+            sched_setaffinity(Pid::from_raw(0), set)?;
         }
         Ok(())
     }
@@ -429,17 +453,13 @@ impl ChildSetup {
 const F_SETSIG: libc::c_int = 10;
 
 fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(std::io::Error::last_os_error()).context("pipe2 for a lifeline");
-    }
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    pipe2(OFlag::O_CLOEXEC).context("pipe2 for a lifeline")
 }
 
-/// A cpu_set_t holding `cpus`, checked against the machine.
-pub fn cpu_set(cpus: &[usize]) -> Result<libc::cpu_set_t> {
+/// A CPU set holding `cpus`, checked against the machine.
+pub fn cpu_set(cpus: &[usize]) -> Result<CpuSet> {
     let online = online_cpus();
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut set = CpuSet::new();
     if cpus.is_empty() {
         bail!("an empty CPU list");
     }
@@ -450,7 +470,8 @@ pub fn cpu_set(cpus: &[usize]) -> Result<libc::cpu_set_t> {
                 online - 1
             );
         }
-        unsafe { libc::CPU_SET(cpu, &mut set) };
+        set.set(cpu)
+            .with_context(|| format!("CPU {cpu} is past what a CPU set holds"))?;
     }
     Ok(set)
 }
@@ -463,23 +484,18 @@ pub fn online_cpus() -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::sys::proc::alive;
 
-    fn sh(script: &str, knobs: Knobs) -> LaunchSpec {
+    /// A `sh -c SCRIPT` workload with its output captured.
+    pub(crate) fn sh(name: &str, script: &str, knobs: Knobs) -> LaunchSpec {
         LaunchSpec {
-            name: "test".into(),
+            name: name.into(),
             program: Program::Command(vec!["sh".into(), "-c".into(), script.into()]),
             knobs,
             capture_output: true,
         }
-    }
-
-    /// Alive and not a zombie waiting for a reaper that may be slow to come.
-    fn alive(pid: u32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
-            .unwrap_or(false)
     }
 
     #[test]
@@ -488,7 +504,7 @@ mod tests {
             nice: 5,
             ..Knobs::default()
         };
-        let mut run = spawn(&sh("echo $(ps -o pgid= -o ni= -p $$)", knobs)).unwrap();
+        let mut run = spawn(&sh("test", "echo $(ps -o pgid= -o ni= -p $$)", knobs)).unwrap();
         let pid = run.pid;
         let mut out = String::new();
         use std::io::Read;
@@ -505,7 +521,7 @@ mod tests {
 
     #[test]
     fn stop_kills_the_whole_group() {
-        let mut run = spawn(&sh("sleep 30 & echo $!; wait", Knobs::default())).unwrap();
+        let mut run = spawn(&sh("test", "sleep 30 & echo $!; wait", Knobs::default())).unwrap();
         let mut line = String::new();
         use std::io::BufRead;
         std::io::BufReader::new(run.child_mut().stdout.take().unwrap())
@@ -528,7 +544,7 @@ mod tests {
             affinity: Some(vec![4096]),
             ..Knobs::default()
         };
-        let err = spawn(&sh("true", knobs)).err().unwrap();
+        let err = spawn(&sh("test", "true", knobs)).err().unwrap();
         assert!(format!("{err:#}").contains("does not exist"), "{err:#}");
     }
 }
@@ -541,19 +557,11 @@ mod cgroup_placement_tests {
     /// group is gone once the workload is stopped. Needs a writable cgroup hierarchy (root).
     #[test]
     fn cgroup_placement_joins_and_cleans_up() {
-        let spec = LaunchSpec {
-            name: "cg test".into(),
-            program: Program::Command(vec![
-                "sh".into(),
-                "-c".into(),
-                "cat /proc/self/cgroup; sleep 30".into(),
-            ]),
-            knobs: Knobs {
-                placement: Placement::Cgroup { weight: 200 },
-                ..Knobs::default()
-            },
-            capture_output: true,
+        let knobs = Knobs {
+            placement: Placement::Cgroup { weight: 200 },
+            ..Knobs::default()
         };
+        let spec = tests::sh("cg test", "cat /proc/self/cgroup; sleep 30", knobs);
         let mut run = match spawn(&spec) {
             Ok(r) => r,
             Err(e) => {

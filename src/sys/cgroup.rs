@@ -8,12 +8,15 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 /// Which cgroup interface a workload's group lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -393,38 +396,7 @@ impl WorkloadCgroup {
 
     fn teardown(&mut self, patience: Duration) -> Result<()> {
         let dirs = std::mem::take(&mut self.dirs);
-        if dirs.is_empty() {
-            return Ok(());
-        }
-        let deadline = Instant::now() + patience;
-        let kill_file = dirs[0].join("cgroup.kill");
-        loop {
-            let procs = read_ids(&dirs[0].join("cgroup.procs"));
-            if procs.is_empty() {
-                break;
-            }
-            // v2 (5.14+) kills the whole group atomically; otherwise one by one, again until
-            // empty, since a fork loop may fork while we kill.
-            if self.version != Version::V2 || fs::write(&kill_file, "1").is_err() {
-                for pid in procs {
-                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-                }
-            }
-            if Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let mut last_err = None;
-        for dir in dirs.iter().rev() {
-            if let Err(e) = rmdir_patiently(dir, deadline) {
-                last_err = Some(e);
-            }
-        }
-        match last_err {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        kill_and_remove(&dirs, Instant::now() + patience)
     }
 }
 
@@ -438,12 +410,11 @@ impl Drop for WorkloadCgroup {
 /// fork and exec: async-signal-safe, no allocation.
 ///
 /// # Safety
-/// Only call in a freshly forked child (it writes to raw descriptors).
+/// Only call in a freshly forked child, with every descriptor of `fds` open (they are raw).
 pub unsafe fn join_from_child(fds: &[RawFd]) -> std::io::Result<()> {
     for &fd in fds {
-        if libc::write(fd, b"0".as_ptr().cast(), 1) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        // SAFETY: the caller keeps `fd` open for the call.
+        nix::unistd::write(unsafe { BorrowedFd::borrow_raw(fd) }, b"0")?;
     }
     Ok(())
 }
@@ -454,19 +425,50 @@ pub fn raw(fds: &[OwnedFd]) -> Vec<RawFd> {
 }
 
 /// The exit path's kill-and-remove, for groups whose [`WorkloadCgroup`] another thread may
-/// still hold: SIGKILLs every process in `dirs`, then removes them innermost first, retrying
-/// until `deadline` while the killed tasks exit.
+/// still hold: [`kill_and_remove`] on their directories, with nowhere to report a failure.
 pub fn kill_and_remove_dirs(dirs: &[PathBuf], deadline: Instant) {
-    for dir in dirs {
-        for pid in read_ids(&dir.join("cgroup.procs")) {
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    let _ = kill_and_remove(dirs, deadline);
+}
+
+/// Kills every process of the group whose directories (v2's one, or v1's one per hierarchy)
+/// are `dirs`, again until none is left (a fork loop may fork while we kill), then removes
+/// the directories innermost first; gives up at `deadline`. A v2 group (5.14+) is killed
+/// whole through `cgroup.kill`; elsewhere each process is killed by its pid.
+fn kill_and_remove(dirs: &[PathBuf], deadline: Instant) -> Result<()> {
+    loop {
+        let procs: Vec<u32> = dirs
+            .iter()
+            .flat_map(|d| read_ids(&d.join("cgroup.procs")))
+            .collect();
+        if procs.is_empty() {
+            break;
         }
+        if !kill_whole_group(&dirs[0]) {
+            for pid in procs {
+                let _ = kill(Pid::from_raw(pid as libc::pid_t), Signal::SIGKILL);
+            }
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
+    let mut last_err = None;
     for dir in dirs.iter().rev() {
-        while std::fs::remove_dir(dir).is_err() && dir.exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
+        if let Err(e) = rmdir_patiently(dir, deadline) {
+            last_err = Some(e);
         }
     }
+    last_err.map_or(Ok(()), Err)
+}
+
+/// Writes "1" to the group's `cgroup.kill`, where there is one (v2, 5.14+); false elsewhere.
+fn kill_whole_group(dir: &Path) -> bool {
+    fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.kill"))
+        .and_then(|mut f| f.write_all(b"1"))
+        .is_ok()
 }
 
 /// A removed group still busy for a moment (its last task exiting) answers EBUSY.
@@ -556,16 +558,14 @@ pub fn sweep_orphans() -> usize {
             let Some(owner) = owner_of(&name) else {
                 continue;
             };
-            let alive = unsafe { libc::kill(owner, 0) } == 0
-                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            // Signal 0 only asks whether the owner exists (EPERM: it does, as another user's).
+            let alive = matches!(kill(Pid::from_raw(owner), None), Ok(()) | Err(Errno::EPERM));
             if alive {
                 continue;
             }
             let dir = e.path();
-            for pid in read_ids(&dir.join("cgroup.procs")) {
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            }
-            if rmdir_patiently(&dir, Instant::now() + Duration::from_millis(500)).is_ok() {
+            let deadline = Instant::now() + Duration::from_millis(500);
+            if kill_and_remove(std::slice::from_ref(&dir), deadline).is_ok() {
                 removed += 1;
             }
         }
@@ -661,6 +661,8 @@ mod tests {
         let fds = group.open_procs().unwrap();
         let raw_fds = raw(&fds);
         use std::os::unix::process::CommandExt;
+        // SAFETY: pre_exec's closure runs in the forked child before exec, where join_from_child's
+        // only calls, write(2) on the group's open cgroup.procs descriptors, are async-signal-safe.
         let mut child = unsafe {
             std::process::Command::new("sleep")
                 .arg("30")

@@ -66,15 +66,18 @@ struct Mapping {
     fd: OwnedFd,
 }
 
-// SAFETY: the mapping is plain shared memory accessed only through atomics.
+// SAFETY: Send: a `Mapping` owns its mapping and descriptor, unmaps once in Drop, and the memory is
+// only ever reached through atomics, so any thread may own it.
 unsafe impl Send for Mapping {}
-// SAFETY: as above.
+// SAFETY: Sync: a shared `Mapping` gives out the memory only as `&AtomicU64` (Header, Slot,
+// histogram words), which is Sync.
 unsafe impl Sync for Mapping {}
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: `base` and `len` are the mapping made in `CounterRegion::map`; every slot
-        // and histogram handed out holds an Arc to this Mapping, so none outlives it.
+        // SAFETY: `base` and `len` are exactly what mmap returned in `map_raw`; every reference
+        // into the mapping borrows a region or holds this Arc (slots, histograms), so none
+        // outlives the unmap.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }
@@ -93,20 +96,22 @@ pub struct CounterSlot {
     _map: Arc<Mapping>,
 }
 
-// SAFETY: each slot has one writer; readers only load.
+// SAFETY: Send: the slot points into a mapping its `_map` keeps alive and is reached only through
+// an atomic; one writer per slot is the counting protocol, not a memory-safety need.
 unsafe impl Send for CounterSlot {}
 
 impl CounterSlot {
     /// Counts `n` operations: a plain load and store, never a locked instruction.
     #[inline(always)]
     pub fn add(&self, n: u64) {
-        // SAFETY: `value` points into the mapping `_map` keeps alive.
+        // SAFETY: `value` points to an AtomicU64 inside the mapping (64-byte aligned slot), kept
+        // mapped by `self._map`.
         let v = unsafe { &*self.value };
         v.store(v.load(Relaxed).wrapping_add(n), Relaxed);
     }
 
     pub fn get(&self) -> u64 {
-        // SAFETY: as in `add`.
+        // SAFETY: `value` points to an AtomicU64 inside the mapping, kept mapped by `self._map`.
         unsafe { &*self.value }.load(Relaxed)
     }
 
@@ -123,7 +128,8 @@ pub struct Histogram {
     _map: Arc<Mapping>,
 }
 
-// SAFETY: each histogram has one writer; readers only load.
+// SAFETY: Send: the histogram points into a mapping its `_map` keeps alive and is reached only
+// through atomics; one writer per histogram is the recording protocol, not a memory-safety need.
 unsafe impl Send for Histogram {}
 
 impl Histogram {
@@ -278,15 +284,17 @@ impl CounterRegion {
 
     /// Creates a fresh region with room for `capacity` slots and `histograms` histograms.
     pub fn create_with(capacity: usize, histograms: usize) -> Result<Self> {
-        // SAFETY: memfd_create takes a NUL-terminated name and flags; it touches no memory of ours.
+        // SAFETY: the name is a NUL-terminated C string literal; memfd_create reads nothing else.
         let raw = unsafe { libc::memfd_create(c"schedlab-counters".as_ptr(), libc::MFD_CLOEXEC) };
         if raw < 0 {
             return Err(std::io::Error::last_os_error()).context("memfd_create for counters");
         }
-        // SAFETY: memfd_create just returned this descriptor, owned by nothing else.
+        // SAFETY: `raw` is the new descriptor memfd_create just returned (checked non-negative);
+        // nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let len = Self::len_for(capacity, histograms);
-        // SAFETY: ftruncate on our own descriptor; the file stays sparse until written.
+        // SAFETY: `fd` is an open descriptor this function owns; ftruncate takes no pointer (the
+        // file stays sparse until written).
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
             return Err(std::io::Error::last_os_error()).context("sizing the counter region");
         }
@@ -314,16 +322,18 @@ impl CounterRegion {
         let raw: RawFd = text
             .parse()
             .with_context(|| format!("{ENV_FD}={text:?} is not a descriptor"))?;
-        // SAFETY: F_DUPFD_CLOEXEC only duplicates the descriptor, if it is open at all.
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) takes no pointer; a `raw` that is not open fails with
+        // EBADF, handled below.
         let dup = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 3) };
         if dup < 0 {
             return Err(std::io::Error::last_os_error())
                 .with_context(|| format!("{ENV_FD}={raw} is not an open descriptor"));
         }
-        // SAFETY: the inherited descriptor is ours to close (the environment handed it to
-        // this process alone); we keep the close-on-exec duplicate.
+        // SAFETY: `raw` was handed to this process for the region alone (SCHEDLAB_COUNTERS_FD); no
+        // Rust object owns it, and it is closed once, after the dup above took its place.
         unsafe { libc::close(raw) };
-        // SAFETY: fcntl just made `dup`, owned by nothing else.
+        // SAFETY: `dup` is the new descriptor fcntl just returned (checked non-negative); nothing
+        // else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(dup) };
         Self::from_fd(fd)
             .map(Some)
@@ -373,7 +383,8 @@ impl CounterRegion {
     }
 
     fn map_raw(fd: &OwnedFd, len: usize) -> Result<*mut u8> {
-        // SAFETY: a fresh shared mapping of our own descriptor; no existing memory is touched.
+        // SAFETY: a new shared mapping (null hint) of `len` bytes of a descriptor we own: no
+        // existing memory is touched; MAP_FAILED is checked below.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -399,13 +410,16 @@ impl CounterRegion {
     }
 
     fn header(&self) -> &Header {
-        // SAFETY: every mapping starts with the header line.
+        // SAFETY: `base` is a live, page-aligned mapping of at least LINE bytes (create sizes it
+        // so, from_fd checks the file's length); Header is 64 bytes of atomics, valid for any bits.
         unsafe { &*(self.map.base as *const Header) }
     }
 
     fn slot(&self, i: usize) -> &Slot {
         debug_assert!(i < self.capacity);
-        // SAFETY: slot i is line i + 1, inside the mapping for i < capacity.
+        // SAFETY: callers pass i < capacity, and the mapping holds LINE * (capacity + 1) bytes at
+        // least (create sizes it so, from_fd checks it): the slot lies inside the mapping, 64-byte
+        // aligned as the page is; atomics are valid for any bits.
         unsafe { &*(self.map.base.add(LINE * (i + 1)) as *const Slot) }
     }
 

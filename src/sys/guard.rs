@@ -9,6 +9,10 @@
 //! scenario's total.
 
 use anyhow::{bail, Result};
+use nix::sys::resource::{getrlimit, Resource};
+use nix::unistd::{geteuid, getuid};
+
+use super::proc;
 
 /// Memory one thread of a load generator comes to cost: a small stack, its kernel stack,
 /// slack. Conservative on purpose: the guard is for typos (1,000 groups), not for tuning.
@@ -88,7 +92,7 @@ pub fn headroom() -> Headroom {
     }
     Headroom {
         tasks,
-        mem_available: mem_available(),
+        mem_available: proc::mem_available(),
         address_space: address_space(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()) as u64,
     }
@@ -135,81 +139,45 @@ pub fn refusal(demand: Demand, room: &Headroom) -> Option<String> {
 
 /// (RLIMIT_AS, VmSize now) when the address space is limited.
 fn address_space() -> Option<(u64, u64)> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } != 0
-        || lim.rlim_cur == libc::RLIM_INFINITY
-    {
+    let (soft, _) = getrlimit(Resource::RLIMIT_AS).ok()?;
+    if soft == libc::RLIM_INFINITY {
         return None;
     }
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmSize:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some((lim.rlim_cur, kb * 1024))
+    Some((soft, proc::own_vm_size()?))
 }
 
 /// RLIMIT_NPROC counts every task of our real uid; the kernel ignores it for root.
 fn nproc_headroom() -> Option<(u64, String)> {
-    if unsafe { libc::geteuid() } == 0 {
+    if geteuid().is_root() {
         return None;
     }
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut lim) } != 0
-        || lim.rlim_cur == libc::RLIM_INFINITY
-    {
+    let (soft, _) = getrlimit(Resource::RLIMIT_NPROC).ok()?;
+    if soft == libc::RLIM_INFINITY {
         return None;
     }
-    let uid = unsafe { libc::getuid() };
-    let mine = procfs::process::all_processes()
-        .ok()?
-        .filter_map(|p| p.ok())
-        .filter(|p| p.uid().ok() == Some(uid))
-        .filter_map(|p| p.stat().ok())
-        .map(|s| s.num_threads.max(1) as u64)
-        .sum::<u64>();
+    let mine = proc::threads_of_user(getuid().as_raw());
     Some((
-        lim.rlim_cur.saturating_sub(mine),
-        format!(
-            "RLIMIT_NPROC ({}, {mine} tasks of this user exist)",
-            lim.rlim_cur
-        ),
+        soft.saturating_sub(mine),
+        format!("RLIMIT_NPROC ({soft}, {mine} tasks of this user exist)"),
     ))
 }
 
 /// Tasks the system (and our pids cgroup) can still create, and the limit that decides it.
 pub(crate) fn free_tasks() -> Option<(u64, String)> {
-    let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let total: u64 = loadavg
-        .split_whitespace()
-        .nth(3)?
-        .split('/')
-        .nth(1)?
-        .parse()
-        .ok()?;
+    let total = proc::task_count()?;
     let mut best: Option<(u64, String)> = None;
     let mut consider = |free: u64, why: String| {
         if best.as_ref().map_or(true, |(b, _)| free < *b) {
             best = Some((free, why));
         }
     };
-    if let Some(max) = read_u64("/proc/sys/kernel/threads-max") {
+    if let Some(max) = proc::sysctl_u64("kernel.threads-max") {
         consider(
             max.saturating_sub(total),
             format!("kernel.threads-max ({max}, {total} tasks exist)"),
         );
     }
-    if let Some(max) = read_u64("/proc/sys/kernel/pid_max") {
+    if let Some(max) = proc::sysctl_u64("kernel.pid_max") {
         consider(
             max.saturating_sub(total),
             format!("kernel.pid_max ({max}, {total} tasks exist)"),
@@ -226,7 +194,7 @@ pub(crate) fn free_tasks() -> Option<(u64, String)> {
 
 /// pids.max and pids.current of our cgroup (v1 pids controller or v2), when limited.
 fn pids_cgroup() -> Option<(u64, u64, String)> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let text = proc::own_cgroups()?;
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -242,25 +210,14 @@ fn pids_cgroup() -> Option<(u64, u64, String)> {
         };
         for dir in dirs {
             if let (Some(max), Some(cur)) = (
-                read_u64(&format!("{dir}/pids.max")),
-                read_u64(&format!("{dir}/pids.current")),
+                proc::read_u64(&format!("{dir}/pids.max")),
+                proc::read_u64(&format!("{dir}/pids.current")),
             ) {
                 return Some((max, cur, dir));
             }
         }
     }
     None
-}
-
-pub(crate) fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-pub(crate) fn read_u64(path: &str) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]

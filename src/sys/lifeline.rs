@@ -62,6 +62,8 @@ pub fn install() {
             if std::process::id() != INSTALLER.load(Ordering::Relaxed) {
                 // A forked child without exec: report, then leave without the parent's exits.
                 previous(info);
+                // SAFETY: _exit ends this forked child at once, without the parent's exit handlers,
+                // which are not its own.
                 unsafe { libc::_exit(101) };
             }
             ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -161,6 +163,8 @@ fn finish(code: i32) -> ! {
     crate::sys::sysv::remove_ledger_file();
     if supervised() {
         // Our process group is ours alone: take every descendant with us, then ourselves.
+        // SAFETY: kill(0, SIGKILL) ends our own process group, which is ours alone when supervised;
+        // no memory is touched.
         unsafe { libc::kill(0, libc::SIGKILL) };
     }
     std::process::exit(code)

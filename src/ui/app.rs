@@ -68,6 +68,8 @@ pub enum Mode {
     NewWorkload(Template, Form),
     /// The knobs of a running workload.
     EditKnobs(u32, Form),
+    /// The last stderr lines of a failed workload.
+    Stderr(u32),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -504,6 +506,18 @@ impl App {
 
     pub fn open_picker(&mut self) {
         self.mode = Mode::Picker(0);
+    }
+
+    /// Shows what the selected workload wrote to stderr before it failed.
+    pub fn open_stderr(&mut self) {
+        let Some(id) = self.selected_view().map(|w| w.id) else {
+            return;
+        };
+        if self.frame_of(id).is_some_and(|f| !f.stderr.is_empty()) {
+            self.mode = Mode::Stderr(id);
+        } else {
+            self.notice("it has not failed, or wrote nothing on stderr");
+        }
     }
 
     pub fn open_knob_editor(&mut self) {

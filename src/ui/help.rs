@@ -7,6 +7,7 @@ use ratatui::Frame as TermFrame;
 
 use super::app::App;
 use super::input::keys_for;
+use super::theme::Theme;
 
 const READING: &[&str] = &[
     "CPU% and FAIR% are % of one CPU (200 = two whole CPUs).",
@@ -50,19 +51,19 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
     let content_w = lines.iter().map(Line::width).max().unwrap_or(40) as u16 + 4;
     let w = content_w.min(area.width);
     let h = (lines.len() as u16 + 2).min(area.height);
-    let popup = centered(area, w, h);
+    let body = Paragraph::new(lines).wrap(Wrap { trim: false });
+    draw_popup(f, centered(area, w, h), " Help: any key closes ", t, body);
+}
+
+/// Draws `body` in a bordered, titled box at `popup`, over what is there.
+pub fn draw_popup(f: &mut TermFrame, popup: Rect, title: &str, t: &Theme, body: Paragraph) {
     f.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.border())
-        .title(Span::styled(" Help: any key closes ", t.title()))
+        .title(Span::styled(title.to_string(), t.title()))
         .style(t.popup());
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        popup,
-    );
+    f.render_widget(body.block(block), popup);
 }
 
 /// A `w`×`h` rectangle in the middle of `area`.

@@ -58,12 +58,7 @@ impl Series {
 
     /// Points within [from, to], plus the one just before `from` so lines reach the left edge.
     pub fn window(&self, from: f64, to: f64) -> impl Iterator<Item = &Point> {
-        let start = self
-            .points
-            .partition_point(|p| p.t < from)
-            .saturating_sub(1);
-        let end = self.points.partition_point(|p| p.t <= to);
-        self.points.range(start..end.max(start))
+        window(&self.points, |p| p.t, from, to)
     }
 
     pub fn len(&self) -> usize {
@@ -101,14 +96,23 @@ impl MachineSeries {
         }
     }
 
+    /// Points within [from, to], plus the one just before `from`, as [`Series::window`].
     pub fn window(&self, from: f64, to: f64) -> impl Iterator<Item = &MachinePoint> {
-        let start = self
-            .points
-            .partition_point(|p| p.t < from)
-            .saturating_sub(1);
-        let end = self.points.partition_point(|p| p.t <= to);
-        self.points.range(start..end.max(start))
+        window(&self.points, |p| p.t, from, to)
     }
+}
+
+/// The points of a time-ordered series within [from, to], plus the one just before `from` so
+/// lines reach the left edge.
+fn window<P>(
+    points: &VecDeque<P>,
+    t: impl Fn(&P) -> f64,
+    from: f64,
+    to: f64,
+) -> std::collections::vec_deque::Iter<'_, P> {
+    let start = points.partition_point(|p| t(p) < from).saturating_sub(1);
+    let end = points.partition_point(|p| t(p) <= to);
+    points.range(start..end.max(start))
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     ("Workloads", "s", "stop it, or start it again"),
     ("Workloads", "r", "restart it"),
     ("Workloads", "d d", "stop and remove it (press twice)"),
+    ("Workloads", "v", "what a failed workload wrote on stderr"),
     (
         "Workloads",
         "o",
@@ -92,8 +93,8 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
     let pending_remove = app.pending_remove.take();
     match std::mem::take(&mut app.mode) {
         Mode::Normal => normal_key(app, key, pending_remove),
-        // Any key closes the help.
-        Mode::Help => {}
+        // Any key closes the help, and a failed workload's stderr.
+        Mode::Help | Mode::Stderr(_) => {}
         Mode::Picker(i) => {
             let n = TEMPLATES.len();
             app.mode = match key.code {
@@ -157,6 +158,7 @@ fn normal_key(app: &mut App, key: KeyEvent, pending_remove: Option<u32>) {
             app.remove();
         }
         KeyCode::Char('o') => app.toggle_loop(),
+        KeyCode::Char('v') => app.open_stderr(),
         KeyCode::Char('e') | KeyCode::Enter => app.open_knob_editor(),
         KeyCode::Char('[') | KeyCode::F(7) => app.nice_step(-1),
         KeyCode::Char(']') | KeyCode::F(8) => app.nice_step(1),

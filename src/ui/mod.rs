@@ -172,6 +172,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
         Mode::Picker(i) => popup::draw_picker(f, area, app, *i),
         Mode::NewWorkload(_, form) => popup::draw_form(f, area, app, form, "start"),
         Mode::EditKnobs(_, form) => popup::draw_form(f, area, app, form, "apply"),
+        Mode::Stderr(id) => status::draw_stderr(f, area, app, *id),
     }
 }
 

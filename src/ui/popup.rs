@@ -3,13 +3,13 @@
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::Paragraph;
 use ratatui::Frame as TermFrame;
 
 use super::app::App;
 use super::fmt::clip;
 use super::form::Form;
-use super::help::centered;
+use super::help::{centered, draw_popup};
 use super::picker::TEMPLATES;
 
 pub fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
@@ -45,13 +45,7 @@ pub fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
         t.dim(),
     )));
     let popup = centered(area, w, lines.len() as u16 + 2);
-    f.render_widget(Clear, popup);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(t.border())
-        .title(Span::styled(" Add a workload ", t.title()))
-        .style(t.popup());
-    f.render_widget(Paragraph::new(lines).block(block), popup);
+    draw_popup(f, popup, " Add a workload ", t, Paragraph::new(lines));
 }
 
 pub fn draw_form(f: &mut TermFrame, area: Rect, app: &App, form: &Form, verb: &str) {
@@ -101,11 +95,6 @@ pub fn draw_form(f: &mut TermFrame, area: Rect, app: &App, form: &Form, verb: &s
         t.dim(),
     )));
     let popup = centered(area, w, lines.len() as u16 + 2);
-    f.render_widget(Clear, popup);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(t.border())
-        .title(Span::styled(format!(" {} ", form.title), t.title()))
-        .style(t.popup());
-    f.render_widget(Paragraph::new(lines).block(block), popup);
+    let title = format!(" {} ", form.title);
+    draw_popup(f, popup, &title, t, Paragraph::new(lines));
 }

@@ -17,6 +17,27 @@ use super::fmt::{self, clip, pct, si};
 use super::table::knobs_words;
 use super::theme::Verdict;
 
+/// A sample this late (ms) is worth a word on screen.
+const LATE_MS: f64 = 5.0;
+
+/// ", sample 45 ms late" / " +45ms", ", 2 samples missed" / " miss 2", or nothing.
+fn lateness_words(fr: &crate::model::Frame) -> (String, String) {
+    if fr.missed > 0 {
+        let s = if fr.missed == 1 { "" } else { "s" };
+        (
+            format!(", {} sample{s} missed", fr.missed),
+            format!(" miss {}", fr.missed),
+        )
+    } else if fr.late_ms >= LATE_MS {
+        (
+            format!(", sample {:.0} ms late", fr.late_ms),
+            format!(" +{:.0}ms", fr.late_ms),
+        )
+    } else {
+        (String::new(), String::new())
+    }
+}
+
 /// Total width of spans.
 fn width(spans: &[Span]) -> usize {
     spans.iter().map(|s| s.width()).sum()
@@ -71,10 +92,16 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
             _ => (String::new(), String::new()),
         },
         match frame {
-            Some(fr) => (
-                format!("self {:.1}% CPU", fr.observer_cpu_pct),
-                format!("self {:.1}%", fr.observer_cpu_pct),
-            ),
+            // The observer's cost, and, when its sample came late or it missed some, by how
+            // much: every figure on screen carries the observer's effect.
+            Some(fr) => {
+                let (long, short) = lateness_words(fr);
+                let rt = if fr.observer_rt { " rt" } else { "" };
+                (
+                    format!("self {:.1}% CPU{rt}{long}", fr.observer_cpu_pct),
+                    format!("self {:.1}%{rt}{short}", fr.observer_cpu_pct),
+                )
+            }
             None => ("self -".into(), "self -".into()),
         },
         match frame {
@@ -203,6 +230,14 @@ pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
     // Then pieces that flow onto the lines left: the verdict, why it is due what it is due,
     // and the run's story.
     let mut pieces: Vec<Vec<Span<'static>>> = Vec::new();
+    // A failed workload's own last word comes first: it says why.
+    if let Some(last) = wf.and_then(|wf| wf.stderr.last()) {
+        pieces.push(vec![
+            Span::styled("stderr", t.warn()),
+            Span::styled(" (v: more)", t.dim()),
+            Span::styled(format!(": {last}"), t.warn()),
+        ]);
+    }
     match (wf, app.shown()) {
         (Some(wf), Some(frame)) if !matches!(wf.state, WorkloadState::Starting) => {
             let v = wf.verdict;
@@ -351,4 +386,41 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
         spans.extend(add);
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The last lines a failed workload wrote on stderr, over the dashboard (any key closes it).
+pub fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
+    use ratatui::widgets::{Block, Borders, Clear, Wrap};
+    let t = &app.theme;
+    let Some(wf) = app.frame_of(id) else {
+        return;
+    };
+    let w = area.width.saturating_sub(4).min(100);
+    let inner = w.saturating_sub(2).max(1) as usize;
+    // Rows once long lines wrap (roughly: by characters), plus the hint and the borders.
+    let rows: usize = wf
+        .stderr
+        .iter()
+        .map(|l| l.chars().count().div_ceil(inner).max(1))
+        .sum();
+    let mut lines: Vec<Line> = wf.stderr.iter().map(|l| Line::raw(l.clone())).collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::from(Span::styled(" any key closes", t.dim())));
+    let h = (rows as u16 + 4).min(area.height);
+    let popup = super::help::centered(area, w, h);
+    f.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border())
+        .title(Span::styled(
+            format!(" {}: its last lines on stderr ", wf.name),
+            t.title(),
+        ))
+        .style(t.popup());
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        popup,
+    );
 }

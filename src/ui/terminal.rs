@@ -9,13 +9,22 @@
 //!   cursor) before the shell prints its prompt.
 
 use std::io::{IsTerminal, Stdout, Write};
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Once;
 
 use anyhow::{bail, Context, Result};
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
+use libc::STDOUT_FILENO;
+use nix::errno::Errno;
+use nix::fcntl::{open, OFlag};
+use nix::sys::prctl;
+use nix::sys::signal::{signal, SigHandler, Signal};
+use nix::sys::stat::Mode;
+use nix::sys::termios::{tcgetattr, tcsetattr, SetArg};
+use nix::sys::wait::waitpid;
+use nix::unistd::{fork, pipe2, read, write, ForkResult};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
@@ -105,80 +114,75 @@ pub fn restore(for_good: bool) {
 fn dismiss() {
     let fd = GUARDIAN.swap(-1, Ordering::SeqCst);
     if fd >= 0 {
-        unsafe {
-            libc::write(fd, b"k".as_ptr().cast(), 1);
-            libc::close(fd);
-        }
+        // SAFETY: `fd` is the guardian pipe's write end, which GUARDIAN alone held; the swap
+        // took it out, so this OwnedFd is its only owner and closes it once.
+        let pipe = unsafe { OwnedFd::from_raw_fd(fd) };
+        let _ = write(&pipe, b"k");
     }
-}
-
-/// The descriptor whose termios raw mode changes: stdin if it is a terminal, else /dev/tty
-/// (what crossterm uses).
-fn tty_fd() -> Option<RawFd> {
-    if std::io::stdin().is_terminal() {
-        return Some(libc::STDIN_FILENO);
-    }
-    let fd = unsafe { libc::open(c"/dev/tty".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-    (fd >= 0).then_some(fd)
 }
 
 /// Forks the guardian; returns the write end of its pipe. None if it could not be made (the
 /// dashboard still works; only a SIGKILL would then leave the terminal raw).
 fn spawn_guardian() -> Option<RawFd> {
-    let tty = tty_fd()?;
-    let mut saved: libc::termios = unsafe { std::mem::zeroed() };
-    if unsafe { libc::tcgetattr(tty, &mut saved) } < 0 {
-        return None;
-    }
-    let mut fds = [0; 2];
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return None;
-    }
-    let (r, w) = (fds[0], fds[1]);
-    let out = libc::STDOUT_FILENO;
-    // Everything the child needs is ready: between fork and _exit it only makes
-    // async-signal-safe calls (this process has other threads).
-    match unsafe { libc::fork() } {
-        0 => unsafe {
+    // The descriptor whose termios raw mode changes: stdin if it is a terminal, else /dev/tty
+    // (what crossterm uses).
+    let stdin = std::io::stdin();
+    let opened;
+    let tty = if stdin.is_terminal() {
+        stdin.as_fd()
+    } else {
+        opened = open(c"/dev/tty", OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty()).ok()?;
+        opened.as_fd()
+    };
+    let saved = tcgetattr(tty).ok()?;
+    let (r, w) = pipe2(OFlag::O_CLOEXEC).ok()?;
+    // SAFETY: everything the child uses is made before the fork, and between fork and _exit it
+    // only makes async-signal-safe calls, as a child of a multi-threaded process must.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
             // Not our parent's signal handlers: they write to its signal thread's pipe.
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-                libc::signal(sig, libc::SIG_DFL);
+            for sig in [
+                Signal::SIGINT,
+                Signal::SIGTERM,
+                Signal::SIGHUP,
+                Signal::SIGQUIT,
+            ] {
+                // SAFETY: SIG_DFL installs no handler of ours.
+                let _ = unsafe { signal(sig, SigHandler::SigDfl) };
             }
-            libc::prctl(libc::PR_SET_NAME, c"schedlab-ttyfix".as_ptr());
-            libc::close(w);
-            let mut byte = 0u8;
+            let _ = prctl::set_name(c"schedlab-ttyfix");
+            drop(w);
+            let mut byte = [0u8];
             let n = loop {
-                let n = libc::read(r, (&mut byte as *mut u8).cast(), 1);
-                if n < 0 && *libc::__errno_location() == libc::EINTR {
-                    continue;
+                match read(&r, &mut byte) {
+                    Err(Errno::EINTR) => continue,
+                    other => break other,
                 }
-                break n;
             };
-            if n <= 0 {
+            if !matches!(n, Ok(1)) {
                 // The dashboard died without a word: put the terminal back.
-                libc::tcsetattr(tty, libc::TCSANOW, &saved);
-                libc::write(out, RESTORE_SEQ.as_ptr().cast(), RESTORE_SEQ.len());
+                let _ = tcsetattr(tty, SetArg::TCSANOW, &saved);
+                // SAFETY: standard output stays open in this process until it exits.
+                let _ = write(
+                    unsafe { BorrowedFd::borrow_raw(STDOUT_FILENO) },
+                    RESTORE_SEQ,
+                );
             }
-            libc::_exit(0)
-        },
-        pid if pid > 0 => {
-            unsafe { libc::close(r) };
+            // SAFETY: _exit ends the guardian without running the parent's exit handlers.
+            unsafe { libc::_exit(0) }
+        }
+        Ok(ForkResult::Parent { child }) => {
+            drop(r);
             // Reap it whenever it ends, so it never lingers as a zombie.
             std::thread::Builder::new()
                 .name("schedlab-ttyfix-reaper".into())
                 .stack_size(32 * 1024)
-                .spawn(move || unsafe {
-                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                .spawn(move || {
+                    let _ = waitpid(child, None);
                 })
                 .ok();
-            Some(w)
+            Some(w.into_raw_fd())
         }
-        _ => {
-            unsafe {
-                libc::close(r);
-                libc::close(w);
-            }
-            None
-        }
+        Err(_) => None,
     }
 }

@@ -16,10 +16,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::unistd::{access, AccessFlags};
 
 use crate::model::latency::Distribution;
 use crate::sys::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
 use crate::sys::histogram::Unit;
+use crate::sys::shm::{self, Shareable, SharedMapping};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
 use crate::workload::registry::{CPUS, FORK_LOAD};
@@ -69,53 +71,26 @@ struct Tally {
 #[repr(C, align(64))]
 struct Line(AtomicU64);
 
+// SAFETY: one atomic padded to a cache line: valid for any bits, only accessed atomically.
+unsafe impl Shareable for Line {}
+
 /// A shared mapping of a memfd (so an exec'd forker can map it too): line 0 is the stop
 /// flag, line 1+i forker i's EAGAIN count, line 1+n+i forker i's "finished" flag.
 struct Control {
-    base: *mut Line,
-    lines: usize,
+    map: SharedMapping,
     fd: std::os::fd::OwnedFd,
 }
 
-unsafe impl Send for Control {}
-unsafe impl Sync for Control {}
-
 impl Control {
     fn new(forkers: usize) -> Result<Self> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        let lines = 1 + 2 * forkers;
-        let raw =
-            unsafe { libc::memfd_create(c"schedlab-fork-control".as_ptr(), libc::MFD_CLOEXEC) };
-        if raw < 0 {
-            return Err(std::io::Error::last_os_error())
-                .context("memfd_create for the control page");
-        }
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), (lines * 64) as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("sizing the control page");
-        }
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                lines * 64,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("mapping the control page");
-        }
-        Ok(Self {
-            base: base.cast(),
-            lines,
-            fd,
-        })
+        let len = std::mem::size_of::<Line>() * (1 + 2 * forkers);
+        let fd =
+            shm::memfd(c"schedlab-fork-control", len).context("a memfd for the control page")?;
+        let map = SharedMapping::of_fd(&fd, len).context("mapping the control page")?;
+        Ok(Self { map, fd })
     }
     fn line(&self, i: usize) -> &AtomicU64 {
-        assert!(i < self.lines);
-        unsafe { &(*self.base.add(i)).0 }
+        &self.map.get::<Line>(i * std::mem::size_of::<Line>()).0
     }
     fn stop(&self) -> &AtomicU64 {
         self.line(0)
@@ -125,12 +100,6 @@ impl Control {
     }
     fn finished(&self, forker: usize, n: usize) -> &AtomicU64 {
         self.line(1 + n + forker)
-    }
-}
-
-impl Drop for Control {
-    fn drop(&mut self) {
-        unsafe { libc::munmap(self.base.cast(), self.lines * 64) };
     }
 }
 
@@ -153,8 +122,7 @@ pub fn check_executable(path: &Path) -> Result<()> {
     if !meta.is_file() {
         bail!("{} is not a regular file", path.display());
     }
-    let c = CString::new(path.as_os_str().as_bytes()).context("a path with a NUL byte")?;
-    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+    if access(path, AccessFlags::X_OK).is_err() {
         bail!("{} is not executable", path.display());
     }
     Ok(())
@@ -314,7 +282,8 @@ fn start_forkers(
         let lean = lean.ptrs.get(i);
         children::fork(|| {
             if let Some(args) = lean {
-                // In the forked child: only async-signal-safe calls, nothing allocated.
+                // In the forked child: only async-signal-safe calls, nothing allocated (raw
+                // libc: nix's execv builds its argument array on the heap).
                 // SAFETY: the descriptors are this process's own, open until it execs or
                 // exits; `args` is a null-terminated array of pointers to NUL-terminated
                 // strings that live in the parent's memory, copied into this child.
@@ -354,6 +323,8 @@ fn wait_for_forkers(deadline: Option<Instant>, n: usize, control: &Control) -> R
     let mut early = None;
     while deadline.map_or(true, |d| Instant::now() < d) {
         let mut status = 0;
+        // Raw waitpid: the status word says which signal killed a forker, which nix cannot
+        // represent for a real-time one.
         // SAFETY: waitpid with WNOHANG only reads our children's state into `status`.
         let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
         if pid > 0 {
@@ -402,7 +373,8 @@ fn report(total: u64, elapsed: Duration, n: usize, control: &Control) {
     }
 }
 
-/// One forker's loop. Runs in a forked child: system calls and inherited memory only.
+/// One forker's loop. Runs in a forked child: system calls and inherited memory only. The
+/// measured loop (when the lean forker is not there): raw libc, exactly contest's calls.
 fn forker(
     i: usize,
     n: usize,
@@ -415,11 +387,17 @@ fn forker(
         tv_sec: 0,
         tv_nsec: BACKOFF.as_nanos() as libc::c_long,
     };
+    // Looked up once: the loop itself only loads and stores.
+    let (stop, eagain) = (control.stop(), control.eagain(i));
     let mut code = 0;
-    while control.stop().load(Relaxed) == 0 {
+    while stop.load(Relaxed) == 0 {
         let start = slot.latency.as_ref().map(|_| now_ns());
+        // SAFETY: the forker is a single-threaded forked process; its child only calls execv and
+        // _exit on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
+            // SAFETY: `path` and `argv` (= [path, null]) are NUL-terminated and live across the
+            // call; execv only reads them, and _exit ends the child if the exec fails.
             unsafe {
                 libc::execv(path.as_ptr(), argv.as_ptr());
                 libc::_exit(127);
@@ -428,7 +406,9 @@ fn forker(
         if pid < 0 {
             let errno = std::io::Error::last_os_error().raw_os_error();
             if errno == Some(libc::EAGAIN) {
-                control.eagain(i).fetch_add(1, Relaxed);
+                eagain.fetch_add(1, Relaxed);
+                // SAFETY: `backoff` is a live timespec that nanosleep only reads; a null remainder
+                // pointer is allowed.
                 unsafe { libc::nanosleep(&backoff, std::ptr::null_mut()) };
                 continue;
             }
@@ -436,6 +416,7 @@ fn forker(
             break;
         }
         let mut status = 0;
+        // SAFETY: `status` is a live int for waitpid to fill; `pid` is our child.
         while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
             if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                 break;

@@ -221,6 +221,7 @@ fn check(args: &Args) -> Result<Shape> {
 
 fn pipe_buffer_size() -> Result<usize> {
     let (r, w) = fdpair(true)?;
+    // SAFETY: fcntl(F_GETPIPE_SZ) takes no pointer; `r` is the pipe just made.
     let size = unsafe { libc::fcntl(r, libc::F_GETPIPE_SZ) };
     close(r);
     close(w);
@@ -236,6 +237,7 @@ fn raise_fd_limit(needed: usize) -> Result<()> {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // SAFETY: `lim` is a live, writable rlimit for getrlimit to fill.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
     if lim.rlim_cur as usize >= needed {
         return Ok(());
@@ -247,6 +249,7 @@ fn raise_fd_limit(needed: usize) -> Result<()> {
         );
     }
     lim.rlim_cur = needed as libc::rlim_t;
+    // SAFETY: `lim` is a live rlimit that setrlimit only reads.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
         return Err(std::io::Error::last_os_error()).context("raising the open files limit");
     }
@@ -257,8 +260,10 @@ fn raise_fd_limit(needed: usize) -> Result<()> {
 fn fdpair(pipe: bool) -> Result<(RawFd, RawFd)> {
     let mut fds = [0; 2];
     let rc = if pipe {
+        // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
         unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }
     } else {
+        // SAFETY: `fds` is a live array of two ints for socketpair to fill.
         unsafe {
             libc::socketpair(
                 libc::AF_UNIX,
@@ -279,6 +284,8 @@ fn fdpair(pipe: bool) -> Result<(RawFd, RawFd)> {
 }
 
 fn close(fd: RawFd) {
+    // SAFETY: close takes no pointer; callers pass descriptors this module made (fdpair) and close
+    // each once (Fds marks closed ones -1).
     unsafe { libc::close(fd) };
 }
 
@@ -325,6 +332,7 @@ impl Gate {
             }
         }
         let start = Instant::now();
+        // SAFETY: the one-byte array lives until the end of the statement; write only reads it.
         if unsafe { libc::write(self.wake_w, [0u8].as_ptr().cast(), 1) } != 1 {
             return Err(std::io::Error::last_os_error()).context("releasing the tasks");
         }
@@ -342,6 +350,7 @@ impl Drop for Gate {
 
 /// Tells the parent this task is ready, then blocks until the wake byte arrives.
 fn ready(ready_w: RawFd, wake_r: RawFd) -> bool {
+    // SAFETY: the one-byte array lives until the end of the statement; write only reads it.
     if unsafe { libc::write(ready_w, [0u8].as_ptr().cast(), 1) } != 1 {
         return false;
     }
@@ -351,6 +360,7 @@ fn ready(ready_w: RawFd, wake_r: RawFd) -> bool {
         revents: 0,
     };
     loop {
+        // SAFETY: `pfd` is one live, writable pollfd and nfds is 1.
         let rc = unsafe { libc::poll(&mut pfd, 1, -1) };
         if rc == 1 {
             return true;
@@ -369,11 +379,14 @@ fn ready(ready_w: RawFd, wake_r: RawFd) -> bool {
 // kernel sees the very same calls.
 #[inline]
 fn sys_read(fd: RawFd, buf: &mut [u8]) -> isize {
+    // SAFETY: `buf` is live and writable for buf.len() bytes, exclusively borrowed; read(2) writes
+    // at most that many.
     unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) as isize }
 }
 
 #[inline]
 fn sys_write(fd: RawFd, buf: &[u8]) -> isize {
+    // SAFETY: `buf` is live for buf.len() bytes; write(2) only reads them.
     unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) as isize }
 }
 
@@ -414,6 +427,41 @@ fn write_full(fd: RawFd, buf: &[u8]) -> bool {
     true
 }
 
+/// How a sender or receiver failed: a fixed line a forked task can write without allocating,
+/// and the errno (0: end of file, its peer gone).
+#[derive(Clone, Copy, Debug)]
+struct Failure {
+    line: &'static str,
+    errno: i32,
+}
+
+impl Failure {
+    fn last_os_error(line: &'static str) -> Self {
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        Self { line, errno }
+    }
+
+    /// The exit code of a forked task, after its line on stderr.
+    fn exit(self) -> i32 {
+        children::child_fail(self.line.as_bytes(), 1)
+    }
+
+    /// `what failed (why)`, for the run's one line.
+    fn describe(self) -> String {
+        let what = self
+            .line
+            .trim_end()
+            .trim_start_matches("hackbench: ")
+            .split_once(": ")
+            .map_or(self.line, |(_, what)| what);
+        let why = match self.errno {
+            0 => "end of file: its peer went away".to_string(),
+            e => std::io::Error::from_raw_os_error(e).to_string(),
+        };
+        format!("{what} ({why})")
+    }
+}
+
 /// A sender: `loops` times, one message down every descriptor of its group; when `stamped`,
 /// one message in [`TIME_EVERY`] carries its send time.
 fn sender(
@@ -423,9 +471,9 @@ fn sender(
     stamped: bool,
     ready_w: RawFd,
     wake_r: RawFd,
-) -> i32 {
+) -> std::result::Result<(), Failure> {
     if !ready(ready_w, wake_r) {
-        return children::child_fail(b"hackbench: sender: ready failed\n", 1);
+        return Err(Failure::last_os_error("hackbench: sender: ready failed\n"));
     }
     let sent = if stamped {
         send_stamped(out, loops, data)
@@ -433,9 +481,9 @@ fn sender(
         send(out, loops, data)
     };
     if !sent {
-        return children::child_fail(b"hackbench: sender: write failed\n", 1);
+        return Err(Failure::last_os_error("hackbench: sender: write failed\n"));
     }
-    0
+    Ok(())
 }
 
 /// The original's loop, and what stamping is measured against.
@@ -481,20 +529,34 @@ fn receiver(
     tally: &Tally,
     ready_w: RawFd,
     wake_r: RawFd,
-) -> i32 {
+) -> std::result::Result<(), Failure> {
     if !ready(ready_w, wake_r) {
-        return children::child_fail(b"hackbench: receiver: ready failed\n", 1);
+        return Err(Failure::last_os_error(
+            "hackbench: receiver: ready failed\n",
+        ));
     }
     for _ in 0..packets {
-        if read_full(fd, buf) != Ok(true) {
-            return children::child_fail(b"hackbench: receiver: read failed\n", 1);
+        match read_full(fd, buf) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(Failure {
+                    line: "hackbench: receiver: read failed\n",
+                    errno: 0,
+                })
+            }
+            Err(errno) => {
+                return Err(Failure {
+                    line: "hackbench: receiver: read failed\n",
+                    errno,
+                })
+            }
         }
         tally.count.add(1);
         if let Some(h) = &tally.latency {
             stamp::take(buf, h);
         }
     }
-    0
+    Ok(())
 }
 
 fn run_processes(shape: Shape, slots: &[Tally]) -> Result<Duration> {
@@ -514,6 +576,7 @@ fn run_processes(shape: Shape, slots: &[Tally]) -> Result<Duration> {
             let forked = children::fork(|| {
                 close(w);
                 receiver(r, packets, &mut buf, slot, gate.ready_w, gate.wake_r)
+                    .map_or_else(Failure::exit, |()| 0)
             });
             close(r);
             if let Err(e) = forked {
@@ -527,6 +590,7 @@ fn run_processes(shape: Shape, slots: &[Tally]) -> Result<Duration> {
             children::fork(|| {
                 let (loops, w) = (shape.loops, gate.ready_w);
                 sender(&out.0, loops, &mut data, stamped, w, gate.wake_r)
+                    .map_or_else(Failure::exit, |()| 0)
             })?;
             tasks += 1;
         }
@@ -550,6 +614,15 @@ fn run_processes(shape: Shape, slots: &[Tally]) -> Result<Duration> {
     Ok(elapsed)
 }
 
+/// TEST-ONLY fault injection: `SCHEDLAB_INJECT_HACKBENCH_FAULT=<ms>` makes the first
+/// receiver of a thread-mode run lose its peer `<ms>` milliseconds after the start (its
+/// socket shut down, or its pipe's write end replaced by a dead one), as a failing
+/// descriptor would. `tests/hackbench.rs` uses it to prove the run then ends instead of hanging.
+pub const ENV_INJECT_FAULT: &str = "SCHEDLAB_INJECT_HACKBENCH_FAULT";
+
+/// A thread's end: its index in the run, and how it ended.
+type Ended = (usize, std::result::Result<(), Failure>);
+
 fn run_threads(shape: Shape, slots: &mut Vec<Tally>) -> Result<Duration> {
     let gate = Gate::new(shape.pipe)?;
     let mut fds = Fds(Vec::with_capacity(shape.groups * shape.fds * 2));
@@ -557,7 +630,10 @@ fn run_threads(shape: Shape, slots: &mut Vec<Tally>) -> Result<Duration> {
     // A slot has one writer: each receiver thread takes its own and hands it back at the end.
     let mut free = std::mem::take(slots).into_iter();
     let mut handles = Vec::with_capacity(shape.tasks());
-    let spawn = |name: String, f: Box<dyn FnOnce() -> (i32, Option<Tally>) + Send>| {
+    let mut labels = Vec::with_capacity(shape.tasks());
+    // Each thread says when it ends, so that the first failure is seen while others block.
+    let (ended_tx, ended_rx) = std::sync::mpsc::channel::<Ended>();
+    let spawn = |name: String, f: Box<dyn FnOnce() -> Option<Tally> + Send>| {
         std::thread::Builder::new()
             .name(name)
             .stack_size(128 * 1024)
@@ -572,73 +648,162 @@ fn run_threads(shape: Shape, slots: &mut Vec<Tally>) -> Result<Duration> {
                 fds.0.extend([r, w]);
                 let slot = free.next().expect("one slot per receiver");
                 let (ready_w, wake_r, datasize) = (gate.ready_w, gate.wake_r, shape.datasize);
+                let (index, ended) = (handles.len(), ended_tx.clone());
                 handles.push(spawn(
                     format!("hb-recv-{group}-{i}"),
                     Box::new(move || {
                         let mut buf = vec![0u8; datasize];
-                        let code = receiver(r, packets, &mut buf, &slot, ready_w, wake_r);
-                        (code, Some(slot))
+                        let end = receiver(r, packets, &mut buf, &slot, ready_w, wake_r);
+                        let _ = ended.send((index, end));
+                        Some(slot)
                     }),
                 )?);
+                labels.push(format!("receiver {i} of group {group}"));
             }
             let out: Vec<RawFd> = fds.0[first..].iter().skip(1).step_by(2).copied().collect();
             for i in 0..shape.fds {
                 let out = out.clone();
                 let (ready_w, wake_r) = (gate.ready_w, gate.wake_r);
                 let (loops, datasize) = (shape.loops, shape.datasize);
+                let (index, ended) = (handles.len(), ended_tx.clone());
                 handles.push(spawn(
                     format!("hb-send-{group}-{i}"),
                     Box::new(move || {
                         let mut data = vec![0u8; datasize];
                         let stamped = shape.stamped();
-                        (
-                            sender(&out, loops, &mut data, stamped, ready_w, wake_r),
-                            None,
-                        )
+                        let end = sender(&out, loops, &mut data, stamped, ready_w, wake_r);
+                        let _ = ended.send((index, end));
+                        None
                     }),
                 )?);
+                labels.push(format!("sender {i} of group {group}"));
             }
         }
         Ok(())
     };
     let outcome = setup();
+    drop(ended_tx);
     if outcome.is_err() {
-        // Make every waiting thread fail fast: receivers see end of file, senders EPIPE.
-        if shape.pipe {
-            for fd in fds.0.iter_mut().skip(1).step_by(2) {
-                close(*fd);
-                *fd = -1;
-            }
-        } else {
-            for &fd in &fds.0 {
-                unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-            }
-        }
+        wake_everyone(&fds.0, shape.pipe);
     }
     let tasks = handles.len();
     let start = match &outcome {
         Ok(()) => gate.release(tasks),
         Err(_) => {
+            // SAFETY: the one-byte array lives until the end of the statement; write only reads it.
             unsafe { libc::write(gate.wake_w, [0u8].as_ptr().cast(), 1) };
             Ok(Instant::now())
         }
     };
-    let mut failed = 0;
-    for h in handles {
-        match h.join() {
-            Ok((code, slot)) => {
-                failed += usize::from(code != 0);
-                slots.extend(slot);
-            }
-            Err(_) => failed += 1,
+    let fault = (outcome.is_ok() && start.is_ok())
+        .then(|| inject_fault(&fds.0, shape.pipe))
+        .flatten();
+    // The first failure wakes every other thread (a sender blocked on a full socket whose
+    // receiver is gone would wait forever); their own failures are its consequences.
+    let mut first_failure = None;
+    for (index, end) in ended_rx.iter() {
+        if let (Err(failure), None) = (end, &first_failure) {
+            first_failure = Some((index, failure));
+            wake_everyone(&fds.0, shape.pipe);
         }
     }
-    let elapsed = start?.elapsed();
+    let measured = start.map(|t| t.elapsed());
+    if let Some((cancel, thread)) = fault {
+        drop(cancel);
+        let _ = thread.join();
+    }
+    let mut panicked = 0;
+    for h in handles {
+        match h.join() {
+            Ok(slot) => slots.extend(slot),
+            Err(_) => panicked += 1,
+        }
+    }
     outcome?;
-    if failed > 0 {
-        bail!("{failed} of {tasks} threads failed");
+    let elapsed = measured?;
+    if let Some((index, failure)) = first_failure {
+        bail!(
+            "{} (one of {tasks} threads): {}; every thread was stopped",
+            labels[index],
+            failure.describe()
+        );
+    }
+    if panicked > 0 {
+        bail!("{panicked} of {tasks} threads panicked");
     }
     Ok(elapsed)
+}
+
+/// Makes every thread of a run blocked on its descriptors return, and fail at its next call:
+/// sockets are shut down (reads see end of file, writes EPIPE); pipe ends are replaced by
+/// ends of dead pipes (a read end without a writer, a write end without a reader), which
+/// frees the run's pipes (a reader blocked on an empty one sees end of file, a writer blocked
+/// on a full one EPIPE) and keeps the descriptor numbers taken, so that no late call lands on
+/// a file opened since. `fds` holds (read end, write end) pairs.
+fn wake_everyone(fds: &[RawFd], pipe: bool) {
+    if !pipe {
+        for &fd in fds {
+            let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
+        }
+        return;
+    }
+    let dead = DeadEnds::new();
+    for (k, &fd) in fds.iter().enumerate() {
+        dead.replace(fd, k % 2 == 1);
+    }
+}
+
+/// Pipe ends that fail at once: a read end whose pipe has no writer (end of file), a write
+/// end whose pipe has no reader (EPIPE).
+struct DeadEnds(Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>);
+
+impl DeadEnds {
+    fn new() -> Self {
+        let open = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok();
+        // Keep one end of each pipe; dropping the other leaves it without a peer.
+        Self(
+            open()
+                .zip(open())
+                .map(|((read_end, _), (_, write_end))| (read_end, write_end)),
+        )
+    }
+
+    /// Replaces pipe end `fd` (a write end if `write`) by the dead end of its kind.
+    fn replace(&self, fd: RawFd, write: bool) {
+        use std::os::fd::AsRawFd;
+        let Some((read_end, write_end)) = &self.0 else {
+            close(fd); // out of descriptors: closing still frees the pipe
+            return;
+        };
+        let dead = if write { write_end } else { read_end };
+        // SAFETY: `fd` is one of the run's descriptors, owned by its Fds, which closes it at
+        // the end as before; it now refers to the dead end instead.
+        unsafe { libc::dup3(dead.as_raw_fd(), fd, libc::O_CLOEXEC) };
+    }
+}
+
+/// Arms [`ENV_INJECT_FAULT`]: a thread that waits, then breaks the first receiver's
+/// descriptor, unless the sender it returns is dropped first (the run ended).
+fn inject_fault(
+    fds: &[RawFd],
+    pipe: bool,
+) -> Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)> {
+    let ms: u64 = std::env::var(ENV_INJECT_FAULT).ok()?.parse().ok()?;
+    let (read_end, write_end) = (*fds.first()?, *fds.get(1)?);
+    let (cancel, cancelled) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        if cancelled.recv_timeout(Duration::from_millis(ms))
+            != Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        {
+            return;
+        }
+        if pipe {
+            DeadEnds::new().replace(write_end, true);
+        } else {
+            let _ = nix::sys::socket::shutdown(read_end, nix::sys::socket::Shutdown::Both);
+        }
+    });
+    Some((cancel, thread))
 }
 
 /// Rewrites the 2002 original's single-dash spelling (`hackbench -pipe 10`) into the modern one.

@@ -183,7 +183,9 @@ fn msg_stat_index_mask() -> Result<i32> {
     let probe = MsgQueue::create()?;
     let id = probe.id();
     for mask in [0x7fff, 0xff_ffff] {
+        // SAFETY: libc::msqid_ds is plain old data: all-zero bytes are a valid value.
         let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+        // SAFETY: `ds` is a live, writable msqid_ds for MSG_STAT to fill.
         if unsafe { libc::msgctl(id & mask, libc::MSG_STAT, &mut ds) } == id {
             return Ok(mask);
         }
@@ -278,6 +280,9 @@ impl Bench<'_> {
                 let mut buf = sysv::MsgBuf::new(1);
                 let ptr = (&mut buf as *mut sysv::MsgBuf).cast::<libc::c_void>();
                 for &id in &self.ids {
+                    // SAFETY: `ptr` points to `buf`, a live MsgBuf (a long type, then MsgBuf::TEXT
+                    // bytes) for the whole loop; msgsnd reads the type and MESSAGE_LEN (<= TEXT)
+                    // bytes of it.
                     if unsafe { libc::msgsnd(id, ptr, MESSAGE_LEN, libc::IPC_NOWAIT) } < 0 {
                         return Err(std::io::Error::last_os_error())
                             .with_context(|| format!("msgsnd to queue {id}"));
@@ -286,8 +291,10 @@ impl Bench<'_> {
                 }
             }
             Op::IpcStat => {
+                // SAFETY: libc::msqid_ds is plain old data: all-zero bytes are a valid value.
                 let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
                 for &id in &self.ids {
+                    // SAFETY: `ds` is a live, writable msqid_ds for IPC_STAT to fill.
                     if unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) } < 0 {
                         return Err(std::io::Error::last_os_error())
                             .with_context(|| format!("msgctl(IPC_STAT) on queue {id}"));
@@ -296,8 +303,10 @@ impl Bench<'_> {
                 }
             }
             Op::MsgStat => {
+                // SAFETY: libc::msqid_ds is plain old data: all-zero bytes are a valid value.
                 let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
                 for &id in &self.ids {
+                    // SAFETY: `ds` is a live, writable msqid_ds for MSG_STAT to fill.
                     let got =
                         unsafe { libc::msgctl(id & self.index_mask, libc::MSG_STAT, &mut ds) };
                     if got != id {

@@ -11,11 +11,14 @@
 mod endpoint;
 mod tasks;
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use nix::fcntl::OFlag;
+use nix::sched::{sched_getaffinity, CpuSet};
+use nix::unistd::Pid;
 
 use crate::model::latency::Distribution;
 use crate::sys::counters::{CounterRegion, CounterSlot, Histogram};
@@ -140,13 +143,9 @@ impl Plan {
 
 /// CPUs this process may run on, in increasing order.
 pub fn allowed_cpus() -> Result<Vec<usize>> {
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
-    {
-        return Err(std::io::Error::last_os_error()).context("sched_getaffinity");
-    }
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+    let set = sched_getaffinity(Pid::from_raw(0)).context("sched_getaffinity")?;
+    let cpus: Vec<usize> = (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
         .collect();
     if cpus.is_empty() {
         bail!("this process may run on no CPU");
@@ -195,18 +194,15 @@ impl PairObjects {
 
 /// A close-on-exec pipe: (read end, write end).
 pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
 }
 
 /// A pinger's counter and round-trip histogram, readable by the parent (for the report)
 /// while the pinger stores to them.
 pub struct SharedSlot(CounterSlot, Option<Histogram>);
 
-// SAFETY: one writer (the pinger); everyone else only loads the atomics.
+// SAFETY: Sync: the slot and the histogram are reached only through their AtomicU64s; one writer
+// (the pinger) is the counting and recording protocol, and every other thread only loads them.
 unsafe impl Sync for SharedSlot {}
 
 impl SharedSlot {

@@ -6,6 +6,10 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use anyhow::{Context, Result};
+use nix::sys::prctl;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::waitpid;
+use nix::unistd::{getpid, getsid, setsid, Pid};
 
 /// The placement options shared by fork-load, ref-job and contest.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -21,6 +25,8 @@ pub struct PlacementArgs {
 /// Applies the nice value to this thread (children and threads started later inherit it).
 pub fn apply_nice(nice: Option<i32>) -> Result<()> {
     if let Some(n) = nice {
+        // Raw libc: nix has no setpriority.
+        // SAFETY: setpriority takes integers only.
         if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) } != 0 {
             return Err(std::io::Error::last_os_error())
                 .with_context(|| format!("setting nice {n} (below 0 needs root)"));
@@ -33,28 +39,27 @@ pub fn apply_nice(nice: Option<i32>) -> Result<()> {
 /// of every command) cannot call setsid, so then the command runs again as a child in a new
 /// session and this process waits for it and exits with its status: it never returns then.
 pub fn enter_own_session() -> Result<()> {
-    let me = unsafe { libc::getpid() };
-    if unsafe { libc::getsid(0) } == me || unsafe { libc::setsid() } >= 0 {
+    if getsid(None).is_ok_and(|s| s == getpid()) || setsid().is_ok() {
         return Ok(());
     }
     let exe = std::env::current_exe().context("finding the schedlab binary")?;
     let mut cmd = Command::new(exe);
     cmd.args(std::env::args_os().skip(1));
+    // SAFETY: the closure runs in the forked child before exec and only calls setsid and
+    // prctl, which are async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            setsid()?;
+            let _ = prctl::set_pdeathsig(Signal::SIGTERM);
             Ok(())
         });
     }
     let mut child = cmd.spawn().context("starting a copy in a new session")?;
-    let pid = child.id() as libc::pid_t;
+    let pid = Pid::from_raw(child.id() as libc::pid_t);
     // Ctrl-C reaches only us (the copy has no terminal): pass it on, let it clean up.
-    crate::sys::lifeline::on_exit(move || unsafe {
-        libc::kill(pid, libc::SIGTERM);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    crate::sys::lifeline::on_exit(move || {
+        let _ = kill(pid, Signal::SIGTERM);
+        let _ = waitpid(pid, None);
     });
     let status = child
         .wait()

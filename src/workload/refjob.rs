@@ -12,8 +12,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::time::TimeVal;
 
 use crate::sys::counters::{CounterRegion, CounterSlot};
+use crate::sys::shm::SharedMapping;
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
 use crate::workload::registry::REF_JOB;
@@ -127,16 +130,17 @@ pub fn units_for(work: f64) -> Result<u64> {
 /// Runs the job once with one worker process per slot.
 pub fn run_once(units: u64, slots: &mut [CounterSlot]) -> Result<JobTimes> {
     let _kill = children::KillOnDrop;
-    let next = SharedCounter::new()?;
+    // The chunk queue the workers pull from: one counter in a page they all share.
+    let queue = SharedMapping::anonymous(4096).context("mapping the chunk counter")?;
+    let next: &AtomicU64 = queue.get(0);
     let chunks = units.div_ceil(UNITS_PER_CHUNK);
     let before = children_cpu();
     let start = Instant::now();
     let done_before: u64 = slots.iter().map(|s| s.get()).sum();
     let mut forked = 0;
     for slot in slots.iter_mut() {
-        let next = &next;
         children::fork(|| loop {
-            let chunk = next.get().fetch_add(1, Relaxed);
+            let chunk = next.fetch_add(1, Relaxed);
             if chunk >= chunks {
                 return 0;
             }
@@ -168,39 +172,9 @@ pub fn run_once(units: u64, slots: &mut [CounterSlot]) -> Result<JobTimes> {
 
 /// User plus system time of every reaped child (and their reaped descendants) so far.
 pub fn children_cpu() -> Duration {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-/// A counter in a shared anonymous page: the chunk queue the workers pull from.
-struct SharedCounter(*mut AtomicU64);
-
-impl SharedCounter {
-    fn new() -> Result<Self> {
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("mapping the chunk counter");
-        }
-        Ok(Self(p.cast()))
-    }
-    fn get(&self) -> &AtomicU64 {
-        unsafe { &*self.0 }
-    }
-}
-
-impl Drop for SharedCounter {
-    fn drop(&mut self) {
-        unsafe { libc::munmap(self.0.cast(), 4096) };
-    }
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) else {
+        return Duration::ZERO;
+    };
+    let tv = |t: TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
+    tv(usage.user_time()) + tv(usage.system_time())
 }

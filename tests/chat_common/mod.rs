@@ -243,33 +243,22 @@ fn wait_thread_count(pid: u32, within: Duration, done: impl Fn(usize) -> bool) -
     }
 }
 
-/// The SysV ids a schedlab process has recorded in its ledger right now.
+/// The SysV ids a schedlab process's ledger names right now.
 pub fn ledger_ids(pid: u32) -> Vec<i32> {
-    let mut ids = Vec::new();
-    for entry in std::fs::read_dir("/dev/shm").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with(&format!("schedlab-sysv-{pid}-")) {
-            continue;
-        }
-        let bytes = std::fs::read(entry.path()).unwrap_or_default();
-        for chunk in bytes.chunks_exact(8) {
-            let word = u64::from_ne_bytes(chunk.try_into().unwrap());
-            let low = word & 0xffff_ffff;
-            if low != 0 {
-                ids.push((low - 1) as u32 as i32);
-            }
-        }
-    }
-    ids
+    use schedlab::sys::sysv::Object;
+    schedlab::sys::sysv::ledger_of(pid).map_or_else(Vec::new, |l| {
+        l.objects
+            .iter()
+            .map(|o| match *o {
+                Object::Sem(id) | Object::Msg(id) => id,
+            })
+            .collect()
+    })
 }
 
 /// Whether a ledger file of `pid` is still in /dev/shm.
 pub fn has_ledger(pid: u32) -> bool {
-    std::fs::read_dir("/dev/shm").unwrap().flatten().any(|e| {
-        e.file_name()
-            .to_string_lossy()
-            .starts_with(&format!("schedlab-sysv-{pid}-"))
-    })
+    schedlab::sys::sysv::ledger_of(pid).is_some()
 }
 
 /// Semaphore set ids alive in the kernel (what `ipcs -s` lists).

@@ -1,7 +1,56 @@
-//! Deterministic Frames for exporter tests: two workloads over ten half-second intervals.
+//! What several test files share: deterministic Frames for exporter tests (two workloads
+//! over ten half-second intervals), and the real schedlab binary in place of the test
+//! harness wherever a workload would run "this binary".
 #![allow(dead_code)]
 
 use schedlab::model::{Frame, MachineFrame, WorkloadFrame, WorkloadState};
+use schedlab::scenario::WorkloadDecl;
+use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program, Running};
+use schedlab::workload::kind::WorkloadKind;
+
+/// The command succeeded; its stderr says why not.
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The real schedlab binary's command line for `args` (a subcommand and its arguments).
+pub fn real_argv(args: Vec<String>) -> Vec<String> {
+    std::iter::once(env!("CARGO_BIN_EXE_schedlab").to_string())
+        .chain(args)
+        .collect()
+}
+
+/// Under cargo test the supervisor's "this binary" is the test harness: the declaration with
+/// the real schedlab binary and the same arguments instead (other programs as they are).
+pub fn real_binary(d: &WorkloadDecl) -> WorkloadDecl {
+    let Program::SelfExe(args) = d.kind.program() else {
+        return d.clone();
+    };
+    WorkloadDecl {
+        kind: WorkloadKind::Command {
+            argv: real_argv(args),
+        },
+        ..d.clone()
+    }
+}
+
+/// Starts `kind` under the supervisor as the real schedlab binary, output not captured.
+pub fn spawn_real(name: &str, kind: &WorkloadKind) -> Running {
+    let Program::SelfExe(args) = kind.program() else {
+        panic!("{name} is a schedlab subcommand")
+    };
+    spawn(&LaunchSpec {
+        name: name.into(),
+        program: Program::Command(real_argv(args)),
+        knobs: Knobs::default(),
+        capture_output: false,
+    })
+    .unwrap()
+}
 
 pub fn frames() -> Vec<Frame> {
     (1..=10)
@@ -57,6 +106,7 @@ pub fn frames() -> Vec<Frame> {
                 jain_index: 0.8,
                 observer_cpu_pct: 0.5,
                 status_interval: 0.5,
+                ..Default::default()
             }
         })
         .collect()

@@ -53,6 +53,25 @@ pub struct Proc<'a> {
     pub threads: &'a [Thread],
 }
 
+impl<'a> Proc<'a> {
+    /// A child of init that leads its own process group and session, at nice 0, with nothing
+    /// used yet: a test writes `Proc { what differs, ..Proc::leader(..) }`.
+    pub fn leader(pid: u32, start: u64, autogroup: u64, threads: &'a [Thread]) -> Self {
+        Self {
+            pid,
+            ppid: 1,
+            pgid: pid,
+            session: pid,
+            start,
+            cpu_ticks: 0,
+            child_ticks: 0,
+            nice: 0,
+            autogroup: (autogroup, 0),
+            threads,
+        }
+    }
+}
+
 /// A process with everything the probe reads of it.
 #[derive(Clone, Debug)]
 pub struct Process {
@@ -443,39 +462,42 @@ impl FakeProc {
     /// sys/fs/cgroup/cpu,cpuacct, as self/mountinfo says (before the probe is made: it reads
     /// mountinfo once).
     pub fn mount_v1(&self) {
-        let point = self.sys().join("fs/cgroup/cpu,cpuacct");
-        fs::create_dir_all(&point).unwrap();
-        self.write(
-            "self/mountinfo",
+        let memory = self.sys().join("fs/cgroup/memory");
+        self.mount(
+            "fs/cgroup/cpu,cpuacct",
+            "shared:9 - cgroup cgroup rw,cpu,cpuacct",
             &format!(
-                "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/root rw\n\
-                 30 22 0:26 / {} rw,nosuid,nodev,noexec,relatime shared:9 - cgroup cgroup rw,cpu,cpuacct\n\
-                 31 22 0:27 / {} rw,nosuid,nodev,noexec,relatime shared:10 - cgroup cgroup rw,memory\n",
-                point.display(),
-                self.sys().join("fs/cgroup/memory").display()
+                "31 22 0:27 / {} rw,nosuid,nodev,noexec,relatime shared:10 - cgroup cgroup rw,memory\n",
+                memory.display()
             ),
         );
-        *self.cgroup_point.borrow_mut() = Some(point);
     }
 
     /// Mounts the cgroup v2 hierarchy at sys/fs/cgroup with the cpu controller available.
     /// Which levels enable it for their children is up to each test (cgroup.subtree_control).
     pub fn mount_v2(&self) {
-        let point = self.sys().join("fs/cgroup");
+        let point = self.mount("fs/cgroup", "shared:4 - cgroup2 cgroup2 rw,nsdelegate", "");
+        write_in_place(
+            &point.join("cgroup.controllers"),
+            "cpuset cpu io memory pids\n",
+        );
+    }
+
+    /// Makes `dir` (under sys/) the cgroup hierarchy self/mountinfo mounts with `fields` (its
+    /// optional fields onwards), after the root filesystem and before `more` lines.
+    fn mount(&self, dir: &str, fields: &str, more: &str) -> PathBuf {
+        let point = self.sys().join(dir);
         fs::create_dir_all(&point).unwrap();
         self.write(
             "self/mountinfo",
             &format!(
                 "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/root rw\n\
-                 30 22 0:26 / {} rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n",
+                 30 22 0:26 / {} rw,nosuid,nodev,noexec,relatime {fields}\n{more}",
                 point.display()
             ),
         );
-        write_in_place(
-            &point.join("cgroup.controllers"),
-            "cpuset cpu io memory pids\n",
-        );
-        *self.cgroup_point.borrow_mut() = Some(point);
+        *self.cgroup_point.borrow_mut() = Some(point.clone());
+        point
     }
 
     /// Writes `file` of the cgroup at `path` ("/" is the root) in the mounted hierarchy.

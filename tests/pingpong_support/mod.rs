@@ -2,6 +2,8 @@
 //! reading a process's SysV ledger to learn which objects it made.
 #![allow(dead_code)]
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -32,7 +34,7 @@ pub fn run_bounded(args: &[&str], limit: Duration) -> Output {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         true
     });
     let out = child.wait_with_output().expect("wait for schedlab");
@@ -60,43 +62,16 @@ pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
-/// The ledger file of a live schedlab process, if it has one yet.
+/// The ledger file of a schedlab process, if it has one (yet, or still).
 pub fn ledger_of(pid: u32) -> Option<PathBuf> {
-    let prefix = format!("schedlab-sysv-{pid}-");
-    std::fs::read_dir("/dev/shm")
-        .ok()?
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
+    schedlab::sys::sysv::ledger_of(pid).map(|l| l.path)
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Obj {
-    Sem(i32),
-    Msg(i32),
-}
+pub use schedlab::sys::sysv::Object as Obj;
 
-/// Objects recorded in a ledger now (kind in the high 32 bits, id + 1 in the low 32).
-pub fn recorded(path: &PathBuf) -> Vec<Obj> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    bytes
-        .chunks_exact(8)
-        .filter_map(|c| {
-            let w = u64::from_ne_bytes(c.try_into().unwrap());
-            let low = w & 0xffff_ffff;
-            if low == 0 {
-                return None;
-            }
-            let id = (low - 1) as u32 as i32;
-            match w >> 32 {
-                1 => Some(Obj::Sem(id)),
-                2 => Some(Obj::Msg(id)),
-                _ => None,
-            }
-        })
-        .collect()
+/// Objects a ledger names now: recorded by id, or found under its keys.
+pub fn recorded(path: &std::path::Path) -> Vec<Obj> {
+    schedlab::sys::sysv::read_ledger(path).map_or_else(Vec::new, |l| l.objects)
 }
 
 /// Waits until `pid`'s ledger records at least `n` objects; returns them.
@@ -119,9 +94,12 @@ pub fn wait_for_objects(pid: u32, n: usize, limit: Duration) -> (PathBuf, Vec<Ob
 
 pub fn exists(obj: Obj) -> bool {
     match obj {
+        // SAFETY: semctl(GETVAL) takes no fourth argument; an id that is gone fails with EINVAL.
         Obj::Sem(id) => unsafe { libc::semctl(id, 0, libc::GETVAL) >= 0 },
         Obj::Msg(id) => {
+            // SAFETY: libc::msqid_ds is plain old data: all-zero bytes are a valid value.
             let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+            // SAFETY: `ds` is a live, writable msqid_ds for IPC_STAT to fill.
             unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) >= 0 }
         }
     }
@@ -143,12 +121,7 @@ pub fn children_of(pid: u32) -> Vec<u32> {
     out
 }
 
-/// Alive and not a zombie.
-pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
-        .unwrap_or(false)
-}
+pub use schedlab::sys::proc::alive;
 
 /// Waits until none of `pids` is alive; fails after `limit`.
 pub fn wait_gone(pids: &[u32], limit: Duration) {

@@ -85,6 +85,8 @@ pub fn assert_no_process(tag: &str, within: Duration, case: &str) {
                 })
                 .collect();
             for p in &left {
+                // SAFETY: kill takes no pointer and touches no memory of ours; these are processes
+                // the case left behind.
                 unsafe { libc::kill(*p, libc::SIGKILL) };
             }
             panic!("{case}: processes left behind: {names:?}");
@@ -108,25 +110,17 @@ pub fn sysv_ids() -> BTreeSet<String> {
 }
 
 /// SysV ids held by live processes outside this suite: other schedlab runs on a shared
-/// machine (other tests, other users). Read from the ledgers every schedlab process keeps in
-/// /dev/shm (`schedlab-sysv-<pid>-<start>`, words `kind << 32 | id + 1`). An object whose
-/// owner is dead, or carries this suite's tag, is never excused.
+/// machine (other tests, other users), read from the ledgers every schedlab process keeps in
+/// /dev/shm. An object whose owner is dead, or carries this suite's tag, is never excused.
 pub fn foreign_ids() -> BTreeSet<String> {
+    use schedlab::sys::sysv::{self, Object};
     let mut ids = BTreeSet::new();
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
-        return ids;
-    };
-    for e in dir.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("schedlab-sysv-")
-            .and_then(|r| r.split('-').next())
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
+    for ledger in sysv::ledgers() {
+        if sysv::process_start_time(ledger.pid) != Some(ledger.start) {
+            continue; // dead (or its pid reused): its objects count as leaks
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{}/environ", ledger.pid)) else {
             continue;
-        };
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue; // dead (or gone): its objects count as leaks
         };
         if env
             .split(|&b| b == 0)
@@ -134,21 +128,11 @@ pub fn foreign_ids() -> BTreeSet<String> {
         {
             continue;
         }
-        let Ok(bytes) = std::fs::read(e.path()) else {
-            continue;
-        };
-        for w in bytes.chunks_exact(8) {
-            let word = u64::from_ne_bytes(w.try_into().unwrap());
-            let (kind, low) = (word >> 32, word as u32);
-            if low == 0 {
-                continue;
-            }
-            let id = (low - 1) as i32;
-            match kind {
-                1 => ids.insert(format!("s{id}")),
-                2 => ids.insert(format!("q{id}")),
-                _ => false,
-            };
+        for object in ledger.objects {
+            ids.insert(match object {
+                Object::Sem(id) => format!("s{id}"),
+                Object::Msg(id) => format!("q{id}"),
+            });
         }
     }
     ids
@@ -156,7 +140,8 @@ pub fn foreign_ids() -> BTreeSet<String> {
 
 /// Waits up to `within` for the SysV objects to be `before` again; panics naming the extra.
 /// Objects of live schedlab processes outside this suite are not ours and are ignored.
-pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &str) {
+/// Returns false when the check could not be exact (see the warning below).
+pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &str) -> bool {
     let deadline = Instant::now() + within;
     loop {
         let now = sysv_ids();
@@ -166,7 +151,7 @@ pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &s
             .filter(|id| !foreign.contains(*id))
             .collect();
         if extra.is_empty() {
-            return;
+            return true;
         }
         if Instant::now() >= deadline {
             let others = foreign_schedlab();
@@ -178,7 +163,7 @@ pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &s
                     "WARNING {case}: SysV objects appeared that no ledger explains {extra:?}, \
                      while other schedlab builds run here {others:?}: not counted as leaks"
                 );
-                return;
+                return false;
             }
             panic!("{case}: SysV objects left (q = queue, s = semaphore set): {extra:?}");
         }
@@ -275,6 +260,8 @@ pub fn wait_within(child: &mut Child, within: Duration) -> Option<ExitStatus> {
             return Some(st);
         }
         if Instant::now() > deadline {
+            // SAFETY: kill takes no pointer; the child, not yet reaped, leads its own process
+            // group.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
             return None;
@@ -298,14 +285,16 @@ pub fn output_within(mut cmd: Command, within: Duration, case: &str) -> Output {
     match rx.recv_timeout(within) {
         Ok(out) => out.unwrap(),
         Err(_) => {
+            // SAFETY: kill takes no pointer and touches no memory of ours; -pid is the case's own
+            // process group.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
             panic!("{case}: still running after {within:?} (a hang)");
         }
     }
 }
 
-/// Bad input's contract: exit 1, exactly one line `schedlab <cmd>: error: ...` (or clap's
-/// one-line usage error, exit 2), no panic.
+/// Bad input's contract: one line `schedlab <cmd>: error: ...`, no panic; exit 1, or 2 for
+/// a usage error the argument parser found, which may add one `Usage: ...` line.
 pub fn assert_one_line_error(out: &Output, case: &str) -> String {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
@@ -318,15 +307,18 @@ pub fn assert_one_line_error(out: &Output, case: &str) -> String {
         "{case}: exit {:?}, want 1 (or 2 from the argument parser)\n{err}",
         out.status
     );
-    let first = err.lines().next().unwrap_or("").to_owned();
-    // clap's own usage errors (exit 2) start `error: ` and add a usage hint.
+    let lines: Vec<&str> = err.trim_end().lines().collect();
+    let first = lines.first().copied().unwrap_or("").to_owned();
     assert!(
-        (first.starts_with("schedlab ") && first.contains("error"))
-            || (code == Some(2) && first.starts_with("error: ")),
+        first.starts_with("schedlab") && first.contains(": error: "),
         "{case}: first line is not an error line: {err}"
     );
-    if code == Some(1) {
-        assert_eq!(err.trim_end().lines().count(), 1, "{case}: one line: {err}");
+    match code {
+        Some(2) => assert!(
+            lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("Usage: schedlab")),
+            "{case}: one line, then at most the usage: {err}"
+        ),
+        _ => assert_eq!(lines.len(), 1, "{case}: one line: {err}"),
     }
     first
 }
@@ -356,6 +348,8 @@ pub struct KillOnDrop(pub i32);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
+        // SAFETY: kill takes no pointer and touches no memory of ours; the group is the helper's
+        // own.
         unsafe { libc::kill(-self.0, libc::SIGKILL) };
     }
 }

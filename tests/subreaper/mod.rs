@@ -6,13 +6,16 @@ use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
 /// The tests of one file check for leftover processes of this process: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Takes this file's turn and makes the test process the subreaper of what it starts.
 pub fn serial() -> MutexGuard<'static, ()> {
     let turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let _ = nix::sys::prctl::set_child_subreaper(true);
     turn
 }
 
@@ -32,7 +35,10 @@ pub fn assert_no_leftovers(args: &[&str]) {
     let me = std::process::id().to_string();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        while matches!(
+            waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)),
+            Ok(status) if status != WaitStatus::StillAlive
+        ) {}
         let left: Vec<String> = std::fs::read_dir("/proc")
             .unwrap()
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())

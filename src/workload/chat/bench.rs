@@ -53,6 +53,9 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
     let region = CounterRegion::for_workload()?;
     if let Ok(fd) = std::env::var(lifeline::ENV_LIFELINE_FD) {
         if let Ok(fd) = fd.parse::<i32>() {
+            // SAFETY: fcntl(F_SETFD) takes no pointer; the lifeline descriptor was inherited for
+            // this process, and setting close-on-exec on it (or failing with EBADF) touches no
+            // memory.
             unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
         }
     }
@@ -113,7 +116,7 @@ impl RunsLeft for Option<u64> {
     }
 }
 
-/// The server child; stopped (SIGTERM, then SIGKILL) when dropped or when we are terminated.
+/// The server child; stopped (SIGKILL, then a sweep) when dropped or when we are terminated.
 struct ServerChild {
     pid: Arc<AtomicI32>,
     port: u16,
@@ -122,10 +125,12 @@ struct ServerChild {
 impl ServerChild {
     fn start(timeout: Duration, runs: Option<u64>) -> Result<Self> {
         let mut fds = [0; 2];
+        // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
             return Err(std::io::Error::last_os_error()).context("pipe2 for the server's port");
         }
         let (read_end, write_end) =
+            // SAFETY: pipe2 just returned both descriptors (checked above); nothing else owns them.
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let exe = std::env::current_exe().context("finding the schedlab binary")?;
         let mut cmd = Command::new(exe);
@@ -142,7 +147,8 @@ impl ServerChild {
             .stdout(Stdio::null());
         let wfd = write_end.as_raw_fd();
         let parent = std::process::id() as libc::pid_t;
-        // Between fork and exec: async-signal-safe calls only.
+        // SAFETY: the closure runs between fork and exec, and makes only async-signal-safe calls
+        // (fcntl, prctl, getppid) on values copied in before the fork.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::fcntl(wfd, libc::F_SETFD, 0) < 0 {
@@ -161,7 +167,7 @@ impl ServerChild {
         drop(write_end);
         let pid = Arc::new(AtomicI32::new(child.id() as i32));
         let hook_pid = pid.clone();
-        lifeline::on_exit(move || stop(&hook_pid));
+        lifeline::on_exit(move || stop(&hook_pid, false));
         let mut server = ServerChild { pid, port: 0 };
         server.port = read_port(&read_end).context("the chat server child did not start")?;
         Ok(server)
@@ -170,7 +176,7 @@ impl ServerChild {
 
 impl Drop for ServerChild {
     fn drop(&mut self) {
-        stop(&self.pid);
+        stop(&self.pid, true);
     }
 }
 
@@ -184,6 +190,7 @@ fn read_port(pipe: &OwnedFd) -> Result<u16> {
             bail!("no port within 10 s");
         }
         let mut buf = [0u8; 16];
+        // SAFETY: `buf` is a live array of buf.len() writable bytes; read writes at most that many.
         let n = unsafe { libc::read(pipe.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 {
             let err = std::io::Error::last_os_error();
@@ -205,29 +212,44 @@ fn read_port(pipe: &OwnedFd) -> Result<u16> {
         .with_context(|| format!("it exited before telling its port (said {text:?})"))
 }
 
-/// Stops the server child once: SIGTERM so it removes its semaphores, SIGKILL if it lingers.
-fn stop(pid: &AtomicI32) {
+/// Stops the server child once, without waking anything while we still have work to do: a
+/// dead server's sockets would wake our 1,200 client threads of a 30-room run at once, and
+/// on 2 CPUs the clean-up (or the signal thread running it) waits its turn among them for
+/// seconds. So: SIGSTOP, and wait until it has stopped; remove its semaphore sets and its
+/// ledger ourselves (a stopped process creates nothing more); then SIGKILL it. `reap`: wait
+/// for its death too (a normal end); an exit path leaves the zombie to our own end.
+fn stop(pid: &AtomicI32, reap: bool) {
     let pid = pid.swap(0, SeqCst);
     if pid <= 0 {
         return;
     }
-    unsafe { libc::kill(pid, libc::SIGTERM) };
+    // SAFETY: kill takes no pointer; `pid` is our child, swapped out so it is stopped once,
+    // not yet reaped (a reaped pid could be another process's).
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
     let deadline = Instant::now() + Duration::from_secs(2);
-    let mut reaped = false;
-    while Instant::now() < deadline {
-        if unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } != 0 {
-            reaped = true;
-            break;
+    let mut status = 0;
+    let (stopped, reaped) = loop {
+        // SAFETY: `status` is ours to write; `pid` is our child, which nothing else reaps.
+        match unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED | libc::WNOHANG) } {
+            0 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            0 => break (false, false), // not stopped yet (stuck in the kernel?): kill, sweep
+            got if got == pid && libc::WIFSTOPPED(status) => break (true, false),
+            _ => break (false, true), // it had died (a crash), reaped now
         }
-        std::thread::sleep(Duration::from_millis(5));
+    };
+    if stopped {
+        let _ = crate::sys::sysv::remove_objects_of_stopped(pid as u32);
     }
     if !reaped {
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        // SAFETY: kill takes no pointer; `pid` is our child, not reaped yet.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        if !stopped || reap {
+            // SAFETY: a null status pointer is allowed; `pid` is our unreaped child.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
         }
     }
-    // A server that crashed (or had to be SIGKILLed) could not remove its semaphore sets:
-    // it is reaped now, so its ledger is an orphan's, and ours to sweep.
-    let _ = crate::sys::sysv::sweep_orphans();
+    if !stopped {
+        // Dead and reaped: its ledger is an orphan's now, ours to sweep.
+        let _ = crate::sys::sysv::sweep_orphans();
+    }
 }

@@ -302,6 +302,8 @@ fn sem_wait_timed(set: &SemSet, num: u16, delta: i16, timeout: Duration) -> Resu
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
+    // SAFETY: `op` is one live, writable sembuf (nsops 1) and `ts` a live timespec that semtimedop
+    // only reads; the declaration above matches glibc's.
     let rc = unsafe { semtimedop(set.id(), &mut op, 1, &ts) };
     if rc == 0 {
         return Ok(true);
@@ -346,6 +348,7 @@ fn send_thread<const STAMPED: bool>(
             if STAMPED {
                 stamp::stamp(&mut msg, now_ns());
             }
+            // SAFETY: `msg` is MSG_SIZE live bytes for the whole loop, which send_all only reads.
             if let Err(err) = unsafe { net::send_all(fd, msg.as_ptr(), MSG_SIZE) } {
                 shared.flags.fail(format!(
                     "sending message {} of {messages} to the server: {err}",
@@ -378,6 +381,8 @@ fn receive_thread(
         let mut sampler = Sampler::new(TIME_EVERY);
         let fd = conn.as_raw_fd();
         for i in 0..messages {
+            // SAFETY: `buf` is MSG_SIZE live, exclusively borrowed bytes, which recv_exact may
+            // write.
             if let Err(err) = unsafe { net::recv_exact(fd, buf.as_mut_ptr(), MSG_SIZE) } {
                 shared.flags.fail(format!(
                     "receiving message {} of {messages} from the server: {err}",

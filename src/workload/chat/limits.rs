@@ -8,7 +8,8 @@ use std::io;
 use std::thread::JoinHandle;
 
 use super::protocol::USERS_PER_ROOM;
-use crate::sys::guard::{free_tasks, mem_available, read_u64};
+use crate::sys::guard::free_tasks;
+use crate::sys::proc::{mem_available, read_u64};
 
 /// Stack of every chat thread: the originals used 16 KiB; Rust's formatting on an error path
 /// wants a little more. Small stacks are what let thousands of threads fit.
@@ -94,6 +95,7 @@ fn raise_nofile(needed: u64) -> Result<(), String> {
         rlim_cur: needed,
         rlim_max: new_hard,
     };
+    // SAFETY: `lim` is a live rlimit that setrlimit only reads.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
         return Ok(());
     }
@@ -109,12 +111,14 @@ fn nofile() -> Option<(u64, u64)> {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // SAFETY: `lim` is a live, writable rlimit for getrlimit to fill.
     (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0)
         .then_some((lim.rlim_cur, lim.rlim_max))
 }
 
 /// How far the open-file limit can go: the hard limit, or fs.nr_open when we may raise it.
 fn nofile_ceiling(hard: u64) -> u64 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         read_u64("/proc/sys/fs/nr_open").unwrap_or(hard).max(hard)
     } else {

@@ -156,9 +156,12 @@ fn parse_timeout(secs: f64) -> Result<Duration> {
 fn report_port(fd: i32, port: u16) -> Result<()> {
     use std::io::Write;
     use std::os::fd::FromRawFd;
+    // SAFETY: fcntl(F_GETFD) takes no pointer; a descriptor that is not open fails with EBADF.
     if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
         bail!("--port-fd {fd} is not an open descriptor");
     }
+    // SAFETY: chat-bench handed us `fd` (--port-fd) for the port alone, it is open (checked above),
+    // and this File becomes its only owner, closing it once when dropped.
     let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
     writeln!(pipe, "{port}").map_err(|e| anyhow!("writing the port to --port-fd {fd}: {e}"))?;
     Ok(())

@@ -54,6 +54,7 @@ pub fn listen(addr: SocketAddr) -> Result<TcpListener> {
         };
         anyhow!("cannot listen on {addr}: {err}{hint}")
     })?;
+    // SAFETY: listen takes no pointer; `listener` keeps the socket open for the call.
     unsafe { libc::listen(listener.as_raw_fd(), 4096) };
     listener
         .set_nonblocking(true)
@@ -130,6 +131,8 @@ fn next_start(
         fds.clear();
         fds.push(pollfd(listener.as_raw_fd()));
         fds.extend(pending.iter().map(|p| pollfd(p.stream.as_raw_fd())));
+        // SAFETY: `fds` holds fds.len() live pollfds, exclusively borrowed, into which poll writes
+        // revents.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
         if n < 0 {
             let err = std::io::Error::last_os_error();
@@ -348,6 +351,9 @@ fn accept_start(msg: StartMessage) -> Result<RunSize, String> {
 /// relayed are opaque, and no Rust code reads or writes them, only the two syscalls.
 struct MsgCell(UnsafeCell<[u8; MSG_SIZE]>);
 
+// SAFETY: Sync: the bytes are only ever touched by the kernel, in recv (one user's receive thread)
+// and send (its send thread), never by Rust code, so sharing the cell creates no data race Rust can
+// observe; the relayed bytes are opaque, as in the original, which does the same.
 unsafe impl Sync for MsgCell {}
 
 impl MsgCell {
@@ -471,6 +477,7 @@ fn accept_rooms(
         }
         fds[0].revents = 0;
         fds[1].revents = 0;
+        // SAFETY: `fds` is an array of two live pollfds, exclusively borrowed, and nfds is 2.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, left.as_millis() as i32 + 1) };
         if n < 0 {
             continue; // EINTR; anything else shows up as a timeout
@@ -652,6 +659,8 @@ fn receive_thread(
     let fd = room.streams[user].as_raw_fd();
     let buf = room.bufs[user].ptr();
     for i in 0..messages {
+        // SAFETY: `buf` points to this user's MsgCell, MSG_SIZE bytes that `room` keeps alive for
+        // the whole run; only the kernel writes them.
         if let Err(err) = unsafe { net::recv_exact(fd, buf, MSG_SIZE) } {
             flags.fail(format!(
                 "receiving message {} of {messages} from user {user}: {err}",
@@ -691,6 +700,8 @@ fn send_thread(
             if other == user {
                 continue;
             }
+            // SAFETY: `buf` points to this user's MsgCell, MSG_SIZE bytes that `room` keeps alive;
+            // send only reads them.
             if let Err(err) = unsafe { net::send_all(stream.as_raw_fd(), buf, MSG_SIZE) } {
                 flags.fail(format!("relaying to user {other}: {err}"));
                 break 'run;

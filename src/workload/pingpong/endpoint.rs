@@ -5,7 +5,9 @@
 //! message types; psem: semop -1/+1 on two semaphores; perf bench sched pipe: a 4-byte
 //! write/read on two pipes). Nothing else happens per round trip but a relaxed load of the
 //! stop flag and a plain store to the pinger's counter; one round trip in 16 is also timed
-//! (two vDSO clock readings and plain stores to the pinger's histogram).
+//! (two vDSO clock readings and plain stores to the pinger's histogram). The calls are raw
+//! libc on purpose: these loops were measured against the C originals, and a wrapper's error
+//! conversion and descriptor borrowing are code the originals did not run.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
@@ -117,6 +119,8 @@ impl Endpoint for MsgEnd {
     fn send(&mut self) -> Result<(), TaskError> {
         self.buf.mtype = self.send_type;
         let ptr = (&self.buf as *const crate::sys::sysv::MsgBuf).cast();
+        // SAFETY: `ptr` points to `self.buf`, a live MsgBuf (a long type, then MsgBuf::TEXT bytes);
+        // msgsnd reads the type and TOKEN_LEN (4 <= TEXT) bytes of it.
         while unsafe { libc::msgsnd(self.id, ptr, TOKEN_LEN, 0) } < 0 {
             let err = TaskError::last(Call::Msgsnd);
             if err.errno != libc::EINTR {
@@ -130,6 +134,8 @@ impl Endpoint for MsgEnd {
     fn recv(&mut self) -> Result<(), TaskError> {
         let ptr = (&mut self.buf as *mut crate::sys::sysv::MsgBuf).cast();
         let max = crate::sys::sysv::MsgBuf::TEXT;
+        // SAFETY: `ptr` points to `self.buf`, exclusively borrowed; msgrcv writes at most the type
+        // and `max` = MsgBuf::TEXT bytes, exactly its text's size.
         while unsafe { libc::msgrcv(self.id, ptr, max, self.recv_type, 0) } < 0 {
             let err = TaskError::last(Call::Msgrcv);
             if err.errno != libc::EINTR {
@@ -160,6 +166,7 @@ impl SemEnd {
             sem_op: delta,
             sem_flg: 0,
         };
+        // SAFETY: `op` is one live, writable sembuf and nsops is 1.
         while unsafe { libc::semop(self.id, &mut op, 1) } < 0 {
             let err = TaskError::last(Call::Semop);
             if err.errno != libc::EINTR {
@@ -203,6 +210,8 @@ impl Endpoint for PipeEnd {
     #[inline]
     fn send(&mut self) -> Result<(), TaskError> {
         loop {
+            // SAFETY: `token` is TOKEN_LEN bytes, live for the call; write only reads them. A
+            // closed fd is an error, not undefined behaviour.
             let n = unsafe { libc::write(self.write_fd, self.token.as_ptr().cast(), TOKEN_LEN) };
             if n == TOKEN_LEN as isize {
                 return Ok(());
@@ -217,6 +226,8 @@ impl Endpoint for PipeEnd {
     #[inline]
     fn recv(&mut self) -> Result<(), TaskError> {
         loop {
+            // SAFETY: `token` is TOKEN_LEN writable bytes, exclusively borrowed; read writes at
+            // most that many.
             let n = unsafe { libc::read(self.read_fd, self.token.as_mut_ptr().cast(), TOKEN_LEN) };
             if n == TOKEN_LEN as isize {
                 return Ok(());
@@ -342,8 +353,11 @@ pub struct Control {
     pairs: usize,
 }
 
-// Accessed only through atomics.
+// SAFETY: Send: `Control` owns its mapping, unmaps it once in Drop, and the page is only reached
+// through atomics, so any thread may own it.
 unsafe impl Send for Control {}
+// SAFETY: Sync: shared references reach the page only as atomics (Header, PairControl), which are
+// Sync.
 unsafe impl Sync for Control {}
 
 #[repr(C, align(64))]
@@ -354,6 +368,8 @@ struct Header {
 impl Control {
     pub fn new(pairs: usize) -> std::io::Result<Self> {
         let len = 64 * (pairs + 1);
+        // SAFETY: a new anonymous shared mapping (null hint, fd -1) of `len` bytes: no existing
+        // memory is touched; MAP_FAILED is checked below.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -376,17 +392,23 @@ impl Control {
     }
 
     pub fn stop_flag(&self) -> &AtomicU32 {
+        // SAFETY: `base` is a live, page-aligned mapping of at least 64 bytes (len = 64 * (pairs +
+        // 1)); Header is one AtomicU32 padded to 64 bytes, valid for any bits.
         unsafe { &(*(self.base as *const Header)).stop }
     }
 
     pub fn pair(&self, k: usize) -> &PairControl {
         assert!(k < self.pairs);
+        // SAFETY: k < pairs (asserted), so 64 * (k + 2) <= len: the PairControl lies inside the
+        // mapping, 64-byte aligned as the page is; its atomics are valid for any bits.
         unsafe { &*(self.base.add(64 * (k + 1)) as *const PairControl) }
     }
 }
 
 impl Drop for Control {
     fn drop(&mut self) {
+        // SAFETY: `base` and `len` are what mmap returned in `new`; stop_flag and pair borrow
+        // `self`, so no reference outlives the unmap.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }

@@ -1,12 +1,19 @@
 //! Starting the tasks of a ping-pong run (forked processes or threads), timing them, and
 //! making sure the run ends: on time, on a signal, or when one task dies under its partner.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::SeqCst};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::sys::prctl;
+use nix::sys::signal::{kill, signal, SigHandler, Signal};
+use nix::sys::wait::waitpid;
+use nix::unistd::{close, fork, getpid, getppid, read, write, ForkResult, Pid};
 
 use super::endpoint::{self, Call, Control, MsgEnd, PipeEnd, SemEnd, TaskError};
 use super::{pipe, Handle, PairObjects, Plan, SharedSlot};
@@ -41,7 +48,7 @@ impl RunState {
         for pid in &self.pids {
             let pid = pid.load(SeqCst);
             if pid > 0 {
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
         }
     }
@@ -86,15 +93,13 @@ fn task_body(
 
 fn pin_self(cpu: Option<usize>) -> Result<(), TaskError> {
     let Some(cpu) = cpu else { return Ok(()) };
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        return Err(TaskError {
+    let mut set = CpuSet::new();
+    set.set(cpu)
+        .and_then(|()| sched_setaffinity(Pid::from_raw(0), &set))
+        .map_err(|errno| TaskError {
             call: Call::Affinity,
-            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-        });
-    }
-    Ok(())
+            errno: errno as i32,
+        })
 }
 
 fn task_name(pair: usize, role: usize) -> String {
@@ -142,6 +147,9 @@ impl Child {
             return true;
         }
         let mut status = 0;
+        // Raw waitpid: the report wants the status word, which nix cannot represent for a
+        // task killed by a real-time signal.
+        // SAFETY: `status` is a live int for waitpid to fill; WNOHANG never blocks.
         if unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } == self.pid {
             self.status = Some(status);
         }
@@ -150,10 +158,14 @@ impl Child {
 }
 
 fn pidfd_open(pid: i32) -> std::io::Result<OwnedFd> {
+    // Raw syscall: nix has no pidfd_open.
+    // SAFETY: pidfd_open takes two integers, no pointer.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: `fd` is the new descriptor pidfd_open just returned (checked non-negative);
+    // nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
@@ -167,43 +179,43 @@ fn wait_any(children: &mut [Child], timeout: Option<Duration>) -> Result<Option<
         {
             return Ok(Some(i));
         }
-        let live: Vec<(usize, libc::pollfd)> = children
+        let mut fds: Vec<PollFd> = children
             .iter()
-            .enumerate()
-            .filter(|(_, c)| c.status.is_none())
-            .map(|(i, c)| {
-                (
-                    i,
-                    libc::pollfd {
-                        fd: c.pidfd.as_raw_fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    },
-                )
-            })
+            .filter(|c| c.status.is_none())
+            .map(|c| PollFd::new(c.pidfd.as_fd(), PollFlags::POLLIN))
             .collect();
-        if live.is_empty() {
+        if fds.is_empty() {
             return Ok(None);
         }
-        let ms = match deadline {
-            None => -1,
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Ok(None);
-                }
-                left.as_millis().clamp(1, i32::MAX as u128) as i32
-            }
+        let Some(timeout) = poll_timeout(deadline) else {
+            return Ok(None);
         };
-        let mut fds: Vec<libc::pollfd> = live.iter().map(|(_, p)| *p).collect();
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        if rc < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err).context("poll on the tasks");
-            }
+        match poll(&mut fds, timeout) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(errno) => return Err(errno).context("poll on the tasks"),
         }
     }
+}
+
+/// What poll waits until `deadline` (None: for ever): at least 1 ms; None once it has passed.
+fn poll_timeout(deadline: Option<Instant>) -> Option<PollTimeout> {
+    let Some(d) = deadline else {
+        return Some(PollTimeout::NONE);
+    };
+    let left = d.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return None;
+    }
+    let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+    Some(PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX))
+}
+
+/// What the tasks need to reach each pair's objects.
+fn handles(objects: &[Option<PairObjects>]) -> Vec<Handle> {
+    objects
+        .iter()
+        .map(|o| o.as_ref().expect("objects exist").handle())
+        .collect()
 }
 
 /// Runs the pairs as forked processes; returns the measured time.
@@ -214,17 +226,14 @@ pub fn run_processes(
     slots: &[Arc<SharedSlot>],
     state: &RunState,
 ) -> Result<Duration> {
-    let handles: Vec<Handle> = objects
-        .iter()
-        .map(|o| o.as_ref().expect("objects exist").handle())
-        .collect();
+    let handles = handles(objects);
     let (ready_r, ready_w) = pipe().context("pipe for the start")?;
     let (go_r, go_w) = pipe().context("pipe for the start")?;
     let fds = StartFds {
-        ready_r: ready_r.as_raw_fd(),
-        ready_w: ready_w.as_raw_fd(),
-        go_r: go_r.as_raw_fd(),
-        go_w: go_w.as_raw_fd(),
+        ready_r: ready_r.as_fd(),
+        ready_w: ready_w.as_fd(),
+        go_r: go_r.as_fd(),
+        go_w: go_w.as_fd(),
     };
     let mut children = fork_tasks(plan, &handles, &fds, control, slots, state)?;
     // The parent holds no end of the pairs' pipes: a dead task's partner must see EOF/EPIPE.
@@ -238,7 +247,7 @@ pub fn run_processes(
 
     // Every task reports once it is pinned: 0 = ready.
     let mut ready = vec![0u8; children.len()];
-    let got = read_full(ready_r.as_raw_fd(), &mut ready);
+    let got = read_full(ready_r.as_fd(), &mut ready);
     if got < ready.len() || ready.iter().any(|&b| b != 0) {
         drop(go_w); // the waiting tasks read EOF and leave
         let _ = wait_all(&mut children, WIND_DOWN);
@@ -249,7 +258,7 @@ pub fn run_processes(
     let t0 = Instant::now();
     let _ = state.t0.set(t0);
     let go = vec![1u8; children.len()];
-    write_full(go_w.as_raw_fd(), &go).context("starting the tasks")?;
+    write_full(go_w.as_fd(), &go).context("starting the tasks")?;
     drop(go_w);
 
     let early = wait_any(&mut children, plan.duration)?;
@@ -288,30 +297,30 @@ fn fork_tasks(
     slots: &[Arc<SharedSlot>],
     state: &RunState,
 ) -> Result<Vec<Child>> {
-    // SAFETY: getpid has no preconditions and cannot fail.
-    let parent = unsafe { libc::getpid() };
+    let parent = getpid();
     let mut children: Vec<Child> = Vec::with_capacity(2 * plan.pairs());
     for (k, &(cpu_a, cpu_b)) in plan.cpus.iter().enumerate() {
         for (role, cpu) in [(0, cpu_a), (1, cpu_b)] {
             // SAFETY: the child only runs child_main, which makes async-signal-safe calls
             // on memory prepared before the fork and never returns.
-            let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                let err = std::io::Error::last_os_error();
-                state.kill_tasks_quietly(&children);
-                return Err(err).with_context(|| format!("fork for {}", task_name(k, role)));
-            }
-            if pid == 0 {
-                child_main(parent, fds, handles, k, role, cpu, control, &slots[k]);
-            }
+            let child = match unsafe { fork() } {
+                Ok(ForkResult::Parent { child }) => child,
+                Ok(ForkResult::Child) => {
+                    child_main(parent, fds, handles, k, role, cpu, control, &slots[k])
+                }
+                Err(errno) => {
+                    state.kill_tasks_quietly(&children);
+                    return Err(errno).with_context(|| format!("fork for {}", task_name(k, role)));
+                }
+            };
+            let pid = child.as_raw();
             state.pids[2 * k + role].store(pid, SeqCst);
             let pidfd = match pidfd_open(pid) {
                 Ok(fd) => fd,
                 Err(err) => {
-                    // SAFETY: `pid` is our own child, not yet reaped: kill and reap it.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                    // SAFETY: as above; a null status pointer is allowed.
-                    unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+                    // Our own child, not yet reaped: kill and reap it.
+                    let _ = kill(child, Signal::SIGKILL);
+                    let _ = waitpid(child, None);
                     state.kill_tasks_quietly(&children);
                     return Err(err).context("pidfd_open");
                 }
@@ -435,8 +444,11 @@ fn wait_all(children: &mut [Child], grace: Duration) -> bool {
         }
     }
     for c in children.iter_mut().filter(|c| c.status.is_none()) {
-        unsafe { libc::kill(c.pid, libc::SIGKILL) };
+        // Our child, not reaped yet (no status): the pid cannot have been reused.
+        let _ = kill(Pid::from_raw(c.pid), Signal::SIGKILL);
         let mut status = 0;
+        // Raw waitpid for the status word (see Child::try_reap).
+        // SAFETY: `status` is a live int for waitpid to fill; `c.pid` is our unreaped child.
         unsafe { libc::waitpid(c.pid, &mut status, 0) };
         c.status = Some(status);
     }
@@ -446,17 +458,20 @@ fn wait_all(children: &mut [Child], grace: Duration) -> bool {
 impl RunState {
     fn kill_tasks_quietly(&self, children: &[Child]) {
         for c in children {
-            unsafe { libc::kill(c.pid, libc::SIGKILL) };
-            unsafe { libc::waitpid(c.pid, std::ptr::null_mut(), 0) };
+            // Ours, and not reaped yet: forking is still under way.
+            let _ = kill(Pid::from_raw(c.pid), Signal::SIGKILL);
+            let _ = waitpid(Pid::from_raw(c.pid), None);
         }
     }
 }
 
-struct StartFds {
-    ready_r: i32,
-    ready_w: i32,
-    go_r: i32,
-    go_w: i32,
+/// The start pipes, borrowed from the parent's OwnedFds (a forked task's copies of those are
+/// never dropped: it leaves by _exit).
+struct StartFds<'a> {
+    ready_r: BorrowedFd<'a>,
+    ready_w: BorrowedFd<'a>,
+    go_r: BorrowedFd<'a>,
+    go_w: BorrowedFd<'a>,
 }
 
 /// The forked task. Only system calls and stores to shared memory until `_exit`: it never
@@ -464,7 +479,7 @@ struct StartFds {
 /// remove the run's objects).
 #[allow(clippy::too_many_arguments)]
 fn child_main(
-    parent: i32,
+    parent: Pid,
     fds: &StartFds,
     handles: &[Handle],
     pair: usize,
@@ -473,39 +488,42 @@ fn child_main(
     control: &Control,
     slot: &SharedSlot,
 ) -> ! {
-    unsafe {
-        // Die with the parent, whatever kills it.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-        if libc::getppid() != parent {
-            libc::_exit(3);
-        }
-        // Ctrl-C reaches the whole process group: the parent handles it and kills us.
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
-        libc::signal(libc::SIGHUP, libc::SIG_DFL);
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    // Die with the parent, whatever kills it.
+    let _ = prctl::set_pdeathsig(Signal::SIGKILL);
+    if getppid() != parent {
+        exit_task(3);
+    }
+    // Ctrl-C reaches the whole process group: the parent handles it and kills us.
+    for (sig, action) in [
+        (Signal::SIGINT, SigHandler::SigIgn),
+        (Signal::SIGTERM, SigHandler::SigDfl),
+        (Signal::SIGHUP, SigHandler::SigDfl),
+        (Signal::SIGPIPE, SigHandler::SigIgn),
+    ] {
+        // SAFETY: SIG_IGN and SIG_DFL install no handler of ours.
+        let _ = unsafe { signal(sig, action) };
     }
     // A panic here must not run the parent's clean-up (it would remove every object).
     std::panic::set_hook(Box::new(|info| {
         crate::errln!("schedlab ipc-pingpong: a task panicked: {info}");
-        unsafe { libc::_exit(101) }
+        exit_task(101)
     }));
-    unsafe {
-        libc::close(fds.go_w);
-        libc::close(fds.ready_r);
-        // Keep only this task's two pipe ends, so a dead partner means EOF or EPIPE.
-        for (k, h) in handles.iter().enumerate() {
-            if let Handle::Pipe(p) = h {
-                for (j, &fd) in p.iter().enumerate() {
-                    let mine = k == pair
-                        && (if role == 0 {
-                            j == 1 || j == 2
-                        } else {
-                            j == 0 || j == 3
-                        });
-                    if !mine {
-                        libc::close(fd);
-                    }
+    // The parent's OwnedFds of these stay in its code, which this task never returns to: each
+    // is closed once, here.
+    let _ = close(fds.go_w.as_raw_fd());
+    let _ = close(fds.ready_r.as_raw_fd());
+    // Keep only this task's two pipe ends, so a dead partner means EOF or EPIPE.
+    for (k, h) in handles.iter().enumerate() {
+        if let Handle::Pipe(p) = h {
+            for (j, &fd) in p.iter().enumerate() {
+                let mine = k == pair
+                    && (if role == 0 {
+                        j == 1 || j == 2
+                    } else {
+                        j == 0 || j == 3
+                    });
+                if !mine {
+                    let _ = close(fd);
                 }
             }
         }
@@ -515,52 +533,52 @@ fn child_main(
     if let Err(e) = pinned {
         control.pair(pair).record(role, e);
     }
-    unsafe {
-        libc::write(fds.ready_w, (&status as *const u8).cast(), 1);
-        libc::close(fds.ready_w);
-    }
+    let _ = write(fds.ready_w, &[status]);
+    let _ = close(fds.ready_w.as_raw_fd());
     if status != 0 {
-        unsafe { libc::_exit(1) };
+        exit_task(1);
     }
-    let mut go = 0u8;
-    let n = unsafe { libc::read(fds.go_r, (&mut go as *mut u8).cast(), 1) };
-    unsafe { libc::close(fds.go_r) };
-    if n != 1 {
-        unsafe { libc::_exit(0) }; // the run was called off before it began
+    let mut go = [0u8];
+    let n = read(fds.go_r, &mut go);
+    let _ = close(fds.go_r.as_raw_fd());
+    if n != Ok(1) {
+        exit_task(0); // the run was called off before it began
     }
     match task_body(handles[pair], role, control, pair, slot) {
-        Ok(()) => unsafe { libc::_exit(0) },
+        Ok(()) => exit_task(0),
         Err(e) => {
             control.pair(pair).record(role, e);
-            unsafe { libc::_exit(1) }
+            exit_task(1)
         }
     }
 }
 
-fn read_full(fd: i32, buf: &mut [u8]) -> usize {
+/// Ends a forked task at once: no destructor, no atexit hook, none of the parent's clean-up.
+fn exit_task(code: i32) -> ! {
+    // SAFETY: _exit (which nix lacks) ends this process and runs nothing of ours.
+    unsafe { libc::_exit(code) }
+}
+
+fn read_full(fd: BorrowedFd, buf: &mut [u8]) -> usize {
     let mut got = 0;
     while got < buf.len() {
-        let n = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-        if n > 0 {
-            got += n as usize;
-        } else if n == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
+        match read(fd, &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(Errno::EINTR) => {}
+            Err(_) => break,
         }
     }
     got
 }
 
-fn write_full(fd: i32, buf: &[u8]) -> std::io::Result<()> {
+fn write_full(fd: BorrowedFd, buf: &[u8]) -> std::io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
-        let n = unsafe { libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done) };
-        if n > 0 {
-            done += n as usize;
-        } else {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err);
-            }
+        match write(fd, &buf[done..]) {
+            Ok(n) => done += n,
+            Err(Errno::EINTR) => {}
+            Err(errno) => return Err(errno.into()),
         }
     }
     Ok(())
@@ -577,10 +595,7 @@ pub fn run_threads(
     slots: &[Arc<SharedSlot>],
     state: &RunState,
 ) -> Result<Duration> {
-    let handles: Vec<Handle> = objects
-        .iter()
-        .map(|o| o.as_ref().expect("objects exist").handle())
-        .collect();
+    let handles = handles(objects);
     let tasks = 2 * plan.pairs();
     let barrier = Arc::new(Barrier::new(tasks + 1));
     let setup_failed = Arc::new(AtomicBool::new(false));
@@ -613,7 +628,7 @@ pub fn run_threads(
                         }
                     }
                     let me = (2 * k + role) as u32;
-                    unsafe { libc::write(done_w.as_raw_fd(), (&me as *const u32).cast(), 4) };
+                    let _ = write(&*done_w, &me.to_ne_bytes());
                 });
             if let Err(err) = spawned {
                 // The threads already started wait at the barrier: release them unrun.
@@ -624,7 +639,7 @@ pub fn run_threads(
     }
     barrier.wait();
     if setup_failed.load(SeqCst) {
-        let _ = collect_ends(done_r.as_raw_fd(), tasks, WIND_DOWN);
+        let _ = collect_ends(done_r.as_fd(), tasks, WIND_DOWN);
         let failed = (0..tasks).find_map(|i| control.pair(i / 2).error(i % 2).map(|e| (i, e)));
         return Err(match failed {
             Some((i, e)) => anyhow!("{} could not start: {e}", task_name(i / 2, i % 2)),
@@ -633,7 +648,7 @@ pub fn run_threads(
     }
     let t0 = Instant::now();
     let _ = state.t0.set(t0);
-    let early = next_end(done_r.as_raw_fd(), plan.duration)?;
+    let early = next_end(done_r.as_fd(), plan.duration)?;
     control.stop_flag().store(1, SeqCst);
     let elapsed = t0.elapsed();
     let mut ended = 0;
@@ -643,15 +658,14 @@ pub fn run_threads(
         // Wake the partner: remove a SysV object (EIDRM), or hand a pipe task a last token.
         if let Some(PairObjects::Pipe(fds)) = &objects[pair] {
             control.pair(pair).quit.store(1, SeqCst);
-            for w in [fds[1].as_raw_fd(), fds[3].as_raw_fd()] {
-                let token = [0u8; endpoint::TOKEN_LEN];
-                unsafe { libc::write(w, token.as_ptr().cast(), token.len()) };
+            for w in [&fds[1], &fds[3]] {
+                let _ = write(w, &[0u8; endpoint::TOKEN_LEN]);
             }
         } else {
             objects[pair] = None;
         }
     }
-    let all_ended = collect_ends(done_r.as_raw_fd(), tasks - ended, WIND_DOWN);
+    let all_ended = collect_ends(done_r.as_fd(), tasks - ended, WIND_DOWN);
     state.park_if_terminating();
     let first_error = (0..tasks).find_map(|i| control.pair(i / 2).error(i % 2).map(|e| (i, e)));
     if let Some(i) = early {
@@ -672,47 +686,27 @@ pub fn run_threads(
 }
 
 /// Waits for one task's end, or for `timeout` (None: forever). Returns its index.
-fn next_end(fd: i32, timeout: Option<Duration>) -> Result<Option<usize>> {
+fn next_end(fd: BorrowedFd, timeout: Option<Duration>) -> Result<Option<usize>> {
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
-        let ms = match deadline {
-            None => -1,
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Ok(None);
+        let Some(timeout) = poll_timeout(deadline) else {
+            return Ok(None);
+        };
+        match poll(&mut [PollFd::new(fd, PollFlags::POLLIN)], timeout) {
+            Ok(0) | Err(Errno::EINTR) => {}
+            Ok(_) => {
+                let mut idx = [0u8; 4];
+                if read_full(fd, &mut idx) == 4 {
+                    return Ok(Some(u32::from_ne_bytes(idx) as usize));
                 }
-                left.as_millis().clamp(1, i32::MAX as u128) as i32
             }
-        };
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let rc = unsafe { libc::poll(&mut p, 1, ms) };
-        if rc < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err).context("poll on the tasks");
-            }
-            continue;
-        }
-        if rc > 0 {
-            let mut idx = 0u32;
-            if read_full(fd, bytes_of(&mut idx)) == 4 {
-                return Ok(Some(idx as usize));
-            }
+            Err(errno) => return Err(errno).context("poll on the tasks"),
         }
     }
 }
 
-fn bytes_of(v: &mut u32) -> &mut [u8] {
-    unsafe { std::slice::from_raw_parts_mut((v as *mut u32).cast(), 4) }
-}
-
 /// Waits until `n` tasks have ended or `grace` passes. True if all did.
-fn collect_ends(fd: i32, n: usize, grace: Duration) -> bool {
+fn collect_ends(fd: BorrowedFd, n: usize, grace: Duration) -> bool {
     let deadline = Instant::now() + grace;
     for _ in 0..n {
         let left = deadline.saturating_duration_since(Instant::now());

@@ -1,0 +1,76 @@
+//! Ending whole process groups at exit: every workload runs in a group of its own, and an
+//! exit path (a signal, a panic) must leave nothing of them: no process, no SysV object.
+
+use std::time::{Duration, Instant};
+
+/// [`kill`], then [`wait_then_sweep`].
+pub fn kill_and_sweep(pgids: &[u32], within: Duration) {
+    kill(pgids);
+    wait_then_sweep(pgids, within);
+}
+
+/// SIGKILLs every group in `pgids` (the leader's pid; 0 and 1 are never groups of ours).
+pub fn kill(pgids: &[u32]) {
+    for &pgid in pgids.iter().filter(|&&p| p > 1) {
+        // SAFETY: kill takes no pointers; a negative pid names the process group.
+        unsafe { libc::kill(-(pgid as libc::pid_t), libc::SIGKILL) };
+    }
+}
+
+/// Waits until no process of `pgids` is alive (zombies count as gone: they hold nothing), at
+/// most `within`, then sweeps the SysV objects they can no longer remove themselves (a
+/// ledger is swept once its owner is dead).
+pub fn wait_then_sweep(pgids: &[u32], within: Duration) {
+    let pgids: Vec<u32> = pgids.iter().copied().filter(|&p| p > 1).collect();
+    if pgids.is_empty() {
+        return;
+    }
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline && any_alive_in(&pgids) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = crate::sys::sysv::sweep_orphans();
+}
+
+/// Whether any live (non-zombie) process is in one of `pgids`, from /proc/PID/stat.
+fn any_alive_in(pgids: &[u32]) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            return false;
+        };
+        // After the name: state, ppid, pgrp, ...
+        let mut fields = after.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
+        !matches!(state, Some("Z" | "X")) && pgrp.is_some_and(|g| pgids.contains(&g))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_killed_group_is_waited_for() {
+        let mut child = std::process::Command::new("sleep");
+        std::os::unix::process::CommandExt::process_group(&mut child, 0);
+        let mut child = child.arg("60").spawn().unwrap();
+        let pgid = child.id();
+        assert!(any_alive_in(&[pgid]));
+        let t0 = Instant::now();
+        kill_and_sweep(&[pgid], Duration::from_secs(10));
+        // A zombie until reaped: gone for our purpose.
+        assert!(!any_alive_in(&[pgid]));
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        let _ = child.wait();
+    }
+}

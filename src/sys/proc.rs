@@ -1,0 +1,231 @@
+//! /proc outside the probe's sampling loop: one process's stat, the processes and threads
+//! there are, sysctls, and this process's own files. The sampler keeps its files open and
+//! re-reads them (probe/reader.rs); everything else that needs /proc reads it here, and every
+//! /proc/PID/stat line, the sampler's too, goes through the one parser below.
+
+use std::os::unix::fs::MetadataExt;
+
+/// The fields of /proc/PID/stat (or task/TID/stat) the probe uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    pub state: u8,
+    pub ppid: u32,
+    pub pgrp: u32,
+    pub session: u32,
+    /// utime + stime, in ticks.
+    pub cpu_ticks: u64,
+    /// cutime + cstime (reaped children), in ticks.
+    pub child_ticks: u64,
+    pub nice: i32,
+    pub num_threads: u32,
+    /// Start time after boot, in ticks: with the pid, it names a process across pid reuse.
+    pub start: u64,
+    pub policy: u32,
+    /// The CPU it last ran on (field 39).
+    pub processor: Option<u32>,
+    /// Its real-time priority (field 40; 0 for fair tasks).
+    pub rt_priority: u32,
+    /// A kernel thread (PF_KTHREAD in the flags, field 9).
+    pub kthread: bool,
+}
+
+/// PF_KTHREAD in a task's flags.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+fn num<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// Parses a stat line. `comm` may hold spaces and parentheses, so fields are counted from
+/// the last ')'.
+pub fn stat(buf: &[u8]) -> Option<Stat> {
+    let close = buf.iter().rposition(|&c| c == b')')?;
+    let rest = buf.get(close + 2..)?;
+    // fields[0] is field 3 (state) of proc(5).
+    let mut f: [&[u8]; 40] = [&[]; 40];
+    let mut n = 0;
+    for tok in rest
+        .split(|c| *c == b' ' || *c == b'\n')
+        .filter(|t| !t.is_empty())
+    {
+        if n == f.len() {
+            break;
+        }
+        f[n] = tok;
+        n += 1;
+    }
+    if n < 20 {
+        return None;
+    }
+    let field = |k: usize| f[k - 3];
+    Some(Stat {
+        state: *field(3).first()?,
+        ppid: num(field(4))?,
+        pgrp: num(field(5))?,
+        session: num(field(6))?,
+        cpu_ticks: num::<u64>(field(14))? + num::<u64>(field(15))?,
+        child_ticks: num::<i64>(field(16))?.max(0) as u64 + num::<i64>(field(17))?.max(0) as u64,
+        nice: num(field(19))?,
+        num_threads: num(field(20))?,
+        start: num(field(22))?,
+        policy: if n >= 39 {
+            num(field(41)).unwrap_or(0)
+        } else {
+            0
+        },
+        processor: if n >= 37 { num(field(39)) } else { None },
+        rt_priority: if n >= 38 {
+            num(field(40)).unwrap_or(0)
+        } else {
+            0
+        },
+        kthread: num::<u64>(field(9)).is_some_and(|f| f & PF_KTHREAD != 0),
+    })
+}
+
+/// The `comm` of a stat line: between the first '(' and the last ')'.
+pub fn stat_comm(buf: &[u8]) -> Option<&str> {
+    let open = buf.iter().position(|&c| c == b'(')?;
+    let close = buf.iter().rposition(|&c| c == b')')?;
+    std::str::from_utf8(buf.get(open + 1..close)?).ok()
+}
+
+/// /proc/PID/stat of a process (or of a thread: a tid works as well), parsed.
+pub fn read_stat(pid: u32) -> Option<Stat> {
+    stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Whether `pid` is a live process: it exists and is not a zombie (a killed process stays
+/// one until it is reaped, and will never run again).
+pub fn alive(pid: u32) -> bool {
+    read_stat(pid).is_some_and(|s| !matches!(s.state, b'Z' | b'X'))
+}
+
+/// The processes in /proc now (its numeric entries).
+pub fn pids() -> Vec<u32> {
+    numeric_entries("/proc").unwrap_or_default()
+}
+
+/// The threads of process `pid` (/proc/PID/task), or None when it is gone.
+pub fn threads(pid: u32) -> Option<Vec<u32>> {
+    numeric_entries(&format!("/proc/{pid}/task"))
+}
+
+fn numeric_entries(dir: &str) -> Option<Vec<u32>> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    Some(
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect(),
+    )
+}
+
+/// The threads of every process whose /proc entry `uid` owns: what RLIMIT_NPROC counts.
+pub fn threads_of_user(uid: u32) -> u64 {
+    pids()
+        .into_iter()
+        .filter(|pid| std::fs::metadata(format!("/proc/{pid}")).is_ok_and(|m| m.uid() == uid))
+        .filter_map(read_stat)
+        .map(|s| u64::from(s.num_threads.max(1)))
+        .sum()
+}
+
+/// A number alone in a file: a sysctl, a cgroup's pids.max.
+pub fn read_u64(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// A sysctl by its dotted name ("kernel.pid_max"), from /proc/sys.
+pub fn sysctl_u64(name: &str) -> Option<u64> {
+    read_u64(&format!("/proc/sys/{}", name.replace('.', "/")))
+}
+
+/// Whether a sysctl that holds 0 or 1 holds 1; None when the kernel has no such sysctl.
+pub fn sysctl_on(name: &str) -> Option<bool> {
+    sysctl_u64(name).map(|v| v == 1)
+}
+
+/// A `Key:   N kB` line's number: of /proc/self/status (VmSize) or /proc/meminfo.
+fn kb_field(path: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?;
+    line.split_whitespace().next()?.parse().ok()
+}
+
+/// This process's address space, in bytes (VmSize of /proc/self/status).
+pub fn own_vm_size() -> Option<u64> {
+    Some(kb_field("/proc/self/status", "VmSize")? * 1024)
+}
+
+/// Memory available for new work, in bytes (MemAvailable of /proc/meminfo).
+pub fn mem_available() -> Option<u64> {
+    Some(kb_field("/proc/meminfo", "MemAvailable")? * 1024)
+}
+
+/// Tasks that exist on the machine now (the total of /proc/loadavg's running/total).
+pub fn task_count() -> Option<u64> {
+    let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
+    loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split('/')
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// This process's /proc/self/cgroup: one `id:controllers:path` line per hierarchy.
+pub fn own_cgroups() -> Option<String> {
+    std::fs::read_to_string("/proc/self/cgroup").ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_awkward_comm() {
+        let line = b"4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 2983 43535 1 6 12 3 31 6 20 5 3 0 71390 5124096 945 18446744073709551615 1 2 3 0 0 0 65536 4 1132560123 1 0 0 17 1 0 3 0 0 0\n";
+        let s = stat(line).unwrap();
+        assert_eq!(s.state, b'S');
+        assert_eq!((s.ppid, s.pgrp, s.session), (1, 4242, 4242));
+        assert_eq!(s.cpu_ticks, 15);
+        assert_eq!(s.child_ticks, 37);
+        assert_eq!(s.nice, 5);
+        assert_eq!(s.num_threads, 3);
+        assert_eq!(s.start, 71390);
+        assert_eq!(s.policy, 3);
+    }
+
+    #[test]
+    fn this_process_reads_as_itself() {
+        let me = std::process::id();
+        // The test runs on a thread of its own: that thread is the one running.
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        assert_eq!(read_stat(tid).unwrap().state, b'R');
+        assert!(alive(me));
+        assert!(pids().contains(&me));
+        assert!(threads(me).unwrap().contains(&me));
+        assert!(own_vm_size().unwrap() > 0);
+        assert!(mem_available().unwrap() > 0);
+        assert!(task_count().unwrap() >= 1);
+        assert!(sysctl_u64("kernel.pid_max").unwrap() > 1);
+    }
+
+    #[test]
+    fn a_zombie_is_not_alive_and_a_reaped_child_is_gone() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while read_stat(pid).is_some_and(|s| s.state != b'Z') {
+            assert!(std::time::Instant::now() < deadline, "true never exited");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!alive(pid));
+        child.wait().unwrap();
+        assert!(read_stat(pid).is_none());
+    }
+}
