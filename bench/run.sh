@@ -8,6 +8,8 @@
 #   hackbench  bench/loads.sh     process/socket, pipe, thread vs `perf bench sched messaging`
 #   fork-load                     and bench/c/hackbench.c; fork+exec+wait vs bench/c/forkloop.c
 #   ping-pong  bench/ipc.sh       msg and sem vs bench/c/pingpong.c, pipe vs `perf bench sched pipe`
+#   latency    bench/latency.sh   each generator with latency recording on against off
+#              (the parts above run schedlab with it on, its default)
 #   observer   bench/observer.sh  schedlab run at 10 Hz, top -d 0.1, htop -d 1 on 1,000 threads
 #   ui         cargo bench --bench ui_render   one frame with 5,000 tasks watched
 #
@@ -23,10 +25,10 @@ case "${1:-}" in
 esac
 if [ $quick = 1 ]; then
     chat_runs=3; chat_sizes="10x100 30x1000"; loads_runs=3; ipc_runs=3; ipc_secs=1
-    obs_runs=1; obs_secs=4; ui_args="--quick"
+    lat_runs=3; lat_secs=1; obs_runs=1; obs_secs=4; ui_args="--quick"
 else
     chat_runs=5; chat_sizes="10x100 30x1000"; loads_runs=7; ipc_runs=5; ipc_secs=2
-    obs_runs=3; obs_secs=6; ui_args=""
+    lat_runs=5; lat_secs=2; obs_runs=3; obs_secs=6; ui_args=""
 fi
 
 echo "# schedlab benchmarks$( [ $quick = 1 ] && echo " (--quick)")"
@@ -46,6 +48,10 @@ echo
 echo "## ping-pong (round trips/s; ratio above 1 = faster)"
 echo
 bench/ipc.sh "$ipc_runs" "$ipc_secs"
+echo
+echo "## latency recording (throughput on / off; goal: 0.98 or more)"
+echo
+bash bench/latency.sh "$lat_runs" "$lat_secs"
 echo
 echo "## observer"
 echo

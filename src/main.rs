@@ -49,6 +49,8 @@ enum Cmd {
     Msgbench(workload::msgbench::Args),
     /// Message, semaphore or pipe ping-pong between pairs of tasks.
     IpcPingpong(workload::pingpong::Args),
+    /// Threads woken by a timer and by another thread, timing how late they run.
+    WakeupProbe(workload::wakeup::Args),
     /// Remove SysV objects left by schedlab processes that were killed outright.
     Cleanup,
     /// Run a scenario without the dashboard, N times, and print statistics across repeats.
@@ -145,6 +147,7 @@ fn main() -> ExitCode {
         Some(Cmd::Contest(a)) => ("contest", cli::contest::main(a)),
         Some(Cmd::Msgbench(a)) => ("msgbench", workload::msgbench::main(a)),
         Some(Cmd::IpcPingpong(a)) => ("ipc-pingpong", workload::pingpong::main(a)),
+        Some(Cmd::WakeupProbe(a)) => ("wakeup-probe", workload::wakeup::main(a)),
         Some(Cmd::Cleanup) => ("cleanup", cli::cleanup::main()),
         Some(Cmd::Run(a)) => ("run", cli::run::main(a)),
         Some(Cmd::Compare(a)) => ("compare", cli::compare::main(a)),

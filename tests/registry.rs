@@ -148,8 +148,8 @@ fn every_limit_is_refused_the_same_way_from_a_scenario_the_picker_and_the_comman
         }
     }
     // Two sides of every range: chat 3, hackbench 5, fork-load 1, ref-job 3, cpu-hog 1,
-    // pingpong 1, msgbench 2.
-    assert_eq!(checked, 2 * 16, "every ranged parameter was driven");
+    // pingpong 1, msgbench 2, wakeup-probe 4.
+    assert_eq!(checked, 2 * 20, "every ranged parameter was driven");
 }
 
 #[test]

@@ -8,15 +8,25 @@
 //! Built like schedlab-nil: no std, no Rust `main` shim, only libc.
 //!
 //! Usage (from fork-load only): schedlab-forker PROGRAM CONTROL_FD FORKER FORKERS
-//! COUNTERS_FD SLOT_OFFSET. CONTROL_FD is fork-load's control region (64-byte lines: stop
-//! flag, then each forker's EAGAIN count, then each forker's finished flag), COUNTERS_FD the
-//! counter region and SLOT_OFFSET this forker's slot in it, in bytes.
+//! COUNTERS_FD SLOT_OFFSET HISTOGRAM_OFFSET. CONTROL_FD is fork-load's control region (64-byte
+//! lines: stop flag, then each forker's EAGAIN count, then each forker's finished flag),
+//! COUNTERS_FD the counter region, SLOT_OFFSET this forker's slot in it and HISTOGRAM_OFFSET
+//! its cycle-latency histogram (0: none), in bytes. Each cycle is timed from just before the
+//! fork to just after the reap, with the histogram code of schedlab itself.
 // Under `cargo test` (clippy --all-targets) the harness brings std and its own main.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(not(test), no_main)]
 
+// The one description of the histogram's layout, core only: the same code records here as in
+// every other workload.
+#[cfg(not(test))]
+#[allow(dead_code)]
+#[path = "../sys/histogram.rs"]
+mod histogram;
+
 #[cfg(not(test))]
 mod forker {
+    use crate::histogram;
     use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
     #[repr(C)]
@@ -36,6 +46,20 @@ mod forker {
         fn _exit(code: i32) -> !;
         fn close(fd: i32) -> i32;
         fn __errno_location() -> *mut i32;
+        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    }
+
+    const CLOCK_MONOTONIC: i32 = 1;
+
+    /// CLOCK_MONOTONIC in ns, through glibc's vDSO path (no system call).
+    fn now_ns() -> u64 {
+        let mut ts = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec to the pointer it is given.
+        unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
     }
 
     const PROT_READ: i32 = 1;
@@ -93,26 +117,32 @@ mod forker {
     /// Called by the C runtime, with `argv` holding `argc` pointers to NUL-terminated strings.
     #[no_mangle]
     pub unsafe extern "C" fn main(argc: i32, argv: *const *const u8) -> i32 {
-        if argc != 7 {
+        if argc != 8 {
             return EXIT_SETUP;
         }
-        // Sound: i < argc = 7 at every call below, so argv[i] is a valid entry.
+        // Sound: i < argc = 8 at every call below, so argv[i] is a valid entry.
         let arg = |i: usize| *argv.add(i);
-        let (Some(ctrl_fd), Some(i), Some(n), Some(counters_fd), Some(offset)) = (
+        let (Some(ctrl_fd), Some(i), Some(n), Some(counters_fd), Some(offset), Some(hist)) = (
             number(arg(2)),
             number(arg(3)),
             number(arg(4)),
             number(arg(5)),
             number(arg(6)),
+            number(arg(7)),
         ) else {
             return EXIT_SETUP;
         };
-        if i >= n || offset % LINE != 0 {
+        if i >= n || offset % LINE != 0 || hist % LINE != 0 {
             return EXIT_SETUP;
         }
+        let counters_len = if hist > 0 {
+            (offset + LINE).max(hist + histogram::HISTOGRAM_BYTES)
+        } else {
+            offset + LINE
+        };
         let (Some(ctrl), Some(counters)) = (
             map(ctrl_fd, LINE * (1 + 2 * n)),
-            map(counters_fd, offset + LINE),
+            map(counters_fd, counters_len),
         ) else {
             return EXIT_SETUP;
         };
@@ -124,9 +154,12 @@ mod forker {
         // any bits.
         let line = |k: usize| &*(ctrl.add(LINE * k) as *const AtomicU64);
         let (stop, eagain, finished) = (line(0), line(1 + i), line(1 + n + i));
-        // Sound: the slot's line lies inside the counters mapping of offset + LINE bytes, and
-        // offset is a multiple of LINE (checked above), so it is aligned.
+        // Sound: the slot's line lies inside the counters mapping of at least offset + LINE
+        // bytes, and offset is a multiple of LINE (checked above), so it is aligned.
         let slot = &*(counters.add(offset) as *const AtomicU64);
+        // Sound: a histogram at hist > 0 lies inside the counters mapping of at least
+        // hist + HISTOGRAM_BYTES bytes, aligned as hist is a multiple of LINE (checked above).
+        let latency = (hist > 0).then(|| counters.add(hist) as *const AtomicU64);
         let program = arg(1);
         let child_argv = [program, core::ptr::null()];
         let backoff = Timespec {
@@ -136,6 +169,7 @@ mod forker {
 
         let mut code = 0;
         while stop.load(Relaxed) == 0 {
+            let start = if latency.is_some() { now_ns() } else { 0 };
             let pid = fork();
             if pid == 0 {
                 execv(program, child_argv.as_ptr());
@@ -155,6 +189,11 @@ mod forker {
                 if *__errno_location() != EINTR {
                     break;
                 }
+            }
+            if let Some(words) = latency {
+                // Sound: `words` is this forker's own histogram, mapped above in full, and this
+                // process its only writer.
+                histogram::record(words, now_ns().saturating_sub(start));
             }
             // One writer per slot: a plain load and store, as CounterSlot::add.
             slot.store(slot.load(Relaxed).wrapping_add(1), Relaxed);

@@ -142,11 +142,7 @@ pub fn account(
     let already = already_credited(pw, &cur_keys, memo);
 
     let mut received: u64 = 0;
-    let mut run_sum: u64 = 0;
-    let mut wait_sum: u64 = 0;
-    let mut slices: u64 = 0;
-    let mut cpus_allowed = CpuSet::new();
-    let mut cpus_used = CpuSet::new();
+    let mut sums = Sums::default();
     // Per thread: pid, tid, run, wanted (ns), and its claim without demand yet.
     let mut per_task: Vec<(u32, u32, u64, u64, Claim)> = Vec::new();
     let mut reaped: Vec<(u32, u64, Placement)> = Vec::new();
@@ -154,7 +150,7 @@ pub fn account(
     let mut seen_tasks: HashSet<(u32, u64, u32)> = HashSet::with_capacity(threads);
     for p in &w.processes {
         let key = (p.pid, p.start);
-        let pp = prev_procs.get(&key);
+        let pp = prev_procs.get(&key).copied();
         let placement = placement_of(p);
         let mut own: u64 = 0;
         let mut last_cpus = None;
@@ -169,32 +165,19 @@ pub fn account(
             let tkey = (p.pid, p.start, th.tid);
             seen_tasks.insert(tkey);
             let tm = memo.tasks.entry(tkey).or_default();
-            let ThreadInterval {
-                run: dr,
-                slices: ds,
-                busy,
-                waited,
-            } = thread_interval(th, old, t_ns, since_ns, tm);
-            own += dr;
-            run_sum += dr;
-            wait_sum += waited;
-            slices += ds;
+            let iv = thread_interval(th, old, t_ns, since_ns, tm);
+            own += iv.run;
             let cpus = cpus_of(th, &mut last_cpus);
-            cpus_allowed.add_all(&cpus);
-            if busy > 0 {
-                if let Some(c) = th.cpu {
-                    cpus_used.insert(c);
-                }
-            }
+            sums.add(&iv, &cpus, th.cpu);
             let (class, weight) = class_of(th.policy, th.nice, th.rt_priority, th.dl_bw);
             per_task.push((
                 p.pid,
                 th.tid,
-                dr,
-                busy,
+                iv.run,
+                iv.busy,
                 Claim {
                     demand: 0.0,
-                    received: dr as f64 / t_ns,
+                    received: iv.run as f64 / t_ns,
                     weight,
                     class,
                     cpus,
@@ -203,11 +186,7 @@ pub fn account(
                 },
             ));
         }
-        let child_now = p.child_ticks * NS_PER_TICK;
-        let child_before = pp.map(|pp| pp.child_ticks * NS_PER_TICK).unwrap_or(0);
-        let got = child_now
-            .saturating_sub(child_before)
-            .saturating_sub(already.get(&p.pid).copied().unwrap_or(0));
+        let got = reaped_since(p, pp, already.get(&p.pid).copied().unwrap_or(0));
         own += got;
         reaped.push((p.pid, got, placement));
         *memo.credited.entry(key).or_default() += own;
@@ -215,13 +194,13 @@ pub fn account(
     }
     memo.tasks.retain(|k, _| seen_tasks.contains(k));
 
-    let wait_ratio = if run_sum > 0 {
-        (wait_sum as f64 / run_sum as f64).min(10.0)
+    let wait_ratio = if sums.run > 0 {
+        (sums.wait as f64 / sums.run as f64).min(10.0)
     } else {
         0.0
     };
     let (claims, busy_tasks) = fold_children(per_task, reaped, wait_ratio, t_ns);
-    let wait_total = wait_sum as f64;
+    let wait_total = sums.wait as f64;
 
     let (received_ns, accounting) = match (&w.cgroup, &pw.cgroup) {
         (Some(c), Some(pc)) if c.path == pc.path => (
@@ -233,13 +212,47 @@ pub fn account(
     Account {
         received_ns,
         wait_ns: wait_total,
-        slices,
+        slices: sums.slices,
         claims,
         accounting,
-        cpus_allowed,
-        cpus_used,
+        cpus_allowed: sums.cpus_allowed,
+        cpus_used: sums.cpus_used,
         busy_tasks,
     }
+}
+
+/// A workload's threads summed over one interval.
+#[derive(Default)]
+struct Sums {
+    run: u64,
+    wait: u64,
+    slices: u64,
+    cpus_allowed: CpuSet,
+    cpus_used: CpuSet,
+}
+
+impl Sums {
+    fn add(&mut self, iv: &ThreadInterval, cpus: &CpuSet, cpu: Option<u32>) {
+        self.run += iv.run;
+        self.wait += iv.waited;
+        self.slices += iv.slices;
+        self.cpus_allowed.add_all(cpus);
+        if iv.busy > 0 {
+            if let Some(c) = cpu {
+                self.cpus_used.insert(c);
+            }
+        }
+    }
+}
+
+/// CPU a process's reaped children used since its last Sample (from its cutime + cstime),
+/// less what was credited already while they were still alive.
+fn reaped_since(p: &ProcessSample, before: Option<&ProcessSample>, already: u64) -> u64 {
+    let child_now = p.child_ticks * NS_PER_TICK;
+    let child_before = before.map(|b| b.child_ticks * NS_PER_TICK).unwrap_or(0);
+    child_now
+        .saturating_sub(child_before)
+        .saturating_sub(already)
 }
 
 /// Reaped children ran as a chain with the process that waited for them (fork, exec, wait):

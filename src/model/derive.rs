@@ -1,6 +1,6 @@
 //! From two Samples to a Frame: CPU received (with reaped children), demand, fair share with
 //! every rule the kernel enforces, the verdict over a window and its cause, context-switch
-//! rates, run-queue wait, Jain's index. Pure: no I/O, no clock.
+//! rates, run-queue wait, latency percentiles, Jain's index. Pure: no I/O, no clock.
 //!
 //! The model keeps a little state between steps (when status was last read, the CPU already
 //! credited to each process, wait counted ahead of the kernel, the verdict window, the rest of
@@ -15,6 +15,7 @@ use super::demand::TaskMemo;
 use super::explain::{self, Evidence};
 use super::fair;
 use super::frame::{Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState};
+use super::latency;
 use super::solver::{self, Class};
 use super::tree::Tree;
 use super::window::{Means, Slot, Windows, DEFAULT_WINDOW};
@@ -270,6 +271,8 @@ impl Model {
         if let (Some(a), Some(b)) = (w.ops, pw.and_then(|p| p.ops)) {
             f.ops_per_sec = a.saturating_sub(b) as f64 / secs;
         }
+        (f.latency, f.more_latency) =
+            latency::interval(pw.map_or(&[][..], |p| &p.latency), &w.latency);
         f.cpu_received = acc.received_ns / t_ns;
         let demand: f64 = acc.claims.iter().map(|c| c.demand).sum();
         f.cpu_demand = demand.max(f.cpu_received);

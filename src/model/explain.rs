@@ -57,6 +57,42 @@ pub fn due(mine: &[usize], tasks: &[Task], sol: &Solution, tree: &Tree, online: 
     }
 }
 
+/// Real-time and deadline tasks confined to these CPUs took their part first: when that is
+/// more than a sliver, it is what a fair task there is due.
+fn realtime_took(tasks: &[Task], sol: &Solution, online: &CpuSet, set: &CpuSet) -> Option<Due> {
+    let taken: f64 = tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.class != Class::Fair)
+        .filter(|(_, t)| usable(t, online).is_subset(set))
+        .map(|(k, _)| sol.share[k])
+        .sum();
+    (taken > 0.05 * set.len() as f64).then(|| Due::RealTime {
+        taken: taken / set.len() as f64,
+        cpus: set.to_string(),
+    })
+}
+
+/// What the pool is: a group's part, or what a set of CPUs has left once those who want
+/// less (and real-time tasks) have theirs.
+fn pool_name(set: &CpuSet, online: &CpuSet, node: usize, pool: f64) -> String {
+    let whole = pool >= set.len() as f64 - 0.01;
+    let place = if set == online {
+        "the machine".to_string()
+    } else {
+        format!("CPU {set}")
+    };
+    if node != 0 && set != online {
+        format!("its group gets on CPU {set}")
+    } else if node != 0 {
+        "its group gets".to_string()
+    } else if whole {
+        format!("of {place}")
+    } else {
+        format!("{place} has left")
+    }
+}
+
 /// Its weight's part of the pool it shares, or what real-time tasks leave of its CPUs.
 fn share_of(
     mine: &[usize],
@@ -74,19 +110,8 @@ fn share_of(
     };
     let fair_class = mine.iter().any(|&i| tasks[i].class == Class::Fair);
     if fair_class {
-        // Real-time and deadline tasks confined to these CPUs took their part first.
-        let taken: f64 = tasks
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.class != Class::Fair)
-            .filter(|(_, t)| usable(t, online).is_subset(&set))
-            .map(|(k, _)| sol.share[k])
-            .sum();
-        if taken > 0.05 * set.len() as f64 {
-            return Due::RealTime {
-                taken: taken / set.len() as f64,
-                cpus: set.to_string(),
-            };
+        if let Some(due) = realtime_took(tasks, sol, online, &set) {
+            return due;
         }
     }
     // Its peers are tasks of its own kind: real-time tasks take theirs before fair tasks share
@@ -142,23 +167,7 @@ fn share_of(
         }
         break (of_weight, pool);
     };
-    // What the pool is: a group's part, or what a set of CPUs has left once those who want
-    // less (and real-time tasks) have theirs.
-    let whole = pool >= set.len() as f64 - 0.01;
-    let place = if set == *online {
-        "the machine".to_string()
-    } else {
-        format!("CPU {set}")
-    };
-    let pool_name = if node != 0 && set != *online {
-        format!("its group gets on CPU {set}")
-    } else if node != 0 {
-        "its group gets".to_string()
-    } else if whole {
-        format!("of {place}")
-    } else {
-        format!("{place} has left")
-    };
+    let pool_name = pool_name(&set, online, node, pool);
     Due::Share {
         weight,
         of_weight,

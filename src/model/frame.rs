@@ -94,9 +94,34 @@ pub struct WorkloadFrame {
     pub cpus_allowed: String,
     #[serde(default)]
     pub cpus_used: String,
+    /// How long its own operations took over the interval, from its in-band histograms
+    /// (model/latency.rs); None: it times nothing (a CPU hog, any command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    /// Its other kinds of latency, when it times more than one (the wakeup probe's thread
+    /// wakeups beside its timer wakeups, which are `latency`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_latency: Vec<Latency>,
     /// A failed workload's last stderr lines (else empty), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+}
+
+/// Percentiles of one kind of latency over one interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// What was timed: "round trip", "delivery", "message", "fork cycle", "timer wakeup",
+    /// "thread wakeup".
+    pub unit: String,
+    /// Values over the interval (0: none; the figures below are then 0 and mean nothing).
+    pub samples: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub mean_us: f64,
+    /// False: "latency unavailable": the operations' stamps did not survive the trip (a chat
+    /// server that does not relay the bytes it is sent), so no figure above is one.
+    pub available: bool,
 }
 
 fn one() -> f64 {

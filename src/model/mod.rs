@@ -1,5 +1,6 @@
 //! Pure functions from Samples to Frames: rates, CPU share, context-switch rates, run-queue
-//! wait, fair share, Jain's index, and statistics over repeated runs. No I/O.
+//! wait, fair share, Jain's index, latency percentiles, and statistics over repeated runs.
+//! No I/O.
 
 pub mod account;
 pub mod cpuset;
@@ -8,6 +9,7 @@ pub mod derive;
 pub mod explain;
 pub mod fair;
 pub mod frame;
+pub mod latency;
 pub mod solver;
 pub mod stats;
 pub mod tree;
@@ -15,5 +17,6 @@ pub mod window;
 
 pub use derive::{derive, Model};
 pub use frame::{
-    Accounting, Cause, Due, Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState,
+    Accounting, Cause, Due, Frame, Latency, MachineFrame, RestGroup, Verdict, WorkloadFrame,
+    WorkloadState,
 };

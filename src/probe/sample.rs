@@ -187,9 +187,44 @@ pub struct WorkloadSample {
     /// Where it is in its life, as whoever started it (the Lab) knows it.
     #[serde(default, skip_serializing_if = "Life::is_running")]
     pub life: Life,
+    /// Its threads' latency histograms, merged per unit (none: it times nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<LatencySample>,
     /// A failed workload's last stderr lines, as its starter kept them (else empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+}
+
+/// A workload's latency histograms of one unit, merged over its threads: raw cumulative
+/// counts since it started, as its counter region holds them. The buckets are
+/// [`sys::histogram`](crate::sys::histogram)'s; the model takes deltas (model/latency.rs).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatencySample {
+    /// What is timed: "round trip", "delivery", "message", "fork cycle", "timer wakeup",
+    /// "thread wakeup".
+    pub unit: String,
+    /// Values recorded so far, and their sum in ns.
+    pub samples: u64,
+    pub sum_ns: u64,
+    /// Operations whose latency could not be read (a chat server that does not relay the
+    /// content it is sent).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rejected: u64,
+    /// The non-empty buckets as (index, count); index 896 counts values past 137 s.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buckets: Vec<(u16, u64)>,
+}
+
+impl From<crate::sys::counters::LatencyTotals> for LatencySample {
+    fn from(t: crate::sys::counters::LatencyTotals) -> Self {
+        Self {
+            unit: t.unit.map_or("", |u| u.name()).to_string(),
+            samples: t.samples,
+            sum_ns: t.sum_ns,
+            rejected: t.rejected,
+            buckets: t.buckets,
+        }
+    }
 }
 
 /// A workload's life as its starter sees it; the probe only reads a running one.

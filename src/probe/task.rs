@@ -117,6 +117,16 @@ impl Suspects {
     }
 }
 
+/// One thread of a process, as a sweep visits it.
+struct Thread<'s> {
+    pid: u32,
+    tid: u32,
+    /// The process's stat, read this sweep.
+    main: &'s parse::Stat,
+    /// Nice and policy are due for every thread (they changed, or it is time).
+    nice_due: bool,
+}
+
 /// Why a process could not be read this sweep.
 pub(super) enum ProcGone {
     /// It exited, or its pid now names another process, or it left the group.
@@ -189,7 +199,56 @@ impl ProcState {
         buf: &mut Vec<u8>,
         problems: &mut Vec<String>,
     ) -> Result<(), ProcGone> {
-        let proc_root = sweep.proc_root;
+        let st = self.read_own_stat(pid, pgid, sweep.proc_root, buf, problems)?;
+        if st.state == b'Z' {
+            // A zombie has no threads left to read; its times stay in its stat.
+            self.tasks.clear();
+            return Ok(());
+        }
+        if st.num_threads as usize != self.tasks.len()
+            || sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS
+        {
+            self.list_tasks(sweep.proc_root, sweep.now);
+        }
+        let nice_due = sweep.status_due
+            && ((st.nice, st.policy) != self.main_sched
+                || sweep.now.saturating_sub(self.nice_ns) >= NICE_EVERY_NS);
+        if nice_due {
+            self.nice_ns = sweep.now;
+            self.main_sched = (st.nice, st.policy);
+        }
+        let notes = &mut self.notes;
+        self.tasks.retain(|&tid, t| {
+            // A big workload is read in rotation (the budget of reads a second): a thread
+            // skipped this sweep keeps its last values, and says it was not read.
+            if sweep.stride > 1 && tid != pid && (tid + sweep.phase) % sweep.stride != 0 {
+                t.sample.state = None;
+                return true;
+            }
+            let thread = Thread {
+                pid,
+                tid,
+                main: &st,
+                nice_due,
+            };
+            t.sweep(&thread, sweep, buf, notes, problems)
+        });
+        if sweep.status_due {
+            self.sample.autogroup = read_autogroup(sweep.proc_root, pid, buf);
+            self.sample.cgroup = read_group(sweep, pid, buf);
+        }
+        Ok(())
+    }
+
+    /// The process's own stat, still the process we knew, in the group it must be in.
+    fn read_own_stat(
+        &mut self,
+        pid: u32,
+        pgid: u32,
+        proc_root: &Path,
+        buf: &mut Vec<u8>,
+        problems: &mut Vec<String>,
+    ) -> Result<parse::Stat, ProcGone> {
         let st = match self.stat.read(buf) {
             Ok(b) => parse::stat(b),
             Err(ReadErr::Gone) => None,
@@ -210,99 +269,7 @@ impl ProcState {
         self.sample.cpu_ticks = st.cpu_ticks;
         self.sample.child_ticks = st.child_ticks;
         self.state = st.state;
-        if st.state == b'Z' {
-            // A zombie has no threads left to read; its times stay in its stat.
-            self.tasks.clear();
-            return Ok(());
-        }
-        if st.num_threads as usize != self.tasks.len()
-            || sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS
-        {
-            self.list_tasks(proc_root, sweep.now);
-        }
-        let nice_due = sweep.status_due
-            && ((st.nice, st.policy) != self.main_sched
-                || sweep.now.saturating_sub(self.nice_ns) >= NICE_EVERY_NS);
-        if nice_due {
-            self.nice_ns = sweep.now;
-            self.main_sched = (st.nice, st.policy);
-        }
-        let notes = &mut self.notes;
-        self.tasks.retain(|&tid, t| {
-            // A big workload is read in rotation (the budget of reads a second): a thread
-            // skipped this sweep keeps its last values, and says it was not read.
-            if sweep.stride > 1 && tid != pid && (tid + sweep.phase) % sweep.stride != 0 {
-                t.sample.state = None;
-                return true;
-            }
-            match t.read_schedstat(buf) {
-                Ok(true) => {}
-                Ok(false) => return false,
-                Err(ReadErr::Gone) => return false,
-                Err(ReadErr::Failed(why)) => {
-                    problems.push(format!(
-                        "{}/{pid}/task/{tid}/schedstat: {why}",
-                        proc_root.display()
-                    ));
-                    return false;
-                }
-            }
-            if tid == pid {
-                // The process's stat is the main thread's: its state, CPU, nice and policy
-                // come free with it.
-                t.sample.state = Some(st.state as char);
-                t.sample.cpu = st.processor.or(t.sample.cpu);
-                t.sample.nice = st.nice;
-                t.sample.policy = st.policy;
-                t.sample.rt_priority = st.rt_priority;
-            }
-            let suspect = t.ran_little() && sweep.suspects.turn();
-            let fresh = std::mem::take(&mut t.fresh);
-            let stat_due = tid != pid
-                && (sweep.status_due
-                    || fresh
-                    || nice_due
-                    || (sweep.stat_active && t.active())
-                    || (sweep.contended && suspect && take(&mut sweep.suspects.stat_left)));
-            if stat_due {
-                t.open_files(proc_root, pid, tid, notes);
-                if let Some(r) = &t.stat {
-                    if let Some(ts) = r.read(buf).ok().and_then(parse::stat) {
-                        t.sample.state = Some(ts.state as char);
-                        t.sample.cpu = ts.processor.or(t.sample.cpu);
-                        t.sample.nice = ts.nice;
-                        t.sample.policy = ts.policy;
-                        t.sample.rt_priority = ts.rt_priority;
-                    }
-                }
-            }
-            // A runnable thread that ran a little and then waited: did it sleep in between?
-            // Its voluntary switches say (read out of turn, within the budget).
-            let waiting = suspect
-                && t.sample.state == Some('R')
-                && t.ran_at_all()
-                && take(&mut sweep.suspects.status_left);
-            if (sweep.status_due && t.sample.slices != t.status_slices) || waiting || fresh {
-                t.open_files(proc_root, pid, tid, notes);
-                t.status_slices = t.sample.slices;
-                if let Err(why) = t.read_status(buf, sweep.now) {
-                    notes.push(format!(
-                        "{}/{pid}/task/{tid}/status: {why}",
-                        proc_root.display()
-                    ));
-                    t.status = None;
-                }
-            }
-            if sweep.deadline_attrs && t.sample.policy == SCHED_DEADLINE {
-                t.sample.dl_bw = deadline_bandwidth(tid);
-            }
-            true
-        });
-        if sweep.status_due {
-            self.sample.autogroup = read_autogroup(proc_root, pid, buf);
-            self.sample.cgroup = read_group(sweep, pid, buf);
-        }
-        Ok(())
+        Ok(st)
     }
 
     /// Brings the thread list up to date: opens files of new threads, drops dead ones.
@@ -395,6 +362,84 @@ impl TaskState {
         };
         self.status = self.status.take().or_else(|| open("status"));
         self.stat = self.stat.take().or_else(|| open("stat"));
+    }
+
+    /// This sweep's reads of one thread: schedstat always, stat and status when due or
+    /// when it may be starving. False: it is gone (or its files are not what they were).
+    fn sweep(
+        &mut self,
+        th: &Thread,
+        sweep: &mut Sweep,
+        buf: &mut Vec<u8>,
+        notes: &mut Vec<String>,
+        problems: &mut Vec<String>,
+    ) -> bool {
+        let (pid, tid, proc_root) = (th.pid, th.tid, sweep.proc_root);
+        match self.read_schedstat(buf) {
+            Ok(true) => {}
+            Ok(false) | Err(ReadErr::Gone) => return false,
+            Err(ReadErr::Failed(why)) => {
+                problems.push(format!(
+                    "{}/{pid}/task/{tid}/schedstat: {why}",
+                    proc_root.display()
+                ));
+                return false;
+            }
+        }
+        if tid == pid {
+            // The process's stat is the main thread's: its state, CPU, nice and policy come
+            // free with it.
+            self.take_sched(th.main);
+        }
+        let suspect = self.ran_little() && sweep.suspects.turn();
+        let fresh = std::mem::take(&mut self.fresh);
+        let stat_due = tid != pid
+            && (sweep.status_due
+                || fresh
+                || th.nice_due
+                || (sweep.stat_active && self.active())
+                || (sweep.contended && suspect && take(&mut sweep.suspects.stat_left)));
+        if stat_due {
+            self.open_files(proc_root, pid, tid, notes);
+            if let Some(ts) = self
+                .stat
+                .as_ref()
+                .and_then(|r| r.read(buf).ok())
+                .and_then(parse::stat)
+            {
+                self.take_sched(&ts);
+            }
+        }
+        // A runnable thread that ran a little and then waited: did it sleep in between? Its
+        // voluntary switches say (read out of turn, within the budget).
+        let waiting = suspect
+            && self.sample.state == Some('R')
+            && self.ran_at_all()
+            && take(&mut sweep.suspects.status_left);
+        if (sweep.status_due && self.sample.slices != self.status_slices) || waiting || fresh {
+            self.open_files(proc_root, pid, tid, notes);
+            self.status_slices = self.sample.slices;
+            if let Err(why) = self.read_status(buf, sweep.now) {
+                notes.push(format!(
+                    "{}/{pid}/task/{tid}/status: {why}",
+                    proc_root.display()
+                ));
+                self.status = None;
+            }
+        }
+        if sweep.deadline_attrs && self.sample.policy == SCHED_DEADLINE {
+            self.sample.dl_bw = deadline_bandwidth(tid);
+        }
+        true
+    }
+
+    /// What a stat line says of its scheduling: state, CPU, nice, policy, priority.
+    fn take_sched(&mut self, st: &parse::Stat) {
+        self.sample.state = Some(st.state as char);
+        self.sample.cpu = st.processor.or(self.sample.cpu);
+        self.sample.nice = st.nice;
+        self.sample.policy = st.policy;
+        self.sample.rt_priority = st.rt_priority;
     }
 
     /// Reads schedstat; Ok(false) when its text is not schedstat's.

@@ -1,10 +1,18 @@
-//! Live operation counters shared between a workload and whoever watches it.
+//! Live operation counters and latency histograms shared between a workload and whoever
+//! watches it.
 //!
 //! The watcher (dashboard, `run`, contest) creates a memfd-backed region and hands its
 //! descriptor to the workload child through `SCHEDLAB_COUNTERS_FD`. A standalone run creates
 //! a private region, so both paths run the same code. Each worker thread claims one
 //! cache-line-sized slot once, then only stores to it: counting a message costs a load and a
 //! store to a line no other thread writes, no lock, no atomic read-modify-write, no syscall.
+//!
+//! A thread that times its operations also claims a histogram (its own 113 cache lines after
+//! the slots, laid out as [`histogram`](super::histogram) says) and records into it the same
+//! way; the only system call added is the vDSO clock. The watcher reads every histogram, merged
+//! per kind of latency, into raw cumulative bucket counts ([`CounterRegion::read_latency`]).
+//! `SCHEDLAB_LATENCY=off` in a workload's environment turns recording off, so that a
+//! benchmark can compare the two.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -12,12 +20,21 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 
+use super::histogram::{self, Unit, BUCKETS, HISTOGRAM_BYTES};
+
 /// Environment variable carrying the inherited descriptor of the region.
 pub const ENV_FD: &str = "SCHEDLAB_COUNTERS_FD";
-const MAGIC: u64 = 0x5c4e_d1ab_c0de_0001;
+/// Environment variable that turns latency recording off when it is `off` or `0`.
+pub const ENV_LATENCY: &str = "SCHEDLAB_LATENCY";
+const MAGIC: u64 = 0x5c4e_d1ab_c0de_0002;
 const LINE: usize = 64;
 /// Slots a region holds unless asked otherwise: enough for 200 chat rooms' client threads.
 pub const DEFAULT_CAPACITY: usize = 16_384;
+/// Histograms a region holds unless asked otherwise (7 KiB each, 7.1 MiB in all, of memory
+/// that stays unallocated until a thread claims it): 50 chat rooms' receive threads, 51
+/// hackbench groups' receivers. Threads beyond it do not record; the others still show the
+/// distribution, as their work is the same.
+pub const DEFAULT_HISTOGRAMS: usize = 1024;
 
 #[repr(C, align(64))]
 struct Header {
@@ -29,6 +46,9 @@ struct Header {
     expected_total: AtomicU64,
     /// Set by the workload once its measured part is over.
     finished: AtomicU64,
+    /// Histograms the region holds, and how many are handed out.
+    histograms: AtomicU64,
+    histograms_claimed: AtomicU64,
 }
 
 #[repr(C, align(64))]
@@ -38,6 +58,7 @@ struct Slot {
 
 const _: () = assert!(std::mem::size_of::<Header>() == LINE);
 const _: () = assert!(std::mem::size_of::<Slot>() == LINE);
+const _: () = assert!(HISTOGRAM_BYTES % LINE == 0);
 
 struct Mapping {
     base: *mut u8,
@@ -48,14 +69,15 @@ struct Mapping {
 // SAFETY: Send: a `Mapping` owns its mapping and descriptor, unmaps once in Drop, and the memory is
 // only ever reached through atomics, so any thread may own it.
 unsafe impl Send for Mapping {}
-// SAFETY: Sync: a shared `Mapping` gives out the memory only as `&AtomicU64` (Header, Slot), which
-// is Sync.
+// SAFETY: Sync: a shared `Mapping` gives out the memory only as `&AtomicU64` (Header, Slot,
+// histogram words), which is Sync.
 unsafe impl Sync for Mapping {}
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: `base` and `len` are exactly what mmap returned in `map`; every reference into
-        // the mapping borrows a region or holds this Arc, so none outlives the unmap.
+        // SAFETY: `base` and `len` are exactly what mmap returned in `map_raw`; every reference
+        // into the mapping borrows a region or holds this Arc (slots, histograms), so none
+        // outlives the unmap.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }
@@ -65,6 +87,7 @@ impl Drop for Mapping {
 pub struct CounterRegion {
     map: Arc<Mapping>,
     capacity: usize,
+    histograms: usize,
 }
 
 /// One thread's counter. Only its owner writes it.
@@ -99,9 +122,168 @@ impl CounterSlot {
     }
 }
 
+/// One thread's latency histogram. Only its owner writes it.
+pub struct Histogram {
+    words: *const AtomicU64,
+    _map: Arc<Mapping>,
+}
+
+// SAFETY: Send: the histogram points into a mapping its `_map` keeps alive and is reached only
+// through atomics; one writer per histogram is the recording protocol, not a memory-safety need.
+unsafe impl Send for Histogram {}
+
+impl Histogram {
+    /// Records one latency in ns: plain loads and stores to this thread's own lines.
+    #[inline(always)]
+    pub fn record(&self, ns: u64) {
+        // SAFETY: `words` is this histogram's first word in the mapping `_map` keeps alive,
+        // and the owner (whoever holds `&self`; the type is not Sync) is its only writer.
+        unsafe { histogram::record(self.words, ns) }
+    }
+
+    /// Records the time from `start` (a [`now_ns`] reading) to now.
+    #[inline(always)]
+    pub fn record_since(&self, start: u64) {
+        self.record(now_ns().saturating_sub(start));
+    }
+
+    /// Counts an operation whose latency could not be read: its stamp did not survive the
+    /// trip (a peer that does not relay the bytes it was sent).
+    #[inline]
+    pub fn reject(&self) {
+        // SAFETY: as in `record`.
+        let w = unsafe { &*self.words.add(histogram::H_REJECTED) };
+        w.store(w.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
+    /// Values recorded so far.
+    pub fn samples(&self) -> u64 {
+        // SAFETY: as in `record`.
+        unsafe { &*self.words.add(histogram::H_SAMPLES) }.load(Relaxed)
+    }
+
+    /// Its counts so far, as [`CounterRegion::read_latency`] reads them.
+    pub fn totals(&self) -> LatencyTotals {
+        let mut dense = vec![0; BUCKETS + 1];
+        // SAFETY: as in `record`; reading only loads.
+        let mut totals = unsafe { read_histogram(self.words, &mut dense) }.unwrap_or_default();
+        totals.buckets = sparse(&dense);
+        totals
+    }
+
+    /// Where the histogram lies in its region, in bytes (for a program exec'd with the
+    /// region's descriptor).
+    pub fn offset(&self) -> usize {
+        self.words as usize - self._map.base as usize
+    }
+}
+
+/// CLOCK_MONOTONIC in ns, through the vDSO (no system call): about 22 ns here
+/// (docs/latency.md). The same clock in every process of the machine.
+#[inline(always)]
+pub fn now_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Whether this process records latency: on unless `SCHEDLAB_LATENCY` is `off` or `0`.
+pub fn latency_enabled() -> bool {
+    !matches!(std::env::var(ENV_LATENCY).as_deref(), Ok("off" | "0"))
+}
+
+/// Picks one operation in `every` for timing: a countdown, a decrement and a predictable
+/// branch per operation.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    every: u32,
+    left: u32,
+}
+
+impl Sampler {
+    /// The first operation is timed, then every `every`-th.
+    pub fn new(every: u32) -> Self {
+        Self {
+            every: every.max(1),
+            left: 1,
+        }
+    }
+
+    #[inline(always)]
+    pub fn due(&mut self) -> bool {
+        self.left -= 1;
+        if self.left == 0 {
+            self.left = self.every;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A region's histograms of one unit, merged: raw cumulative counts, as the observer reads
+/// them. `buckets` lists the non-empty buckets (index, count), overflow as index `BUCKETS`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatencyTotals {
+    pub unit: Option<Unit>,
+    pub samples: u64,
+    pub sum_ns: u64,
+    pub rejected: u64,
+    pub buckets: Vec<(u16, u64)>,
+}
+
+/// Reads the histogram at `words` into `dense` (added to it: one count per bucket, overflow
+/// last) and returns its header's figures; None when it carries no unit yet (claimed a moment
+/// ago). Reads the header line and only the lines of buckets it ever wrote.
+///
+/// # Safety
+/// `words` points to a histogram (`HISTOGRAM_BYTES` of mapped memory, 8-byte aligned).
+unsafe fn read_histogram(words: *const AtomicU64, dense: &mut [u64]) -> Option<LatencyTotals> {
+    use histogram::{BUCKETS_PER_LINE, HEADER_WORDS, H_OVERFLOW, H_REJECTED, H_SAMPLES, H_SUM};
+    // SAFETY: the caller vouches for `words`; every index used is within the histogram.
+    let word = |w: usize| unsafe { &*words.add(w) }.load(Relaxed);
+    let unit = Unit::from_code(word(histogram::H_UNIT))?;
+    dense[BUCKETS] += word(H_OVERFLOW);
+    for half in 0..2 {
+        let mut touched = word(histogram::H_TOUCHED + half);
+        while touched != 0 {
+            let line = half * 64 + touched.trailing_zeros() as usize;
+            touched &= touched - 1;
+            let first = line * BUCKETS_PER_LINE;
+            for (b, count) in dense[first..first + BUCKETS_PER_LINE]
+                .iter_mut()
+                .enumerate()
+            {
+                *count += word(HEADER_WORDS + first + b);
+            }
+        }
+    }
+    Some(LatencyTotals {
+        unit: Some(unit),
+        samples: word(H_SAMPLES),
+        sum_ns: word(H_SUM),
+        rejected: word(H_REJECTED),
+        buckets: Vec::new(),
+    })
+}
+
+/// The non-empty buckets of `dense`, as (index, count).
+fn sparse(dense: &[u64]) -> Vec<(u16, u64)> {
+    dense
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(i, &c)| (i as u16, c))
+        .collect()
+}
+
 impl CounterRegion {
-    /// Creates a fresh region with room for `capacity` slots.
+    /// Creates a fresh region with room for `capacity` slots and the default histograms.
     pub fn create(capacity: usize) -> Result<Self> {
+        Self::create_with(capacity, DEFAULT_HISTOGRAMS)
+    }
+
+    /// Creates a fresh region with room for `capacity` slots and `histograms` histograms.
+    pub fn create_with(capacity: usize, histograms: usize) -> Result<Self> {
         // SAFETY: the name is a NUL-terminated C string literal; memfd_create reads nothing else.
         let raw = unsafe { libc::memfd_create(c"schedlab-counters".as_ptr(), libc::MFD_CLOEXEC) };
         if raw < 0 {
@@ -110,15 +292,26 @@ impl CounterRegion {
         // SAFETY: `raw` is the new descriptor memfd_create just returned (checked non-negative);
         // nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let len = LINE * (capacity + 1);
-        // SAFETY: `fd` is an open descriptor this function owns; ftruncate takes no pointer.
+        let len = Self::len_for(capacity, histograms);
+        // SAFETY: `fd` is an open descriptor this function owns; ftruncate takes no pointer (the
+        // file stays sparse until written).
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
             return Err(std::io::Error::last_os_error()).context("sizing the counter region");
         }
-        let region = Self::map(fd, len)?;
-        region.header().capacity.store(capacity as u64, Relaxed);
-        region.header().magic.store(MAGIC, Relaxed);
-        Ok(region)
+        let base = Self::map_raw(&fd, len)?;
+        let header = base as *const Header;
+        // SAFETY: the mapping is `len` bytes, at least one header line, and nobody else has
+        // it yet.
+        unsafe {
+            (*header).capacity.store(capacity as u64, Relaxed);
+            (*header).histograms.store(histograms as u64, Relaxed);
+            (*header).magic.store(MAGIC, Relaxed);
+        }
+        Ok(Self::wrap(fd, base, len, capacity, histograms))
+    }
+
+    fn len_for(capacity: usize, histograms: usize) -> usize {
+        LINE * (capacity + 1) + HISTOGRAM_BYTES * histograms
     }
 
     /// Maps the region a parent handed down through `SCHEDLAB_COUNTERS_FD`, if any.
@@ -142,17 +335,43 @@ impl CounterRegion {
         // SAFETY: `dup` is the new descriptor fcntl just returned (checked non-negative); nothing
         // else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(dup) };
-        // SAFETY: libc::stat is plain old data: all-zero bytes are a valid value.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `st` is a live, writable libc::stat for fstat to fill; `fd` is open.
-        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 || (st.st_size as usize) < LINE {
-            bail!("{ENV_FD}={raw} is not a counter region");
+        Self::from_fd(fd)
+            .map(Some)
+            .with_context(|| format!("{ENV_FD}={raw} is not a counter region"))
+    }
+
+    /// Maps the region behind `fd`, checking that it is one.
+    pub fn from_fd(fd: OwnedFd) -> Result<Self> {
+        let len = std::fs::File::from(fd.try_clone()?).metadata()?.len() as usize;
+        if len < LINE {
+            bail!("too short for a counter region");
         }
-        let region = Self::map(fd, st.st_size as usize)?;
-        if region.header().magic.load(Relaxed) != MAGIC {
-            bail!("{ENV_FD}={raw} is not a counter region");
+        let base = Self::map_raw(&fd, len)?;
+        let header = base as *const Header;
+        // SAFETY: the mapping holds at least the header line (checked above).
+        let (magic, capacity, histograms) = unsafe {
+            (
+                (*header).magic.load(Relaxed),
+                (*header).capacity.load(Relaxed) as usize,
+                (*header).histograms.load(Relaxed) as usize,
+            )
+        };
+        // Wrapped first, so that an error below unmaps it.
+        let region = Self::wrap(fd, base, len, 0, 0);
+        let fits = capacity
+            .checked_add(1)
+            .and_then(|lines| lines.checked_mul(LINE))
+            .zip(histograms.checked_mul(HISTOGRAM_BYTES))
+            .and_then(|(a, b)| a.checked_add(b))
+            .is_some_and(|need| need <= len);
+        if magic != MAGIC || !fits {
+            bail!("no counter region's header");
         }
-        Ok(Some(region))
+        Ok(Self {
+            capacity,
+            histograms,
+            ..region
+        })
     }
 
     /// The region a workload counts into: its parent's when supervised, else a private one.
@@ -163,7 +382,7 @@ impl CounterRegion {
         }
     }
 
-    fn map(fd: OwnedFd, len: usize) -> Result<Self> {
+    fn map_raw(fd: &OwnedFd, len: usize) -> Result<*mut u8> {
         // SAFETY: a new shared mapping (null hint) of `len` bytes of a descriptor we own: no
         // existing memory is touched; MAP_FAILED is checked below.
         let base = unsafe {
@@ -179,28 +398,37 @@ impl CounterRegion {
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error()).context("mapping the counter region");
         }
-        let capacity = len / LINE - 1;
-        Ok(Self {
-            map: Arc::new(Mapping {
-                base: base.cast(),
-                len,
-                fd,
-            }),
+        Ok(base.cast())
+    }
+
+    fn wrap(fd: OwnedFd, base: *mut u8, len: usize, capacity: usize, histograms: usize) -> Self {
+        Self {
+            map: Arc::new(Mapping { base, len, fd }),
             capacity,
-        })
+            histograms,
+        }
     }
 
     fn header(&self) -> &Header {
         // SAFETY: `base` is a live, page-aligned mapping of at least LINE bytes (create sizes it
-        // so, from_env checks st_size >= LINE); Header is 64 bytes of atomics, valid for any bits.
+        // so, from_fd checks the file's length); Header is 64 bytes of atomics, valid for any bits.
         unsafe { &*(self.map.base as *const Header) }
     }
 
     fn slot(&self, i: usize) -> &Slot {
         debug_assert!(i < self.capacity);
-        // SAFETY: callers pass i < capacity = len / LINE - 1, so LINE * (i + 2) <= len: the slot
-        // lies inside the mapping, 64-byte aligned as the page is; atomics are valid for any bits.
+        // SAFETY: callers pass i < capacity, and the mapping holds LINE * (capacity + 1) bytes at
+        // least (create sizes it so, from_fd checks it): the slot lies inside the mapping, 64-byte
+        // aligned as the page is; atomics are valid for any bits.
         unsafe { &*(self.map.base.add(LINE * (i + 1)) as *const Slot) }
+    }
+
+    /// Histogram i's first word.
+    fn histogram_words(&self, i: usize) -> *const AtomicU64 {
+        assert!(i < self.histograms);
+        let offset = LINE * (self.capacity + 1) + HISTOGRAM_BYTES * i;
+        // SAFETY: inside the mapping, whose length was checked against `histograms`.
+        unsafe { self.map.base.add(offset) as *const AtomicU64 }
     }
 
     /// Hands out the next free slot. Call once per thread, before the measured part.
@@ -216,6 +444,74 @@ impl CounterRegion {
             value: &self.slot(i).value,
             _map: self.map.clone(),
         })
+    }
+
+    /// Hands out the next free histogram for latencies of `unit`, once per thread, before the
+    /// measured part; None when recording is off (`SCHEDLAB_LATENCY=off`) or every histogram
+    /// is taken (the thread then does not time its operations).
+    pub fn claim_histogram(&self, unit: Unit) -> Option<Histogram> {
+        if !latency_enabled() {
+            return None;
+        }
+        let header = self.header();
+        // A claim past the end is given back, so a full region stays full, not wrapped.
+        let i = header.histograms_claimed.fetch_add(1, Relaxed) as usize;
+        if i >= self.histograms {
+            header.histograms_claimed.fetch_sub(1, Relaxed);
+            return None;
+        }
+        let words = self.histogram_words(i);
+        // SAFETY: histogram i is ours alone from here on; its first word is its unit.
+        unsafe { &*words.add(histogram::H_UNIT) }.store(unit as u64, Relaxed);
+        Some(Histogram {
+            words,
+            _map: self.map.clone(),
+        })
+    }
+
+    /// Every claimed histogram, merged per unit: raw cumulative counts, in unit order. Reads
+    /// each histogram's header line and only the lines of buckets it ever wrote.
+    pub fn read_latency(&self) -> Vec<LatencyTotals> {
+        let claimed =
+            (self.header().histograms_claimed.load(Relaxed) as usize).min(self.histograms);
+        let mut merged: Vec<(LatencyTotals, Vec<u64>)> = Vec::new();
+        for i in 0..claimed {
+            let words = self.histogram_words(i);
+            // SAFETY: a claimed histogram lies inside the mapping; reading only loads.
+            let word = |w: usize| unsafe { &*words.add(w) }.load(Relaxed);
+            // One that never recorded adds nothing (and one claimed a moment ago may not
+            // carry its unit yet).
+            let unit = Unit::from_code(word(histogram::H_UNIT));
+            if unit.is_none() || word(histogram::H_SAMPLES) + word(histogram::H_REJECTED) == 0 {
+                continue;
+            }
+            let k = match merged.iter().position(|(t, _)| t.unit == unit) {
+                Some(k) => k,
+                None => {
+                    let empty = LatencyTotals {
+                        unit,
+                        ..LatencyTotals::default()
+                    };
+                    merged.push((empty, vec![0; BUCKETS + 1]));
+                    merged.len() - 1
+                }
+            };
+            let (totals, dense) = &mut merged[k];
+            // SAFETY: as above.
+            if let Some(one) = unsafe { read_histogram(words, dense) } {
+                totals.samples += one.samples;
+                totals.sum_ns = totals.sum_ns.wrapping_add(one.sum_ns);
+                totals.rejected += one.rejected;
+            }
+        }
+        merged.sort_by_key(|(t, _)| t.unit);
+        merged
+            .into_iter()
+            .map(|(totals, dense)| LatencyTotals {
+                buckets: sparse(&dense),
+                ..totals
+            })
+            .collect()
     }
 
     /// Sum of all claimed slots: the workload's operations so far.
@@ -301,5 +597,102 @@ mod tests {
         assert!(!region.finished());
         region.mark_finished();
         assert!(region.finished());
+    }
+
+    #[test]
+    fn histograms_merge_per_unit_and_count_every_value() {
+        let region = CounterRegion::create_with(2, 4).unwrap();
+        let a = region.claim_histogram(Unit::RoundTrip).unwrap();
+        let b = region.claim_histogram(Unit::RoundTrip).unwrap();
+        let c = region.claim_histogram(Unit::TimerWakeup).unwrap();
+        let _idle = region.claim_histogram(Unit::Delivery).unwrap();
+        for ns in [100, 5_000, 5_000, TOP] {
+            a.record(ns);
+        }
+        b.record(5_010);
+        c.record(2_000_000);
+        c.reject();
+        let read = region.read_latency();
+        assert_eq!(read.len(), 2, "an idle histogram adds no unit: {read:?}");
+        let rt = &read[0];
+        assert_eq!(rt.unit, Some(Unit::RoundTrip));
+        assert_eq!(rt.samples, 5);
+        assert_eq!(rt.sum_ns, 100 + 5_000 * 2 + 5_010 + TOP);
+        let five_us = histogram::bucket_of(5_000) as u16;
+        assert_eq!(histogram::bucket_of(5_010) as u16, five_us);
+        assert_eq!(
+            rt.buckets,
+            vec![(3, 1), (five_us, 3), (BUCKETS as u16, 1)],
+            "100 ns, three near 5 µs, one overflow"
+        );
+        assert_eq!(read[1].unit, Some(Unit::TimerWakeup));
+        assert_eq!((read[1].samples, read[1].rejected), (1, 1));
+        // Cumulative: a second read sees the first one's counts and the new ones.
+        b.record(5_000);
+        assert_eq!(region.read_latency()[0].samples, 6);
+    }
+
+    const TOP: u64 = histogram::TOP_NS + 5;
+
+    #[test]
+    fn histograms_run_out_quietly() {
+        let region = CounterRegion::create_with(1, 1).unwrap();
+        assert!(region.claim_histogram(Unit::Message).is_some());
+        assert!(region.claim_histogram(Unit::Message).is_none());
+        assert!(region.claim_histogram(Unit::Message).is_none());
+        assert_eq!(region.header().histograms_claimed.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn threads_record_without_losing_values() {
+        let region = CounterRegion::create_with(1, 4).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let h = region.claim_histogram(Unit::Message).unwrap();
+                s.spawn(move || {
+                    for i in 0..50_000u64 {
+                        h.record(1_000 + (i * 7 + t) % 100_000);
+                    }
+                });
+            }
+        });
+        let read = region.read_latency();
+        let counted: u64 = read[0].buckets.iter().map(|&(_, c)| c).sum();
+        assert_eq!((read[0].samples, counted), (200_000, 200_000));
+    }
+
+    #[test]
+    fn a_child_maps_the_same_histograms() {
+        let region = CounterRegion::create_with(2, 2).unwrap();
+        let h = region.claim_histogram(Unit::ForkCycle).unwrap();
+        h.record(1_000_000);
+        // What a workload exec'd with the descriptor does: map it again from the header.
+        let copy = CounterRegion::from_fd(region.map.fd.try_clone().unwrap()).unwrap();
+        assert_eq!((copy.capacity, copy.histograms), (2, 2));
+        assert_eq!(copy.read_latency(), region.read_latency());
+        assert_eq!(h.offset(), LINE * 3);
+        // A header that claims more histograms than the file holds is refused.
+        let short = CounterRegion::create_with(1, 0).unwrap();
+        short.header().histograms.store(5, Relaxed);
+        assert!(CounterRegion::from_fd(short.map.fd.try_clone().unwrap()).is_err());
+    }
+
+    #[test]
+    fn sampler_times_the_first_then_every_nth() {
+        let mut s = Sampler::new(4);
+        let picked: Vec<bool> = (0..9).map(|_| s.due()).collect();
+        assert_eq!(
+            picked,
+            [true, false, false, false, true, false, false, false, true]
+        );
+        let mut every = Sampler::new(1);
+        assert!((0..5).all(|_| every.due()));
+    }
+
+    #[test]
+    fn the_clock_moves_forward() {
+        let a = now_ns();
+        let b = now_ns();
+        assert!(a > 0 && b >= a);
     }
 }

@@ -18,8 +18,8 @@ use super::form::{Field, Form};
 pub struct Template(usize);
 
 /// Every line of the picker, in order (the registry's picks; a test checks the count).
-pub const TEMPLATES: [Template; 10] = {
-    let mut all = [Template(0); 10];
+pub const TEMPLATES: [Template; 11] = {
+    let mut all = [Template(0); 11];
     let mut i = 0;
     while i < all.len() {
         all[i] = Template(i);

@@ -22,7 +22,12 @@ pub fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
     let w = 78.min(area.width);
     let mut lines = Vec::new();
     for (i, tpl) in TEMPLATES.iter().enumerate() {
-        let key = if i == TEMPLATES.len() - 1 { 0 } else { i + 1 };
+        // Keys 1-9 for the first nine, 0 for the last; any between, arrows only.
+        let key = match i {
+            _ if i == TEMPLATES.len() - 1 => "0".to_string(),
+            0..=8 => (i + 1).to_string(),
+            _ => " ".to_string(),
+        };
         let text = format!(" {key} {:<label_w$}  {}", tpl.label(), tpl.about());
         let text = clip(&text, w.saturating_sub(2) as usize);
         lines.push(if i == selected {

@@ -69,6 +69,15 @@ pub enum WorkloadKind {
     },
     /// `schedlab msgbench -n BATCHES [--queues N]`.
     Msgbench { batches: u32, queues: Option<u32> },
+    /// `schedlab wakeup-probe --timers N --pairs N --period USEC [--cpu CPU]` (until stopped).
+    WakeupProbe {
+        timers: u32,
+        pairs: u32,
+        /// µs between two wakeups of each thread.
+        period: u32,
+        /// The CPU its woken threads run on (None: unpinned).
+        cpu: Option<u32>,
+    },
     /// Any command, run as given (argv[0] looked up in PATH).
     Command { argv: Vec<String> },
 }
@@ -83,6 +92,7 @@ impl WorkloadKind {
             WorkloadKind::CpuHog { .. } => "loop",
             WorkloadKind::Pingpong { .. } => "rt",
             WorkloadKind::Msgbench { .. } => "op",
+            WorkloadKind::WakeupProbe { .. } => "wake",
             WorkloadKind::Command { .. } => "",
         }
     }
@@ -101,6 +111,7 @@ impl WorkloadKind {
                 IpcKind::Pipe => "pipe-pingpong",
             },
             WorkloadKind::Msgbench { .. } => "msgbench",
+            WorkloadKind::WakeupProbe { .. } => "wakeup-probe",
             WorkloadKind::Command { .. } => "command",
         }
     }

@@ -14,3 +14,5 @@ pub mod pingpong;
 pub mod placement;
 pub mod refjob;
 pub mod registry;
+pub mod stamp;
+pub mod wakeup;

@@ -5,7 +5,8 @@
 //! replies. `--pin same` puts both tasks of pair k on CPU k (every switch is a local wake-up),
 //! `--pin cross` puts them on two CPUs (every wake-up crosses CPUs). Tasks are processes
 //! (fork) unless `--threads`. Without `--duration` the run goes on until stopped, as the
-//! dashboard runs it; each pinger counts its round trips in its own live counter.
+//! dashboard runs it; each pinger counts its round trips in its own live counter and times one
+//! in 16 of them into its own histogram.
 
 mod endpoint;
 mod tasks;
@@ -19,7 +20,9 @@ use nix::fcntl::OFlag;
 use nix::sched::{sched_getaffinity, CpuSet};
 use nix::unistd::Pid;
 
-use crate::sys::counters::{CounterRegion, CounterSlot};
+use crate::model::latency::Distribution;
+use crate::sys::counters::{CounterRegion, CounterSlot, Histogram};
+use crate::sys::histogram::Unit;
 use crate::sys::sysv::{self, MsgQueue, SemSet};
 use crate::workload::kind::{IpcKind, Pin};
 use crate::workload::registry::{CPUS, PINGPONG};
@@ -194,21 +197,32 @@ pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
 }
 
-/// A pinger's counter, readable by the parent (for the report) while the pinger stores to it.
-pub struct SharedSlot(CounterSlot);
+/// A pinger's counter and round-trip histogram, readable by the parent (for the report)
+/// while the pinger stores to them.
+pub struct SharedSlot(CounterSlot, Option<Histogram>);
 
-// SAFETY: Sync: the slot is reached only through its AtomicU64; one writer (the pinger) is the
-// counting protocol, and every other thread only loads it.
+// SAFETY: Sync: the slot and the histogram are reached only through their AtomicU64s; one writer
+// (the pinger) is the counting and recording protocol, and every other thread only loads them.
 unsafe impl Sync for SharedSlot {}
 
 impl SharedSlot {
     pub fn slot(&self) -> &CounterSlot {
         &self.0
     }
+
+    pub fn latency(&self) -> Option<&Histogram> {
+        self.1.as_ref()
+    }
 }
 
-/// The report: per pair and in total, round trips, their rate and the mean round-trip time.
-pub fn report(plan: &Plan, counts: &[u64], elapsed: Duration) -> String {
+/// The report: per pair and in total, round trips, their rate and the mean round-trip time;
+/// then the timed round trips' percentiles, when they were timed.
+pub fn report(
+    plan: &Plan,
+    counts: &[u64],
+    elapsed: Duration,
+    latency: Option<&Distribution>,
+) -> String {
     let secs = elapsed.as_secs_f64().max(1e-9);
     let cpu = |c: Option<usize>| c.map_or("-".to_string(), |c| c.to_string());
     let usec = |n: u64| {
@@ -241,6 +255,13 @@ pub fn report(plan: &Plan, counts: &[u64], elapsed: Duration) -> String {
         format!("{:.3}", secs * 1e6 * counts.len() as f64 / total as f64)
     };
     out += &format!("Mean round-trip time: {mean} usec\n");
+    if let Some((d, text)) = latency.and_then(|d| Some((d, d.percentiles_text()?))) {
+        out += &format!(
+            "Round-trip latency: {text} ({} round trips timed, one in {})\n",
+            d.count(),
+            endpoint::TIME_EVERY
+        );
+    }
     out
 }
 
@@ -258,7 +279,10 @@ pub fn main(args: Args) -> Result<()> {
     sysv::sweep_orphans()?;
     let counters = CounterRegion::for_workload()?;
     let slots = (0..plan.pairs())
-        .map(|_| counters.claim().map(|s| Arc::new(SharedSlot(s))))
+        .map(|_| {
+            let latency = counters.claim_histogram(Unit::RoundTrip);
+            counters.claim().map(|s| Arc::new(SharedSlot(s, latency)))
+        })
         .collect::<Result<Vec<_>>>()?;
     let control =
         Arc::new(endpoint::Control::new(plan.pairs()).context("mapping the control page")?);
@@ -271,7 +295,8 @@ pub fn main(args: Args) -> Result<()> {
             if plan.duration.is_none() {
                 if let Some(t0) = state.t0.get() {
                     let counts: Vec<u64> = slots.iter().map(|s| s.slot().get()).collect();
-                    crate::out!("{}", report(&plan, &counts, t0.elapsed()));
+                    let latency = round_trips(&slots);
+                    crate::out!("{}", report(&plan, &counts, t0.elapsed(), latency.as_ref()));
                 }
             }
         });
@@ -288,8 +313,19 @@ pub fn main(args: Args) -> Result<()> {
     counters.mark_finished();
     let counts: Vec<u64> = slots.iter().map(|s| s.slot().get()).collect();
     drop(objects);
-    crate::out!("{}", report(&plan, &counts, elapsed));
+    let latency = round_trips(&slots);
+    crate::out!("{}", report(&plan, &counts, elapsed, latency.as_ref()));
     Ok(())
+}
+
+/// The round trips the pingers timed, merged (None: recording is off).
+fn round_trips(slots: &[Arc<SharedSlot>]) -> Option<Distribution> {
+    let mut all: Option<Distribution> = None;
+    for h in slots.iter().filter_map(|s| s.latency()) {
+        let one = Distribution::cumulative(&h.totals().into());
+        all.get_or_insert_with(Distribution::default).merge(&one);
+    }
+    all
 }
 
 #[cfg(test)]
@@ -335,7 +371,7 @@ mod tests {
     #[test]
     fn report_rows_add_up() {
         let p = Plan::new(&args("sem", "2", "same"), &[0, 1]).unwrap();
-        let text = report(&p, &[100, 300], Duration::from_secs(2));
+        let text = report(&p, &[100, 300], Duration::from_secs(2), None);
         assert!(text.contains("Total: 400 round trips in 2.000 s = 200 round trips/sec"));
         assert!(text.contains("Mean round-trip time: 10000.000 usec"));
         let row: Vec<&str> = text.lines().nth(2).unwrap().split_whitespace().collect();

@@ -159,8 +159,16 @@ impl std::fmt::Debug for Kind {
 }
 
 /// Every kind, in the order scenario errors and the picker list them.
-pub static KINDS: [&Kind; 8] = [
-    &CHAT, &HACKBENCH, &FORK_LOAD, &REF_JOB, &CPU_HOG, &PINGPONG, &MSGBENCH, &COMMAND,
+pub static KINDS: [&Kind; 9] = [
+    &CHAT,
+    &HACKBENCH,
+    &FORK_LOAD,
+    &REF_JOB,
+    &CPU_HOG,
+    &PINGPONG,
+    &MSGBENCH,
+    &WAKEUP_PROBE,
+    &COMMAND,
 ];
 
 const fn count(
@@ -679,6 +687,89 @@ pub static MSGBENCH: Kind = Kind {
     demand: |_, _| Demand::processes(1),
 };
 
+pub static WAKEUP_PROBE: Kind = Kind {
+    word: "wakeup-probe",
+    also: &[],
+    subcommand: Some("wakeup-probe"),
+    params: &[
+        count(
+            "timers",
+            Flag::Named("--timers"),
+            0..=PER_CPU_MAX,
+            Absent::Is(1),
+            "threads woken by a timer every period, each timing how late it ran",
+        ),
+        count(
+            "pairs",
+            Flag::Named("--pairs"),
+            0..=PER_CPU_MAX,
+            Absent::Is(1),
+            "pairs of a waker and a thread it wakes every period, which times how long it took to run",
+        ),
+        Param {
+            key: "period",
+            label: "period",
+            help: "time between two wakeups of each thread, in µs",
+            unit: "",
+            ty: Ty::Count {
+                range: 20..=1_000_000,
+                absent: Absent::Is(1000),
+                why_max: Some("a probe thread looks at its stop flag once a period"),
+            },
+            flag: Flag::Named("--period"),
+        },
+        Param {
+            key: "cpu",
+            label: "CPU",
+            help: "the CPU the woken threads run on (the wakers run on the others)",
+            unit: "",
+            ty: Ty::Count {
+                range: 0..=PER_CPU_MAX - 1,
+                absent: Absent::Auto {
+                    word: Some("none"),
+                    means: "not pinned",
+                },
+                why_max: Some("the highest CPU number an affinity mask holds"),
+            },
+            flag: Flag::Named("--cpu"),
+        },
+    ],
+    ends: Ends::Never,
+    picks: &[Pick {
+        label: "wakeup probe",
+        about: "threads woken by a timer and by a thread, timing how late they run",
+        fixed: &[],
+    }],
+    loads: &[Load {
+        name: "wakeup_probe",
+        set: &[],
+    }],
+    build: |v| WorkloadKind::WakeupProbe {
+        timers: v.count("timers"),
+        pairs: v.count("pairs"),
+        period: v.count("period"),
+        cpu: v.optional("cpu"),
+    },
+    values: |k| match k {
+        WorkloadKind::WakeupProbe {
+            timers,
+            pairs,
+            period,
+            cpu,
+        } => vec![
+            Value::Count(Some(*timers)),
+            Value::Count(Some(*pairs)),
+            Value::Count(Some(*period)),
+            Value::Count(*cpu),
+        ],
+        _ => unreachable!(),
+    },
+    // Its threads and the main thread that reports.
+    demand: |v, _| {
+        Demand::threads(u64::from(v.count("timers")) + 2 * u64::from(v.count("pairs")) + 1)
+    },
+};
+
 pub static COMMAND: Kind = Kind {
     word: "command",
     also: &[],
@@ -734,6 +825,7 @@ pub fn kind_of(k: &WorkloadKind) -> &'static Kind {
         WorkloadKind::CpuHog { .. } => &CPU_HOG,
         WorkloadKind::Pingpong { .. } => &PINGPONG,
         WorkloadKind::Msgbench { .. } => &MSGBENCH,
+        WorkloadKind::WakeupProbe { .. } => &WAKEUP_PROBE,
         WorkloadKind::Command { .. } => &COMMAND,
     }
 }

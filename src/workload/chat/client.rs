@@ -1,6 +1,9 @@
 //! The chat client (chat_c): one connection per user, a send and a receive thread on each,
 //! all released together by a SysV barrier, timed until every thread has posted its done
-//! semaphore.
+//! semaphore. Each user's messages carry their send time (workload/stamp.rs), so that the
+//! receive threads time how old what the server relays is when it arrives (one message in
+//! [`TIME_EVERY`]); against a server that does not relay what it is sent, they count it
+//! rejected.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -16,8 +19,9 @@ use super::net;
 use super::protocol::{Report, RunSize, END_BYTE, MSG_SIZE, START_BYTE, USERS_PER_ROOM};
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
-use crate::sys::counters::CounterSlot;
+use crate::sys::counters::{self, now_ns, CounterSlot, Histogram, Sampler};
 use crate::sys::sysv::SemSet;
+use crate::workload::stamp;
 
 /// How often the main thread looks up from waiting for the done semaphores.
 const TICK: Duration = Duration::from_millis(250);
@@ -51,7 +55,17 @@ impl Drop for DoneGuard<'_> {
     }
 }
 
-type Worker = JoinHandle<(CounterSlot, u64)>;
+/// A thread's counter and (receive threads) delivery histogram, given back when it ends,
+/// and how many messages it moved.
+type Worker = JoinHandle<(CounterSlot, Option<Histogram>, u64)>;
+
+/// Deliveries timed: one in this many per receive thread. Every message carries its send
+/// time: the server relays whatever its receive thread last read into the user's buffer (as
+/// chat_s does), so only a stamp on every message says how old what arrives is. A send of 100
+/// bytes over loopback TCP costs 3 µs or more of CPU here, a clock reading 22 ns (0.7%); a
+/// receive about as much, and timing each would cost about 1% of it, so a receive thread
+/// reads the stamp and the clock once in 8 messages (docs/latency.md).
+pub const TIME_EVERY: u32 = 8;
 
 /// Runs one test against the server and returns its report.
 pub fn run(cfg: &ClientConfig, pool: &mut SlotPool) -> Result<Report> {
@@ -95,10 +109,13 @@ pub fn run(cfg: &ClientConfig, pool: &mut SlotPool) -> Result<Report> {
         }
         let _ = shared.barrier.set(0, 0);
     }
-    let (sent, slots_s) = join_all(senders);
-    let (received, slots_r) = join_all(receivers);
+    let (sent, slots_s, _) = join_all(senders);
+    let (received, slots_r, histograms) = join_all(receivers);
     for slot in slots_s.into_iter().chain(slots_r) {
         pool.give_back(slot);
+    }
+    for h in histograms {
+        pool.give_back_histogram(h);
     }
     let elapsed = outcome?;
     if cfg.verbose {
@@ -115,17 +132,19 @@ pub fn run(cfg: &ClientConfig, pool: &mut SlotPool) -> Result<Report> {
     })
 }
 
-fn join_all(workers: Vec<Worker>) -> (u64, Vec<CounterSlot>) {
+fn join_all(workers: Vec<Worker>) -> (u64, Vec<CounterSlot>, Vec<Histogram>) {
     let mut total = 0;
     let mut slots = Vec::with_capacity(workers.len());
+    let mut histograms = Vec::new();
     for w in workers {
         // A panicking thread has already ended the process through the lifeline hook.
-        if let Ok((slot, n)) = w.join() {
+        if let Ok((slot, latency, n)) = w.join() {
             total += n;
             slots.push(slot);
+            histograms.extend(latency);
         }
     }
-    (total, slots)
+    (total, slots, histograms)
 }
 
 /// Connects, starts the threads, waits for START, releases and times the run.
@@ -141,6 +160,7 @@ fn start_and_wait(
 ) -> Result<Duration> {
     let size = cfg.size;
     let messages = size.messages as u64;
+    let stamped = counters::latency_enabled();
     for room in 0..size.rooms as usize {
         if cfg.verbose {
             crate::outln!("Creating room number {} ...", room + 1);
@@ -159,14 +179,19 @@ fn start_and_wait(
             let c = stream.clone();
             senders.push(
                 limits::spawn("chat-c-send", move || {
-                    send_thread(&s, room as u16, &c, sl, messages)
+                    let (slot, n) = if stamped {
+                        send_thread::<true>(&s, room as u16, &c, sl, messages)
+                    } else {
+                        send_thread::<false>(&s, room as u16, &c, sl, messages)
+                    };
+                    (slot, None, n)
                 })
                 .map_err(|e| anyhow!(e))?,
             );
-            let (s, sl) = (shared.clone(), pool.take()?);
+            let (s, sl, h) = (shared.clone(), pool.take()?, pool.take_histogram());
             receivers.push(
                 limits::spawn("chat-c-recv", move || {
-                    receive_thread(&s, room as u16, &stream, sl, messages * 19)
+                    receive_thread(&s, room as u16, &stream, sl, h, messages * 19)
                 })
                 .map_err(|e| anyhow!(e))?,
             );
@@ -176,23 +201,7 @@ fn start_and_wait(
         }
     }
 
-    // Wait for the server's START.
-    if !net::wait_readable(control.as_raw_fd(), cfg.timeout)? {
-        bail!(
-            "the server accepted the connections but sent no START within {:?}",
-            cfg.timeout
-        );
-    }
-    let mut byte = [0u8; 1];
-    match control.read(&mut byte) {
-        Ok(1) if byte[0] == START_BYTE => {}
-        Ok(1) => bail!(
-            "the server sent byte {:#04x} instead of START (0x11)",
-            byte[0]
-        ),
-        Ok(_) => bail!("{}", refused_hint(size)),
-        Err(err) => return Err(err).context("waiting for the server's START"),
-    }
+    await_start(control, cfg.timeout, size)?;
 
     let region = pool.region();
     region.set_expected_total(region.total() + size.sent() + size.received());
@@ -206,6 +215,39 @@ fn start_and_wait(
         .op(0, -1)
         .context("releasing the start barrier")?;
 
+    await_rooms(shared, region, size, cfg.timeout)?;
+    let elapsed = start.elapsed();
+    if let Some(why) = shared.flags.failure() {
+        bail!("{why}");
+    }
+    Ok(elapsed)
+}
+
+/// Waits for the server's START on the control connection.
+fn await_start(control: &mut TcpStream, timeout: Duration, size: RunSize) -> Result<()> {
+    if !net::wait_readable(control.as_raw_fd(), timeout)? {
+        bail!("the server accepted the connections but sent no START within {timeout:?}");
+    }
+    let mut byte = [0u8; 1];
+    match control.read(&mut byte) {
+        Ok(1) if byte[0] == START_BYTE => Ok(()),
+        Ok(1) => bail!(
+            "the server sent byte {:#04x} instead of START (0x11)",
+            byte[0]
+        ),
+        Ok(_) => bail!("{}", refused_hint(size)),
+        Err(err) => Err(err).context("waiting for the server's START"),
+    }
+}
+
+/// Waits until every room's threads are done; a failure, or no message moving for
+/// `timeout`, ends the wait with the reason.
+fn await_rooms(
+    shared: &Shared,
+    region: &counters::CounterRegion,
+    size: RunSize,
+    timeout: Duration,
+) -> Result<()> {
     let mut last_total = region.total();
     let mut last_move = Instant::now();
     for room in 0..size.rooms as u16 {
@@ -219,19 +261,12 @@ fn start_and_wait(
             let total = region.total();
             if total != last_total {
                 (last_total, last_move) = (total, Instant::now());
-            } else if last_move.elapsed() >= cfg.timeout {
-                bail!(
-                    "no message moved for {:?}: the server stalled (see --timeout)",
-                    cfg.timeout
-                );
+            } else if last_move.elapsed() >= timeout {
+                bail!("no message moved for {timeout:?}: the server stalled (see --timeout)");
             }
         }
     }
-    let elapsed = start.elapsed();
-    if let Some(why) = shared.flags.failure() {
-        bail!("{why}");
-    }
-    Ok(elapsed)
+    Ok(())
 }
 
 fn refused_hint(size: RunSize) -> String {
@@ -300,7 +335,10 @@ fn wait_for_release(shared: &Shared) -> bool {
     !shared.flags.aborted()
 }
 
-fn send_thread(
+/// A user's send thread. `STAMPED`: every message carries a stamp with its send time (the
+/// protocol treats the 100 bytes as opaque); otherwise the messages are the original's, and
+/// the loop is the one stamping is measured against.
+fn send_thread<const STAMPED: bool>(
     shared: &Shared,
     room: u16,
     conn: &TcpStream,
@@ -311,9 +349,15 @@ fn send_thread(
     let _finish = FinishGuard(&shared.flags);
     let before = slot.get();
     if wait_for_release(shared) {
-        let msg = [b'x'; MSG_SIZE];
+        let mut msg = [b'x'; MSG_SIZE];
+        if STAMPED {
+            stamp::prepare(&mut msg);
+        }
         let fd = conn.as_raw_fd();
         for i in 0..messages {
+            if STAMPED {
+                stamp::stamp(&mut msg, now_ns());
+            }
             // SAFETY: `msg` is MSG_SIZE live bytes for the whole loop, which send_all only reads.
             if let Err(err) = unsafe { net::send_all(fd, msg.as_ptr(), MSG_SIZE) } {
                 shared.flags.fail(format!(
@@ -329,18 +373,22 @@ fn send_thread(
     (slot, n)
 }
 
+/// A user's receive thread; with a histogram, it takes one message's stamp in
+/// [`TIME_EVERY`] into it.
 fn receive_thread(
     shared: &Shared,
     room: u16,
     conn: &TcpStream,
     slot: CounterSlot,
+    latency: Option<Histogram>,
     messages: u64,
-) -> (CounterSlot, u64) {
+) -> (CounterSlot, Option<Histogram>, u64) {
     let _done = DoneGuard { shared, room };
     let _finish = FinishGuard(&shared.flags);
     let before = slot.get();
     if wait_for_release(shared) {
         let mut buf = [0u8; MSG_SIZE];
+        let mut sampler = Sampler::new(TIME_EVERY);
         let fd = conn.as_raw_fd();
         for i in 0..messages {
             // SAFETY: `buf` is MSG_SIZE live, exclusively borrowed bytes, which recv_exact may
@@ -353,8 +401,13 @@ fn receive_thread(
                 break;
             }
             slot.add(1);
+            if let Some(h) = &latency {
+                if sampler.due() {
+                    stamp::take(&buf, h);
+                }
+            }
         }
     }
     let n = slot.get() - before;
-    (slot, n)
+    (slot, latency, n)
 }

@@ -1,14 +1,16 @@
-//! Counter slots that outlive a run: the server serves runs forever and chat-bench repeats
-//! them, so threads borrow slots from a pool and hand them back, instead of claiming new ones
-//! each run until the region is full.
+//! Counter slots and latency histograms that outlive a run: the server serves runs forever
+//! and chat-bench repeats them, so threads borrow them from a pool and hand them back, instead
+//! of claiming new ones each run until the region is full.
 
 use anyhow::Result;
 
-use crate::sys::counters::{CounterRegion, CounterSlot};
+use crate::sys::counters::{CounterRegion, CounterSlot, Histogram};
+use crate::sys::histogram::Unit;
 
 pub struct SlotPool {
     region: CounterRegion,
     free: Vec<CounterSlot>,
+    free_histograms: Vec<Histogram>,
 }
 
 impl SlotPool {
@@ -16,7 +18,20 @@ impl SlotPool {
         Self {
             region,
             free: Vec::new(),
+            free_histograms: Vec::new(),
         }
+    }
+
+    /// A delivery-latency histogram for one receive thread: a returned one, or a fresh claim;
+    /// None when recording is off or the region has none left.
+    pub fn take_histogram(&mut self) -> Option<Histogram> {
+        self.free_histograms
+            .pop()
+            .or_else(|| self.region.claim_histogram(Unit::Delivery))
+    }
+
+    pub fn give_back_histogram(&mut self, h: Histogram) {
+        self.free_histograms.push(h);
     }
 
     pub fn region(&self) -> &CounterRegion {

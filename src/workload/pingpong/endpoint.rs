@@ -4,12 +4,15 @@
 //! exactly the system calls of the originals (pmsg: msgsnd/msgrcv on one queue with two
 //! message types; psem: semop -1/+1 on two semaphores; perf bench sched pipe: a 4-byte
 //! write/read on two pipes). Nothing else happens per round trip but a relaxed load of the
-//! stop flag and a plain store to the pinger's counter. The calls are raw libc on purpose:
-//! these loops were measured against the C originals, and a wrapper's error conversion and
-//! descriptor borrowing are code the originals did not run.
+//! stop flag and a plain store to the pinger's counter; one round trip in 16 is also timed
+//! (two vDSO clock readings and plain stores to the pinger's histogram). The calls are raw
+//! libc on purpose: these loops were measured against the C originals, and a wrapper's error
+//! conversion and descriptor borrowing are code the originals did not run.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
+
+use crate::sys::counters::{now_ns, CounterSlot, Histogram, Sampler};
 
 /// Bytes carried by each message (as `perf bench sched pipe`'s int).
 pub const TOKEN_LEN: usize = 4;
@@ -243,22 +246,66 @@ impl Endpoint for PipeEnd {
     }
 }
 
-/// Bounces the token until `stop` is set, counting round trips; then tells the ponger to
-/// quit (through `pair.quit`, set before the last token, which the ponger reads on waking).
+/// Round trips timed: one in this many. A round trip takes 2.1 µs or more here (sem, same
+/// CPU) and a clock reading 22 ns, so timing each would cost 1% of it; one in 16 costs two
+/// readings per 16 round trips, 0.13% (docs/latency.md).
+pub const TIME_EVERY: u32 = 16;
+
+/// Bounces the token until `stop` is set, counting round trips and timing one in
+/// [`TIME_EVERY`] into `latency` (when given); then tells the ponger to quit (through
+/// `pair.quit`, set before the last token, which the ponger reads on waking).
 #[inline(never)]
 pub fn ping<E: Endpoint>(
     end: &mut E,
     stop: &AtomicU32,
     pair: &PairControl,
-    count: &crate::sys::counters::CounterSlot,
+    count: &CounterSlot,
+    latency: Option<&Histogram>,
+) -> Result<(), TaskError> {
+    match latency {
+        None => bounce(end, stop, count)?,
+        Some(h) => bounce_timed(end, stop, count, h)?,
+    }
+    pair.quit.store(1, SeqCst);
+    end.send()
+}
+
+/// The loop without timing: the originals' loop, and what recording is measured against.
+#[inline(always)]
+fn bounce<E: Endpoint>(
+    end: &mut E,
+    stop: &AtomicU32,
+    count: &CounterSlot,
 ) -> Result<(), TaskError> {
     while stop.load(Relaxed) == 0 {
         end.send()?;
         end.recv()?;
         count.add(1);
     }
-    pair.quit.store(1, SeqCst);
-    end.send()
+    Ok(())
+}
+
+#[inline(always)]
+fn bounce_timed<E: Endpoint>(
+    end: &mut E,
+    stop: &AtomicU32,
+    count: &CounterSlot,
+    latency: &Histogram,
+) -> Result<(), TaskError> {
+    let mut sampler = Sampler::new(TIME_EVERY);
+    while stop.load(Relaxed) == 0 {
+        if sampler.due() {
+            let start = now_ns();
+            end.send()?;
+            end.recv()?;
+            latency.record_since(start);
+        } else {
+            end.send()?;
+            end.recv()?;
+        }
+        count.add(1);
+    }
+    Ok(())
 }
 
 /// Returns the token until the pinger says quit.

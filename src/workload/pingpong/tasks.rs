@@ -73,15 +73,19 @@ fn task_body(
 ) -> Result<(), TaskError> {
     let stop = control.stop_flag();
     let pc = control.pair(pair);
-    let count = slot.slot();
+    let (count, latency) = (slot.slot(), slot.latency());
     match (handle, role) {
-        (Handle::Msg(id), 0) => endpoint::ping(&mut MsgEnd::new(id, true), stop, pc, count),
+        (Handle::Msg(id), 0) => {
+            endpoint::ping(&mut MsgEnd::new(id, true), stop, pc, count, latency)
+        }
         (Handle::Msg(id), _) => endpoint::pong(&mut MsgEnd::new(id, false), pc),
-        (Handle::Sem(id), 0) => endpoint::ping(&mut SemEnd::new(id, true), stop, pc, count),
+        (Handle::Sem(id), 0) => {
+            endpoint::ping(&mut SemEnd::new(id, true), stop, pc, count, latency)
+        }
         (Handle::Sem(id), _) => endpoint::pong(&mut SemEnd::new(id, false), pc),
         // fds: [ping->pong read, ping->pong write, pong->ping read, pong->ping write]
         (Handle::Pipe(fds), 0) => {
-            endpoint::ping(&mut PipeEnd::new(fds[1], fds[2]), stop, pc, count)
+            endpoint::ping(&mut PipeEnd::new(fds[1], fds[2]), stop, pc, count, latency)
         }
         (Handle::Pipe(fds), _) => endpoint::pong(&mut PipeEnd::new(fds[3], fds[0]), pc),
     }
