@@ -8,6 +8,7 @@ mod support;
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::args_of;
 use common::child::read_to_end;
 use common::wait::until;
 use nix::sys::signal::{kill, Signal};
@@ -189,20 +190,8 @@ fn after_sigkill_cleanup_or_the_next_run_removes_what_was_left() {
         let out = if sweeper == "cleanup" {
             run_bounded(&["cleanup"], LIMIT)
         } else {
-            run_bounded(
-                &[
-                    "ipc-pingpong",
-                    "--kind",
-                    "pipe",
-                    "--pairs",
-                    "1",
-                    "--pin",
-                    "none",
-                    "--duration",
-                    "0.1",
-                ],
-                LIMIT,
-            )
+            let next = "ipc-pingpong --kind pipe --pairs 1 --pin none --duration 0.1";
+            run_bounded(&args_of(next), LIMIT)
         };
         assert!(out.status.success(), "{sweeper}: {}", stderr_line(&out));
         assert!(

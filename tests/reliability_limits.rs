@@ -11,6 +11,7 @@ mod support;
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
+use common::args_of;
 use support::*;
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;

@@ -11,6 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::args_of;
 use common::wait::until;
 use support::*;
 

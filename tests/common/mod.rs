@@ -40,6 +40,11 @@ pub fn stdout_of(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).expect("stdout is UTF-8")
 }
 
+/// The arguments of a command line written as one string ("chat-bench 2 20 --runs 1").
+pub fn args_of(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 /// Writes `text` as the scenario file `dir/name`; returns its path.
 pub fn scenario_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);

@@ -235,11 +235,6 @@ impl Snapshot {
     }
 }
 
-/// The arguments of a command line written as one string ("chat-bench 2 20 --runs 1").
-pub fn args_of(line: &str) -> Vec<&str> {
-    line.split_whitespace().collect()
-}
-
 /// Starts `cmd` with its stdout discarded and its stderr read to the end on a thread of its
 /// own (so that a chatty run never blocks on a full pipe); join the thread for the text.
 pub fn spawn_reading_stderr(mut cmd: Command) -> (Child, JoinHandle<String>) {
