@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::common::child::{port_in, through};
@@ -21,9 +22,11 @@ pub struct Server {
     pub port: u16,
     pub stdout: Arc<Mutex<String>>,
     pub stderr: Arc<Mutex<String>>,
+    collectors: [JoinHandle<()>; 2],
 }
 
-fn collect(pipe: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
+/// Reads `pipe` into `into` line by line, on a thread of its own, until the pipe's end.
+fn collect(pipe: impl Read + Send + 'static, into: Arc<Mutex<String>>) -> JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(pipe).lines() {
             let Ok(line) = line else { break };
@@ -31,6 +34,16 @@ fn collect(pipe: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
             s.push_str(&line);
             s.push('\n');
         }
+    })
+}
+
+/// Waits for `collectors` to reach their pipes' end once the child has exited: its last lines
+/// may still be on their way (a fixed pause lost them on a loaded machine). Bounded, as
+/// something the child left behind could hold a pipe open.
+fn drained(collectors: &[JoinHandle<()>]) {
+    let _ = until(Duration::from_secs(5), Duration::from_millis(5), || {
+        let done = collectors.iter().all(JoinHandle::is_finished);
+        done.then_some(()).ok_or(())
     });
 }
 
@@ -48,13 +61,16 @@ impl Server {
         let port = port_in(&first);
         let stdout = Arc::new(Mutex::new(String::new()));
         let stderr = Arc::new(Mutex::new(String::new()));
-        collect(child.stdout.take().unwrap(), stdout.clone());
-        collect(err.into_inner(), stderr.clone());
+        let collectors = [
+            collect(child.stdout.take().unwrap(), stdout.clone()),
+            collect(err.into_inner(), stderr.clone()),
+        ];
         Server {
             child,
             port,
             stdout,
             stderr,
+            collectors,
         }
     }
 
@@ -89,8 +105,7 @@ impl Server {
     pub fn wait(mut self, within: Duration) -> ExitStatus {
         let status = wait_child(&mut self.child, within)
             .unwrap_or_else(|| panic!("server did not exit; stderr:\n{}", self.err()));
-        // Let the collectors drain the pipes.
-        std::thread::sleep(Duration::from_millis(50));
+        drained(&self.collectors);
         status
     }
 }
@@ -145,10 +160,12 @@ pub fn run_with(prefix: &[&str], args: &[&str], within: Duration) -> Output {
     let mut child = spawn_piped(prefix, args);
     let out = Arc::new(Mutex::new(String::new()));
     let err = Arc::new(Mutex::new(String::new()));
-    collect(child.stdout.take().unwrap(), out.clone());
-    collect(child.stderr.take().unwrap(), err.clone());
+    let collectors = [
+        collect(child.stdout.take().unwrap(), out.clone()),
+        collect(child.stderr.take().unwrap(), err.clone()),
+    ];
     let status = wait_child(&mut child, within);
-    std::thread::sleep(Duration::from_millis(50));
+    drained(&collectors);
     let stdout = out.lock().unwrap().clone().into_bytes();
     let stderr = err.lock().unwrap().clone().into_bytes();
     let status = status.unwrap_or_else(|| {
