@@ -1,8 +1,9 @@
 //! Pure functions from Samples to Frames: rates, CPU share, context-switch rates, run-queue
-//! wait, fair share, Jain's index, latency percentiles, and statistics over repeated runs.
-//! No I/O.
+//! wait, fair share, Jain's index, latency percentiles, where tasks ran, and statistics over
+//! repeated runs. No I/O.
 
 pub mod account;
+pub mod cpus;
 pub mod cpuset;
 pub mod demand;
 pub mod derive;
@@ -10,6 +11,7 @@ pub mod explain;
 pub mod fair;
 pub mod frame;
 pub mod latency;
+pub mod migrations;
 pub mod solver;
 pub mod stats;
 pub mod tree;
@@ -17,6 +19,6 @@ pub mod window;
 
 pub use derive::{derive, Model};
 pub use frame::{
-    Accounting, Cause, Due, Frame, Latency, MachineFrame, RestGroup, Verdict, WorkloadFrame,
-    WorkloadState,
+    Accounting, Cause, CpuFrame, CpuShare, Due, Frame, Latency, MachineFrame, RestGroup, Verdict,
+    WorkloadFrame, WorkloadState,
 };

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use parse::NS_PER_TICK;
 use reader::{read_path, ReadErr, Reader};
-use task::{ProcGone, ProcState, Suspects, Sweep};
+use task::{ProcGone, ProcState, SchedReads, Suspects, Sweep};
 
 pub use sample::{
     CgroupNode, CgroupSample, CpuTimes, Health, LatencySample, Life, MachineSample, ProcessSample,
@@ -178,6 +178,30 @@ fn status_period_ns(asked_ns: u64, threads: u64) -> u64 {
     asked_ns.max(threads * 1_000_000_000 / STATUS_READS_PER_SEC)
 }
 
+/// Most per-thread sched files read per second (for migrations), on average. One costs
+/// ≈2.8 µs here (a `pread` of its 1.8 kB, docs/performance.md), so this caps them at ≈0.07% of
+/// a CPU: with more threads than this, each thread's migrations are read less often than once
+/// a second (1,000 threads: every 4 s), in rotation.
+pub const SCHED_READS_PER_SEC: u64 = 250;
+
+/// This sweep's sched reads, `gap_ns` after the last: each thread's at the status period as
+/// asked, or less often when `threads` would exceed the budget, and this sweep's share of the
+/// budget. A zero period (status at every sweep: tests, benches) reads every thread every
+/// sweep, with no budget.
+fn sched_budget(asked_ns: u64, threads: u64, gap_ns: u64) -> SchedReads {
+    if asked_ns == 0 {
+        return SchedReads {
+            left: u32::MAX,
+            period_ns: 0,
+        };
+    }
+    let gap = gap_ns.clamp(50_000_000, 10_000_000_000);
+    SchedReads {
+        left: (SCHED_READS_PER_SEC * gap / 1_000_000_000).max(1) as u32,
+        period_ns: asked_ns.max(threads * 1_000_000_000 / SCHED_READS_PER_SEC),
+    }
+}
+
 fn clock_ns(clock: nix::time::ClockId) -> u64 {
     nix::time::clock_gettime(clock)
         .map(|ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
@@ -286,6 +310,7 @@ impl Probe {
         let stride = read_stride(self.threads_last, gap);
         let mut workloads = Vec::with_capacity(targets.len());
         let mut suspects = self.suspect_budget(gap);
+        let mut sched = sched_budget(self.status_every_ns, self.threads_last, gap);
         for target in targets {
             workloads.push(self.sample_target(
                 target,
@@ -295,7 +320,7 @@ impl Probe {
                     contended,
                     stride,
                 },
-                &mut suspects,
+                (&mut suspects, &mut sched),
                 t0,
             ));
         }
@@ -481,13 +506,16 @@ impl Probe {
         }
     }
 
+    /// One target's sweep; `budgets`: the suspects' and the sched files' reads left, shared
+    /// by every target of the sweep.
     fn sample_target(
         &mut self,
         target: &Target,
         plan: SweepPlan,
-        suspects: &mut Suspects,
+        budgets: (&mut Suspects, &mut SchedReads),
         now: u64,
     ) -> WorkloadSample {
+        let (suspects, sched) = budgets;
         let SweepPlan {
             scan,
             status_due,
@@ -528,6 +556,7 @@ impl Probe {
             deadline_attrs: *deadline_attrs,
             stride,
             phase: *sweeps,
+            sched: *sched,
         };
         if let Some(members) = members {
             // A process no longer listed in /proc (or listed as another) is gone.
@@ -556,6 +585,7 @@ impl Probe {
             }
         }
         *suspects = sweep.suspects;
+        *sched = sweep.sched;
         for pid in gone_pids {
             group.procs.remove(&pid);
             // Learn its new group (or its successor's) at the next scan.
@@ -685,6 +715,8 @@ impl Probe {
             deadline_attrs: *deadline_attrs,
             stride: 1,
             phase: 0,
+            // The rest of the machine's migrations are not read.
+            sched: SchedReads::default(),
         };
         let out = rest.read(&members, &mut sweep, buf);
         *suspects = sweep.suspects;
@@ -807,6 +839,21 @@ mod tests {
         // 16,000 threads at 1 Hz: every fourth sweep.
         assert_eq!(read_stride(16_000, 1_000 * MS), 4);
         assert_eq!(read_stride(0, 0), 1);
+    }
+
+    #[test]
+    fn sched_files_are_read_within_their_budget() {
+        use super::sched_budget;
+        const MS: u64 = 1_000_000;
+        // Few threads at 10 Hz: each once a second, 25 reads a sweep at most.
+        let b = sched_budget(S, 10, 100 * MS);
+        assert_eq!((b.left, b.period_ns), (25, S));
+        // 1,000 threads at 250 a second: each every 4 s.
+        assert_eq!(sched_budget(S, 1000, 100 * MS).period_ns, 4 * S);
+        assert_eq!(sched_budget(S, 1000, 1000 * MS).left, 250);
+        // Status at every sweep (tests): every thread every sweep.
+        let all = sched_budget(0, 5000, 100 * MS);
+        assert_eq!((all.left, all.period_ns), (u32::MAX, 0));
     }
 
     #[test]

@@ -47,7 +47,8 @@ const MIN_CHART_HEIGHT: u16 = 9;
 
 /// What the UI thread waits on.
 enum Msg {
-    Engine(Event),
+    /// Boxed: a Frame is large, and every other message is small.
+    Engine(Box<Event>),
     EngineFailed(String),
     Input(crossterm::event::Event),
     InputGone(String),
@@ -71,7 +72,7 @@ pub fn run(
         .name("schedlab-engine".into())
         .spawn(move || match make_backend(interval) {
             Ok(backend) => crate::engine::thread::run(backend, interval, cmd_rx, |e| {
-                etx.send(Msg::Engine(e)).is_ok()
+                etx.send(Msg::Engine(Box::new(e))).is_ok()
             }),
             Err(e) => {
                 let _ = etx.send(Msg::EngineFailed(format!("{e:#}")));
@@ -110,7 +111,7 @@ pub fn run(
             for msg in std::iter::once(first).chain(rx.try_iter()) {
                 match msg {
                     Msg::Engine(ev) => {
-                        if let Event::Frame(f) = &ev {
+                        if let Event::Frame(f) = &*ev {
                             app.cpus = f.machine.cpus.max(1);
                             // Debug builds only: lets the end-to-end test prove that a panic
                             // gives the terminal back and stops every workload.
@@ -121,7 +122,7 @@ pub fn run(
                                 panic!("failpoint SCHEDLAB_FAILPOINT_UI_PANIC");
                             }
                         }
-                        app.on_event(ev)
+                        app.on_event(*ev)
                     }
                     Msg::Input(ev) => input::handle(&mut app, &ev),
                     Msg::EngineFailed(e) => bail!("{e}"),
