@@ -204,3 +204,59 @@ fn sched_files_are_read_once_a_period_within_the_budget() {
     assert_eq!(last.len(), 300, "every thread's turn came");
     assert!(last.iter().all(|&(tid, _)| tids.contains(&tid)));
 }
+
+/// On the real kernel: this test's own thread, moved between CPUs by its affinity, counts
+/// every move in its sched file, and the probe reads them.
+#[test]
+fn the_real_kernel_counts_forced_moves() {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    use nix::unistd::{gettid, Pid};
+    use schedlab::probe::{Probe, ProbeConfig, Target};
+
+    let me = Pid::from_raw(0);
+    let allowed = sched_getaffinity(me).unwrap();
+    let cpus: Vec<usize> = (0..CpuSet::count())
+        .filter(|&c| allowed.is_set(c).unwrap_or(false))
+        .take(2)
+        .collect();
+    if cpus.len() < 2 {
+        eprintln!("one CPU allowed: no move to force");
+        return;
+    }
+    let mut probe = Probe::new(ProbeConfig {
+        status_every: Duration::ZERO,
+        ..ProbeConfig::default()
+    })
+    .unwrap();
+    let target = Target {
+        leader: std::process::id(),
+        ..target(1, "this test", 0)
+    };
+    let tid = gettid().as_raw() as u32;
+    let mine = |s: &Sample| -> Option<u64> {
+        s.workloads[0]
+            .processes
+            .iter()
+            .flat_map(|p| &p.threads)
+            .find(|t| t.tid == tid)
+            .and_then(|t| t.migrations)
+    };
+    let targets = [target];
+    let before = mine(&probe.sample(&targets));
+    for i in 0..10 {
+        let mut one = CpuSet::new();
+        one.set(cpus[i % 2]).unwrap();
+        // A running thread whose CPU leaves its mask is moved before the call returns.
+        sched_setaffinity(me, &one).unwrap();
+    }
+    sched_setaffinity(me, &allowed).unwrap();
+    let after = mine(&probe.sample(&targets));
+    if !std::path::Path::new(&format!("/proc/self/task/{tid}/sched")).exists() {
+        assert_eq!((before, after), (None, None));
+        eprintln!("this kernel has no per-task sched file: migrations stay unknown");
+        return;
+    }
+    let (before, after) = (before.unwrap(), after.unwrap());
+    // The first flip may find it on that CPU already.
+    assert!(after - before >= 9, "{before} → {after}");
+}
