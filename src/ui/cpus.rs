@@ -153,7 +153,14 @@ fn entry(app: &App, c: &CpuFrame, label_w: usize, width: usize, roomy: bool) -> 
     }
 
     // Whose tasks: in full when the entry is the only one on its line and there is room.
-    let pct = |x: f64| format!("{:.0}%", x * 100.0);
+    // A task that ran a little there is no "0%".
+    let pct = |x: f64| {
+        if x > 0.0 && x < 0.005 {
+            "<1%".to_string()
+        } else {
+            format!("{:.0}%", x * 100.0)
+        }
+    };
     let mut words: Vec<(String, Style)> = c
         .by_workload
         .iter()
