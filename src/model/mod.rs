@@ -4,7 +4,8 @@
 
 pub mod account;
 pub mod cpus;
-pub mod cpuset;
+// The CPU-list type lives with the plumbing (the probe parses and prints lists too).
+pub use crate::sys::cpuset;
 pub mod demand;
 pub mod derive;
 pub mod explain;

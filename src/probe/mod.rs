@@ -432,7 +432,7 @@ impl Probe {
                 m.procs_running = ps.procs_running;
                 self.last_forks = ps.processes;
                 if !ps.per_cpu.is_empty() {
-                    let mut online = crate::model::cpuset::CpuSet::new();
+                    let mut online = crate::sys::cpuset::CpuSet::new();
                     for &(id, _, _) in &ps.per_cpu {
                         online.insert(id);
                     }
