@@ -20,6 +20,33 @@ use schedlab::ui::app::{App, Mode};
 use schedlab::ui::theme::Theme;
 use schedlab::ui::{draw, input};
 
+/// Draws `app` at `w`x`h`, checks that each of `must` is on the screen and the screen against its
+/// snapshot (named after the test unless a name is given); the screen's text. Written
+/// `shows!(&app, 80 x 24, [...])`, which rustfmt leaves as written.
+macro_rules! shows {
+    ($name:literal, $app:expr, $w:literal x $h:literal, $must:expr) => {{
+        let term = screen($app, $w, $h);
+        let text = must_show(&term, $must);
+        insta::assert_snapshot!($name, term.backend());
+        text
+    }};
+    ($app:expr, $w:literal x $h:literal, $must:expr) => {{
+        let term = screen($app, $w, $h);
+        let text = must_show(&term, $must);
+        insta::assert_snapshot!(term.backend());
+        text
+    }};
+}
+
+/// The text of `term`, which holds each of `must`.
+fn must_show<'a>(term: &Terminal<TestBackend>, must: impl IntoIterator<Item = &'a str>) -> String {
+    let text = text_of(term);
+    for must in must {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    text
+}
+
 fn ref_job(t: f64, wobble: f64) -> WorkloadFrame {
     WorkloadFrame {
         id: 1,
@@ -220,33 +247,14 @@ fn text_of(term: &Terminal<TestBackend>) -> String {
 #[test]
 fn default_layout_80x24() {
     let app = seed_app();
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in [
-        "Throughput",
-        "CPU %",
-        "Switches/s",
-        "ref-job",
-        "fork_load",
-        "STARVED",
-        "autogrp on",
-        "PSI 61.2",
-        "self 0.8%",
-    ] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
+    shows!(&app, 80 x 24, ["Throughput", "CPU %", "Switches/s", "ref-job", "fork_load",
+        "STARVED", "autogrp on", "PSI 61.2", "self 0.8%"]);
 }
 
 #[test]
 fn default_layout_160x48() {
     let app = seed_app();
-    let term = screen(&app, 160, 48);
-    let text = text_of(&term);
-    for must in ["LAST RUN", "WEIGHT", "GROUP", "autogroup on", "Jain 0.74"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
+    shows!(&app, 160 x 48, ["LAST RUN", "WEIGHT", "GROUP", "autogroup on", "Jain 0.74"]);
 }
 
 #[test]
@@ -523,12 +531,8 @@ fn replay_keys_ask_the_engine_and_a_seek_rebuilds_the_history() {
     app.on_event(Event::Frame(recording[24].clone()));
     assert_eq!(app.workloads[1].series.len(), 25);
     assert!(app.outbox.is_empty());
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in ["paused", "12.5/60.0 s", "space pause", "PgUp PgDn seek"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!("paused_replay_80x24", term.backend());
+    shows!("paused_replay_80x24", &app, 80 x 24, ["paused", "12.5/60.0 s", "space pause",
+        "PgUp PgDn seek"]);
     let wide = text_of(&screen(&app, 160, 48));
     assert!(wide.contains("replay 12.5 s / 60.0 s"), "{wide}");
     // The help of a replay lists its keys, and not the ones that change workloads.
@@ -694,14 +698,9 @@ fn latency_panel_80x24() {
     // The table has its p99 column, with its unit, at 80 columns.
     assert!(text_of(&screen(&app, 80, 24)).contains("P99"));
     key(&mut app, KeyCode::Char('L'));
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in ["Latency", "p99.9", "fork cycle", "1ms"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
+    let text = shows!(&app, 80 x 24, ["Latency", "p99.9", "fork cycle", "1ms"]);
     // The reference job times nothing: no words, no line.
     assert!(!text.contains("■ref-job "), "{text}");
-    insta::assert_snapshot!(term.backend());
     key(&mut app, KeyCode::Char('L'));
     assert!(text_of(&screen(&app, 80, 24)).contains("Throughput"));
 }
@@ -710,22 +709,9 @@ fn latency_panel_80x24() {
 fn latency_panel_160x48() {
     let mut app = latency_app();
     // Wide enough: beside the three charts, without a key.
-    let term = screen(&app, 160, 48);
-    let text = text_of(&term);
-    for must in [
-        "Throughput",
-        "Latency",
-        "round trip",
-        "delivery: latency unavailable",
-        "timer wakeup",
-        "thread wakeup",
-        "P99",
-        "n/a",
-    ] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
+    let text = shows!(&app, 160 x 48, ["Throughput", "Latency", "round trip",
+        "delivery: latency unavailable", "timer wakeup", "thread wakeup", "P99", "n/a"]);
     assert!(!text.contains("■ref-job round"), "{text}");
-    insta::assert_snapshot!(term.backend());
     // Its key hides it there.
     key(&mut app, KeyCode::Char('L'));
     assert!(!text_of(&screen(&app, 160, 48)).contains("Latency"));
@@ -735,12 +721,7 @@ fn latency_panel_160x48() {
 fn latency_mix_80x24() {
     let mut app = latency_app();
     key(&mut app, KeyCode::Char('L'));
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in ["latency unavailable", "round trip", "n/a", "3.0µs"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
+    shows!(&app, 80 x 24, ["latency unavailable", "round trip", "n/a", "3.0µs"]);
 }
 
 #[test]
@@ -748,18 +729,9 @@ fn cpu_view_80x24() {
     let mut app = seed_app();
     key(&mut app, KeyCode::Char('c'));
     assert!(app.cpu_view);
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in [
-        "CPUs over the last 500ms",
-        "cpu0",
-        "cpu1",
-        "moves between CPUs",
-    ] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
+    let text =
+        shows!(&app, 80 x 24, ["CPUs over the last 500ms", "cpu0", "cpu1", "moves between CPUs"]);
     assert!(!text.contains("Throughput"), "{text}");
-    insta::assert_snapshot!(term.backend());
     // The latency key leaves it for the latency panel.
     key(&mut app, KeyCode::Char('L'));
     assert!(!app.cpu_view);
@@ -770,17 +742,8 @@ fn cpu_view_80x24() {
 fn cpu_view_160x48() {
     let mut app = seed_app();
     key(&mut app, KeyCode::Char('c'));
-    let term = screen(&app, 160, 48);
-    let text = text_of(&term);
-    for must in [
-        "■ref-job 99% (2 tasks)",
-        "(1 task)",
-        "MIG/s",
-        "moves between CPUs",
-    ] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
+    shows!(&app, 160 x 48, ["■ref-job 99% (2 tasks)", "(1 task)", "MIG/s",
+        "moves between CPUs"]);
     key(&mut app, KeyCode::Char('c'));
     assert!(text_of(&screen(&app, 160, 48)).contains("Throughput"));
 }
@@ -800,10 +763,5 @@ fn cpu_view_of_many_cpus() {
         .collect();
     app.on_event(Event::Frame(f));
     key(&mut app, KeyCode::Char('c'));
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in ["cpu0 ", "cpu10", "cpu46", "+17 more CPUs"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
+    shows!(&app, 80 x 24, ["cpu0 ", "cpu10", "cpu46", "+17 more CPUs"]);
 }
