@@ -175,17 +175,7 @@ fn hackbench_times_one_message_in_32_from_write_to_read() {
 fn recording_off_times_nothing() {
     let region = CounterRegion::create(16).unwrap();
     let out = run(
-        &[
-            "ipc-pingpong",
-            "--kind",
-            "pipe",
-            "--pairs",
-            "1",
-            "--pin",
-            "none",
-            "--duration",
-            "0.3",
-        ],
+        &common::args_of("ipc-pingpong --kind pipe --pairs 1 --pin none --duration 0.3"),
         Some(&region),
         &[(ENV_LATENCY, "off")],
     );
