@@ -232,6 +232,12 @@ fn key(app: &mut App, code: KeyCode) {
     input::on_key(app, KeyEvent::new(code, KeyModifiers::NONE));
 }
 
+/// The screen's text at `w`x`h` after the key `c`.
+fn text_after(app: &mut App, c: char, w: u16, h: u16) -> String {
+    key(app, KeyCode::Char(c));
+    text_of(&screen(app, w, h))
+}
+
 fn text_of(term: &Terminal<TestBackend>) -> String {
     let buf = term.backend().buffer();
     let mut s = String::new();
@@ -383,8 +389,7 @@ fn too_small_terminal_says_so() {
 #[test]
 fn frozen_view_stays_put_while_frames_arrive() {
     let mut app = seed_app();
-    key(&mut app, KeyCode::Char(' '));
-    let before = text_of(&screen(&app, 80, 24));
+    let before = text_after(&mut app, ' ', 80, 24);
     let mut f = frame(61.0);
     f.workloads[1].cpu_received = 0.4;
     f.workloads[1].fairness_ratio = 1.0;
@@ -392,8 +397,7 @@ fn frozen_view_stays_put_while_frames_arrive() {
     let after = text_of(&screen(&app, 80, 24));
     assert_eq!(before, after);
     assert!(after.contains("FROZEN"));
-    key(&mut app, KeyCode::Char(' '));
-    assert!(!text_of(&screen(&app, 80, 24)).contains("FROZEN"));
+    assert!(!text_after(&mut app, ' ', 80, 24).contains("FROZEN"));
 }
 
 #[test]
@@ -536,8 +540,7 @@ fn replay_keys_ask_the_engine_and_a_seek_rebuilds_the_history() {
     let wide = text_of(&screen(&app, 160, 48));
     assert!(wide.contains("replay 12.5 s / 60.0 s"), "{wide}");
     // The help of a replay lists its keys, and not the ones that change workloads.
-    key(&mut app, KeyCode::Char('?'));
-    let help = text_of(&screen(&app, 80, 24));
+    let help = text_after(&mut app, '?', 80, 24);
     for keys in ["PgUp  PgDn", ",  .", "space  f", "q  Ctrl-C"] {
         assert!(help.contains(keys), "{keys} missing from\n{help}");
     }
@@ -701,8 +704,7 @@ fn latency_panel_80x24() {
     let text = shows!(&app, 80 x 24, ["Latency", "p99.9", "fork cycle", "1ms"]);
     // The reference job times nothing: no words, no line.
     assert!(!text.contains("■ref-job "), "{text}");
-    key(&mut app, KeyCode::Char('L'));
-    assert!(text_of(&screen(&app, 80, 24)).contains("Throughput"));
+    assert!(text_after(&mut app, 'L', 80, 24).contains("Throughput"));
 }
 
 #[test]
@@ -713,8 +715,7 @@ fn latency_panel_160x48() {
         "delivery: latency unavailable", "timer wakeup", "thread wakeup", "P99", "n/a"]);
     assert!(!text.contains("■ref-job round"), "{text}");
     // Its key hides it there.
-    key(&mut app, KeyCode::Char('L'));
-    assert!(!text_of(&screen(&app, 160, 48)).contains("Latency"));
+    assert!(!text_after(&mut app, 'L', 160, 48).contains("Latency"));
 }
 
 #[test]
@@ -744,8 +745,7 @@ fn cpu_view_160x48() {
     key(&mut app, KeyCode::Char('c'));
     shows!(&app, 160 x 48, ["■ref-job 99% (2 tasks)", "(1 task)", "MIG/s",
         "moves between CPUs"]);
-    key(&mut app, KeyCode::Char('c'));
-    assert!(text_of(&screen(&app, 160, 48)).contains("Throughput"));
+    assert!(text_after(&mut app, 'c', 160, 48).contains("Throughput"));
 }
 
 /// 64 CPUs at 80x24: in columns of bars alone, and what does not fit is counted.
