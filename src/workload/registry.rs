@@ -316,7 +316,7 @@ pub static CHAT: Kind = Kind {
         .unit("messages")
         .why_max(
             "the server hands each message to its send thread through a SysV \
-                 semaphore, and that is the most one holds",
+             semaphore, and that is the most one holds",
         ),
         runs("runs of the benchmark; 0 = repeat until stopped"),
     ],
@@ -339,11 +339,7 @@ pub static CHAT: Kind = Kind {
             rooms,
             messages,
             runs,
-        } => vec![
-            Value::Count(Some(*rooms)),
-            Value::Count(Some(*messages)),
-            Value::Count(*runs),
-        ],
+        } => vec![known(rooms), known(messages), Value::Count(*runs)],
         _ => unreachable!(),
     },
     demand: |v, _| Demand::threads(u64::from(v.count("rooms")) * THREADS_PER_ROOM * 2),
@@ -400,10 +396,10 @@ pub static HACKBENCH: Kind = Kind {
             threads,
             runs,
         } => vec![
-            Value::Count(Some(*groups)),
-            Value::Count(Some(*loops)),
-            Value::Count(Some(*datasize)),
-            Value::Count(Some(*fds)),
+            known(groups),
+            known(loops),
+            known(datasize),
+            known(fds),
             Value::Switch(*pipe),
             Value::Switch(*threads),
             Value::Count(*runs),
@@ -477,11 +473,9 @@ pub static REF_JOB: Kind = Kind {
         runs: v.optional("runs"),
     },
     values: |k| match k {
-        WorkloadKind::RefJob { jobs, work, runs } => vec![
-            Value::Count(Some(*jobs)),
-            Value::Amount(*work),
-            Value::Count(*runs),
-        ],
+        WorkloadKind::RefJob { jobs, work, runs } => {
+            vec![known(jobs), Value::Amount(*work), Value::Count(*runs)]
+        }
         _ => unreachable!(),
     },
     // The workers and the process that waits for them.
@@ -506,7 +500,7 @@ pub static CPU_HOG: Kind = Kind {
         threads: v.count("threads"),
     },
     values: |k| match k {
-        WorkloadKind::CpuHog { threads } => vec![Value::Count(Some(*threads))],
+        WorkloadKind::CpuHog { threads } => vec![known(threads)],
         _ => unreachable!(),
     },
     demand: |v, _| Demand::threads(u64::from(v.count("threads"))),
@@ -636,7 +630,7 @@ pub static MSGBENCH: Kind = Kind {
     },
     values: |k| match k {
         WorkloadKind::Msgbench { batches, queues } => {
-            vec![Value::Count(Some(*batches)), Value::Count(*queues)]
+            vec![known(batches), Value::Count(*queues)]
         }
         _ => unreachable!(),
     },
@@ -684,9 +678,9 @@ pub static WAKEUP_PROBE: Kind = Kind {
             period,
             cpu,
         } => vec![
-            Value::Count(Some(*timers)),
-            Value::Count(Some(*pairs)),
-            Value::Count(Some(*period)),
+            known(timers),
+            known(pairs),
+            known(period),
             Value::Count(*cpu),
         ],
         _ => unreachable!(),
@@ -724,6 +718,11 @@ pub static COMMAND: Kind = Kind {
     },
     demand: |_, _| Demand::processes(1),
 };
+
+/// The value of a count that always has one.
+fn known(n: &u32) -> Value {
+    Value::Count(Some(*n))
+}
 
 fn tasks(n: u64, threads: bool) -> Demand {
     if threads {
