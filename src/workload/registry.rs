@@ -172,7 +172,8 @@ pub static KINDS: [&Kind; 9] = [
 ];
 
 impl Param {
-    /// A count in `range`, `default` when absent, with no help yet.
+    /// A count in `range`, `default` when absent (until [`Param::auto`] or
+    /// [`Param::absent_is`] says otherwise), with no help yet.
     const fn count(
         key: &'static str,
         flag: Flag,
@@ -214,6 +215,14 @@ impl Param {
     ) -> Param {
         Param {
             ty: Ty::Choice { words, default },
+            ..Param::switch(key, flag, "")
+        }
+    }
+
+    /// A number more than 0 and at most `max`, `default` when absent.
+    const fn amount(key: &'static str, flag: &'static str, max: f64, default: f64) -> Param {
+        Param {
+            ty: Ty::Amount { max, default },
             ..Param::switch(key, flag, "")
         }
     }
@@ -294,8 +303,6 @@ const REPEATED: &[(&str, Setting)] = &[("runs", Setting::Count(0))];
 
 pub static CHAT: Kind = Kind {
     word: "chat",
-    also: &[],
-    subcommand: Some("chat-bench"),
     params: &[
         Param::count(
             "rooms",
@@ -320,6 +327,8 @@ pub static CHAT: Kind = Kind {
         ),
         runs("runs of the benchmark; 0 = repeat until stopped"),
     ],
+    also: &[],
+    subcommand: Some("chat-bench"),
     ends: Ends::AfterRuns,
     picks: &[pick(
         "chat",
@@ -347,8 +356,6 @@ pub static CHAT: Kind = Kind {
 
 pub static HACKBENCH: Kind = Kind {
     word: "hackbench",
-    also: &[],
-    subcommand: Some("hackbench"),
     params: &[
         Param::count("groups", Flag::Named("-g"), 1..=MAX_TASK_PAIRS, 10)
             .help("groups of senders and receivers")
@@ -368,6 +375,8 @@ pub static HACKBENCH: Kind = Kind {
         THREADS,
         runs("runs, one `Time:` line each; 0 = repeat until stopped"),
     ],
+    also: &[],
+    subcommand: Some("hackbench"),
     ends: Ends::AfterRuns,
     picks: &[pick(
         "hackbench",
@@ -414,13 +423,13 @@ pub static HACKBENCH: Kind = Kind {
 
 pub static FORK_LOAD: Kind = Kind {
     word: "fork-load",
-    also: &[],
-    subcommand: Some("fork-load"),
     params: &[
         Param::count("forkers", Flag::Named("--forkers"), 1..=PER_CPU_MAX, 0)
             .auto(Some(CPUS), "one per usable CPU, as contest's fork_load")
             .help("parallel fork loops"),
     ],
+    also: &[],
+    subcommand: Some("fork-load"),
     ends: Ends::Never,
     picks: &[pick(
         "fork_load",
@@ -443,24 +452,15 @@ pub static FORK_LOAD: Kind = Kind {
 
 pub static REF_JOB: Kind = Kind {
     word: "ref-job",
-    also: &[],
-    subcommand: Some("ref-job"),
     params: &[
         Param::count("jobs", Flag::Named("-j"), 1..=PER_CPU_MAX, 4)
             .help("parallel worker processes, like make -j"),
-        Param {
-            ty: Ty::Amount {
-                max: 3600.0,
-                default: 1.0,
-            },
-            ..Param::switch(
-                "work",
-                "--work",
-                "amount of work per run: 1.0 takes about 10 s with -j4 on 2 CPUs",
-            )
-        },
+        Param::amount("work", "--work", 3600.0, 1.0)
+            .help("amount of work per run: 1.0 takes about 10 s with -j4 on 2 CPUs"),
         runs("runs, one report each; 0 = repeat until stopped"),
     ],
+    also: &[],
+    subcommand: Some("ref-job"),
     ends: Ends::AfterRuns,
     picks: &[pick(
         "reference job",
@@ -484,12 +484,12 @@ pub static REF_JOB: Kind = Kind {
 
 pub static CPU_HOG: Kind = Kind {
     word: "cpu-hog",
-    also: &[],
-    subcommand: Some("cpu-hog"),
     params: &[
         Param::count("threads", Flag::Named("--threads"), 1..=PER_CPU_MAX, 1)
             .help("spinning threads"),
     ],
+    also: &[],
+    subcommand: Some("cpu-hog"),
     ends: Ends::Never,
     picks: &[pick("CPU hog", "threads that only spin")],
     loads: &[Load {
@@ -508,8 +508,6 @@ pub static CPU_HOG: Kind = Kind {
 
 pub static PINGPONG: Kind = Kind {
     word: "pingpong",
-    also: &["ipc-pingpong"],
-    subcommand: Some("ipc-pingpong"),
     params: &[
         Param::choice("ipc", "--kind", &["msg", "sem", "pipe"], "msg")
             .help("msg: SysV message queue; sem: SysV semaphores; pipe: two pipes"),
@@ -521,6 +519,8 @@ pub static PINGPONG: Kind = Kind {
             .help("pairs of tasks passing a token"),
         THREADS,
     ],
+    also: &["ipc-pingpong"],
+    subcommand: Some("ipc-pingpong"),
     ends: Ends::Never,
     picks: &[
         Pick {
@@ -606,8 +606,6 @@ pub static PINGPONG: Kind = Kind {
 
 pub static MSGBENCH: Kind = Kind {
     word: "msgbench",
-    also: &[],
-    subcommand: Some("msgbench"),
     params: &[
         Param::count("batches", Flag::Named("-n"), 1..=u32::MAX, 10)
             .help("batches of msgget, msgsnd, msgctl over every queue")
@@ -618,6 +616,8 @@ pub static MSGBENCH: Kind = Kind {
             .unit("queues")
             .why_max("the kernel's largest kernel.msgmni, with ipcmni_extend"),
     ],
+    also: &[],
+    subcommand: Some("msgbench"),
     ends: Ends::Always,
     picks: &[pick(
         "msgbench",
@@ -639,8 +639,6 @@ pub static MSGBENCH: Kind = Kind {
 
 pub static WAKEUP_PROBE: Kind = Kind {
     word: "wakeup-probe",
-    also: &[],
-    subcommand: Some("wakeup-probe"),
     params: &[
         Param::count("timers", Flag::Named("--timers"), 0..=PER_CPU_MAX, 1)
             .help("threads woken by a timer every period, each timing how late it ran"),
@@ -656,6 +654,8 @@ pub static WAKEUP_PROBE: Kind = Kind {
             .help("the CPU the woken threads run on (the wakers run on the others)")
             .why_max("the highest CPU number an affinity mask holds"),
     ],
+    also: &[],
+    subcommand: Some("wakeup-probe"),
     ends: Ends::Never,
     picks: &[pick(
         "wakeup probe",
@@ -693,8 +693,6 @@ pub static WAKEUP_PROBE: Kind = Kind {
 
 pub static COMMAND: Kind = Kind {
     word: "command",
-    also: &[],
-    subcommand: None,
     params: &[Param {
         key: "argv",
         label: "command",
@@ -703,6 +701,8 @@ pub static COMMAND: Kind = Kind {
         ty: Ty::Words,
         flag: Flag::Positional,
     }],
+    also: &[],
+    subcommand: None,
     ends: Ends::Always,
     picks: &[pick(
         "any command",
