@@ -167,12 +167,11 @@ fn share_of(
         }
         break (of_weight, pool);
     };
-    let pool_name = pool_name(&set, online, node, pool);
     Due::Share {
         weight,
         of_weight,
+        pool_name: pool_name(&set, online, node, pool),
         pool,
-        pool_name,
         wants,
     }
 }

@@ -12,12 +12,10 @@ use super::picker::TEMPLATES;
 use crate::engine::Playback;
 
 /// Every key of the main screen and what it does, grouped as the help screen shows them.
+/// One row a key, as a table reads (rustfmt would fold the longer rows over four lines).
+#[rustfmt::skip]
 pub const KEYS: &[(&str, &str, &str)] = &[
-    (
-        "View",
-        "↑ ↓  k j  ← → h l",
-        "select a workload (or click a row)",
-    ),
+    ("View", "↑ ↓  k j  ← → h l", "select a workload (or click a row)"),
     ("View", "space  f", "freeze / unfreeze the screen"),
     ("View", "+  -", "longer / shorter sampling interval"),
     ("View", "z  Z   <  >", "zoom the time window in / out"),
@@ -28,33 +26,17 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     ("Workloads", "r", "restart it"),
     ("Workloads", "d d", "stop and remove it (press twice)"),
     ("Workloads", "v", "what a failed workload wrote on stderr"),
-    (
-        "Workloads",
-        "o",
-        "loop a finite run: restart when it finishes",
-    ),
-    (
-        "Knobs",
-        "e  Enter",
-        "edit nice, policy, CPUs, placement, weight",
-    ),
+    ("Workloads", "o", "loop a finite run: restart when it finishes"),
+    ("Knobs", "e  Enter", "edit nice, policy, CPUs, placement, weight"),
     ("Knobs", "[  ]", "nice -1 / +1 (also F7 / F8)"),
     ("Knobs", "p", "policy: other → batch → idle"),
-    (
-        "Knobs",
-        "g",
-        "placement: shared → own session → own cgroup (restarts)",
-    ),
+    ("Knobs", "g", "placement: shared → own session → own cgroup (restarts)"),
     ("Knobs", "w  W", "halve / double its cgroup weight"),
     ("Quit", "q  Ctrl-C", "quit: stops every workload"),
     // Replay only: the help shows this group instead of Workloads and Knobs in a replay.
     ("Replay", "space", "pause / resume playback (f freezes)"),
     ("Replay", ",  .", "one interval back / forward (pauses)"),
-    (
-        "Replay",
-        "PgUp  PgDn",
-        "a tenth of the recording back / forward",
-    ),
+    ("Replay", "PgUp  PgDn", "a tenth of the recording back / forward"),
 ];
 
 /// The groups of [`KEYS`] that only a replay has.
