@@ -1,6 +1,6 @@
 //! Pure functions from Samples to Frames: rates, CPU share, context-switch rates, run-queue
-//! wait, fair share, Jain's index, latency percentiles, and statistics over repeated runs.
-//! No I/O.
+//! wait, fair share, Jain's index, latency percentiles, and statistics over repeated runs
+//! (means and Welch's test; a rank test for percentiles). No I/O.
 
 pub mod account;
 pub mod cpuset;
@@ -10,6 +10,7 @@ pub mod explain;
 pub mod fair;
 pub mod frame;
 pub mod latency;
+pub mod rank;
 pub mod solver;
 pub mod stats;
 pub mod tree;
