@@ -9,12 +9,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::stats::{self, Noise, Summary, CONFIDENCE, NOISY_CV};
 use crate::model::{Frame, WorkloadState};
+use crate::record::latency::{self, LatencyResult, RepeatLatency};
 
 /// Bumped on any change that could break a reader; additions bump it too, because readers
 /// are strict (unknown fields are refused).
-pub const SCHEMA_VERSION: u32 = 2;
-/// Versions this schedlab reads (2 added the observer's own figures).
-pub const READS_VERSIONS: [u32; 2] = [1, 2];
+pub const SCHEMA_VERSION: u32 = 3;
+/// Versions this schedlab reads (2 added the observer's own figures, 3 each workload's
+/// latency).
+pub const READS_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// The metrics reported per workload, in output order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,6 +229,9 @@ pub struct WorkloadResult {
     /// What one operation is ("msg", "fork", "rt", ...).
     pub ops_unit: String,
     pub metrics: Vec<MetricResult>,
+    /// Its latency per unit it times, over each repeat's steady part (schema 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<LatencyResult>,
 }
 
 /// The whole result file.
@@ -379,9 +384,17 @@ impl RunResults {
                 kind: kind.clone(),
                 ops_unit: unit.clone(),
                 metrics,
+                latency: Vec::new(),
             });
         }
         r
+    }
+
+    /// Adds each workload's latency from each repeat's histograms (one per repeat, in order).
+    pub fn add_latency(&mut self, repeats: &[RepeatLatency]) {
+        for w in &mut self.workloads {
+            w.latency = latency::results_of(&w.name, repeats);
+        }
     }
 
     /// Reads a result file written by `schedlab run --format json`, strictly.
@@ -395,7 +408,7 @@ impl RunResults {
         match v.schema_version {
             Some(v) if READS_VERSIONS.contains(&v) => {}
             Some(other) => bail!(
-                "{origin} has results schema version {other}; this schedlab reads versions 1 and {SCHEMA_VERSION}"
+                "{origin} has results schema version {other}; this schedlab reads versions 1 to {SCHEMA_VERSION}"
             ),
             None => bail!("{origin} is not a schedlab result file (no schema_version)"),
         }
@@ -414,26 +427,24 @@ impl RunResults {
         let mut out = String::from(
             "workload,kind,metric,unit,n,mean,std_dev,min,max,ci95_low,ci95_high,cv,warning\n",
         );
-        let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
         for w in &self.workloads {
             for m in &w.metrics {
-                let _ = writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                    csv_field(&w.name),
-                    csv_field(&w.kind),
+                csv_row(
+                    &mut out,
+                    w,
                     m.metric.name(),
-                    csv_field(&m.unit),
-                    m.n,
-                    m.mean,
-                    opt(m.std_dev),
-                    m.min,
-                    m.max,
-                    opt(m.ci95_low),
-                    opt(m.ci95_high),
-                    opt(m.cv),
-                    csv_field(m.warning.as_deref().unwrap_or("")),
+                    &m.unit,
+                    &m.summary(),
+                    &m.warning,
                 );
+            }
+            // Latency figures as rows of their own: `latency_p99`, in µs of the unit timed.
+            for l in &w.latency {
+                for f in &l.figures {
+                    let unit = format!("µs ({})", l.unit);
+                    let name = f.figure.gate_name();
+                    csv_row(&mut out, w, name, &unit, &f.summary, &f.warning);
+                }
             }
         }
         out
@@ -462,30 +473,25 @@ impl RunResults {
             );
             let mut noisy = Vec::new();
             let mut single = false;
-            for m in &w.metrics {
-                let ci = match (m.ci95_low, m.ci95_high) {
-                    (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
-                    _ => "-".into(),
-                };
-                let label = format!("{} ({})", m.metric.name(), m.unit);
-                let _ = writeln!(
-                    out,
-                    "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
-                    label,
-                    num(m.mean),
-                    m.std_dev.map_or("-".into(), num),
-                    num(m.min),
-                    num(m.max),
-                    ci,
-                    m.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
-                );
-                match m.summary().noise() {
+            let mut rows: Vec<(String, String, Summary)> = w
+                .metrics
+                .iter()
+                .map(|m| {
+                    let label = format!("{} ({})", m.metric.name(), m.unit);
+                    (label, m.metric.name().to_owned(), m.summary())
+                })
+                .collect();
+            rows.extend(latency::text_rows(&w.latency));
+            for (label, name, s) in &rows {
+                text_row(&mut out, label, s);
+                match s.noise() {
                     Some(Noise::SingleRun) => single = true,
-                    Some(Noise::HighCv(cv)) => {
-                        noisy.push(format!("{} {:.1}%", m.metric.name(), cv * 100.0))
-                    }
+                    Some(Noise::HighCv(cv)) => noisy.push(format!("{name} {:.1}%", cv * 100.0)),
                     None => {}
                 }
+            }
+            for l in &w.latency {
+                let _ = writeln!(out, "  {}", latency::text_line(l));
             }
             if single {
                 let _ = writeln!(
@@ -568,6 +574,54 @@ pub fn num(x: f64) -> String {
     } else {
         format!("{x:.3}")
     }
+}
+
+/// One metric's line in a workload's table.
+fn text_row(out: &mut String, label: &str, s: &Summary) {
+    let ci = match (s.ci95_low, s.ci95_high) {
+        (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
+        _ => "-".into(),
+    };
+    let _ = writeln!(
+        out,
+        "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
+        label,
+        num(s.mean),
+        s.std_dev.map_or("-".into(), num),
+        num(s.min),
+        num(s.max),
+        ci,
+        s.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+    );
+}
+
+/// One metric's CSV row.
+fn csv_row(
+    out: &mut String,
+    w: &WorkloadResult,
+    metric: &str,
+    unit: &str,
+    s: &Summary,
+    warning: &Option<String>,
+) {
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    let _ = writeln!(
+        out,
+        "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        csv_field(&w.name),
+        csv_field(&w.kind),
+        metric,
+        csv_field(unit),
+        s.n,
+        s.mean,
+        opt(s.std_dev),
+        s.min,
+        s.max,
+        opt(s.ci95_low),
+        opt(s.ci95_high),
+        opt(s.cv),
+        csv_field(warning.as_deref().unwrap_or("")),
+    );
 }
 
 fn csv_field(s: &str) -> String {
