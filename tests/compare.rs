@@ -31,6 +31,7 @@ fn results(kernel: &str, throughput: Vec<f64>) -> RunResults {
         kind: "chat".into(),
         ops_unit: "msg".into(),
         metrics: vec![MetricResult::new(Metric::Throughput, "msg", throughput).unwrap()],
+        latency: vec![],
     });
     r
 }
