@@ -883,6 +883,23 @@ mod tests {
     }
 
     #[test]
+    fn latency_bounds_are_edges_of_the_in_band_buckets() {
+        use crate::sys::histogram::{bucket_range, BUCKETS};
+        let edges: Vec<u64> = (0..BUCKETS).map(|i| bucket_range(i).1).collect();
+        let bounds: Vec<u64> = latency_bounds_ns().collect();
+        assert_eq!(bounds.len(), 55);
+        assert!(bounds.windows(2).all(|w| w[0] < w[1]));
+        for b in &bounds {
+            assert!(edges.contains(b), "{b} ns is inside an in-band bucket");
+        }
+        assert_eq!(bounds[0], 1024);
+        assert_eq!(*bounds.last().unwrap(), crate::sys::histogram::TOP_NS);
+        assert_eq!(seconds(1536), "0.000001536");
+        assert_eq!(seconds(1 << 37), "137.438953472");
+        assert_eq!(seconds(3 << 29), "1.610612736");
+    }
+
+    #[test]
     fn help_texts_need_no_escaping() {
         // OpenMetrics escapes quotes in HELP and the text format does not: keep them out.
         let helps = WORKLOAD_COUNTERS
@@ -890,7 +907,8 @@ mod tests {
             .map(|c| c.help)
             .chain(MACHINE_COUNTERS.iter().map(|c| c.help))
             .chain(WORKLOAD_GAUGES.iter().map(|g| g.help))
-            .chain(MACHINE_GAUGES.iter().map(|g| g.help));
+            .chain(MACHINE_GAUGES.iter().map(|g| g.help))
+            .chain([LATENCY_HELP, LATENCY_REJECTED_HELP]);
         for h in helps {
             assert!(!h.contains(['"', '\\', '\n']), "{h}");
         }
