@@ -3,7 +3,8 @@
 //! (means and Welch's test; a rank test for percentiles). No I/O.
 
 pub mod account;
-pub mod cpuset;
+// The CPU-list type lives with the plumbing (the probe parses and prints lists too).
+pub use crate::sys::cpuset;
 pub mod demand;
 pub mod derive;
 pub mod explain;

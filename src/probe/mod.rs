@@ -111,6 +111,57 @@ struct GroupState {
     procs: HashMap<u32, ProcState>,
 }
 
+impl GroupState {
+    /// Takes in a fresh listing of the workload's processes: forgets those /proc no longer
+    /// lists (or lists as another process), opens those it has not seen.
+    fn admit(
+        &mut self,
+        members: Vec<(u32, u64)>,
+        pid_cache: &HashMap<u32, (u32, u64)>,
+        sweep: &mut Sweep,
+        buf: &mut Vec<u8>,
+        problems: &mut Vec<String>,
+    ) {
+        self.procs
+            .retain(|pid, p| pid_cache.get(pid).map(|e| e.1) == Some(p.start));
+        for (pid, start) in members {
+            if self.procs.get(&pid).map(|p| p.start) == Some(start) {
+                continue;
+            }
+            match ProcState::open(sweep, pid, start, buf) {
+                Ok(Some(p)) => {
+                    self.procs.insert(pid, p);
+                }
+                Ok(None) => {}
+                Err(why) => problems.push(why),
+            }
+        }
+    }
+
+    /// One sweep of every process of the workload; a process gone since is dropped, and its
+    /// pid's group learnt again at the next scan.
+    fn read_all(
+        &mut self,
+        pgid: u32,
+        pid_cache: &mut HashMap<u32, (u32, u64)>,
+        sweep: &mut Sweep,
+        buf: &mut Vec<u8>,
+        problems: &mut Vec<String>,
+    ) {
+        let mut gone_pids = Vec::new();
+        for (&pid, p) in self.procs.iter_mut() {
+            match p.read(pid, pgid, sweep, buf, problems) {
+                Ok(()) => problems.extend(p.notes.iter().cloned()),
+                Err(ProcGone::Gone) => gone_pids.push(pid),
+            }
+        }
+        for pid in gone_pids {
+            self.procs.remove(&pid);
+            pid_cache.remove(&pid);
+        }
+    }
+}
+
 /// The sampler. Keeps descriptors and caches between sweeps; `sample` is cheap.
 pub struct Probe {
     cfg: ProbeConfig,
@@ -356,7 +407,7 @@ impl Probe {
                 m.procs_running = ps.procs_running;
                 self.last_forks = ps.processes;
                 if !ps.per_cpu.is_empty() {
-                    let mut online = crate::model::cpuset::CpuSet::new();
+                    let mut online = crate::sys::cpuset::CpuSet::new();
                     for &(id, _, _) in &ps.per_cpu {
                         online.insert(id);
                     }
@@ -530,37 +581,10 @@ impl Probe {
             phase: *sweeps,
         };
         if let Some(members) = members {
-            // A process no longer listed in /proc (or listed as another) is gone.
-            group
-                .procs
-                .retain(|pid, p| pid_cache.get(pid).map(|e| e.1) == Some(p.start));
-            for (pid, start) in members {
-                if group.procs.get(&pid).map(|p| p.start) == Some(start) {
-                    continue;
-                }
-                match ProcState::open(&mut sweep, pid, start, buf) {
-                    Ok(Some(p)) => {
-                        group.procs.insert(pid, p);
-                    }
-                    Ok(None) => {}
-                    Err(why) => problems.push(why),
-                }
-            }
+            group.admit(members, pid_cache, &mut sweep, buf, &mut problems);
         }
-
-        let mut gone_pids = Vec::new();
-        for (&pid, p) in group.procs.iter_mut() {
-            match p.read(pid, target.pgid, &mut sweep, buf, &mut problems) {
-                Ok(()) => problems.extend(p.notes.iter().cloned()),
-                Err(ProcGone::Gone) => gone_pids.push(pid),
-            }
-        }
+        group.read_all(target.pgid, pid_cache, &mut sweep, buf, &mut problems);
         *suspects = sweep.suspects;
-        for pid in gone_pids {
-            group.procs.remove(&pid);
-            // Learn its new group (or its successor's) at the next scan.
-            pid_cache.remove(&pid);
-        }
 
         let mut processes: Vec<ProcessSample> = group.procs.values().map(process_sample).collect();
         processes.sort_by_key(|p| p.pid);

@@ -93,8 +93,9 @@ pub struct Knobs {
     pub cpu_quota: Option<u32>,
 }
 
-/// The largest quota a workload may be given, in % of one CPU (100 CPUs).
-pub const MAX_CPU_QUOTA: u32 = 10_000;
+/// The largest quota a workload may be given, in % of one CPU (100 CPUs); the cgroup
+/// plumbing, which enforces it, holds it.
+pub use crate::sys::cgroup::MAX_CPU_QUOTA;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -18,6 +18,9 @@ use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+/// The largest quota a workload may be given, in % of one CPU (100 CPUs).
+pub const MAX_CPU_QUOTA: u32 = 10_000;
+
 /// Which cgroup interface a workload's group lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {
@@ -327,10 +330,10 @@ impl WorkloadCgroup {
     pub fn set_quota(&mut self, pct: Option<u32>) -> Result<()> {
         const PERIOD_US: u64 = 100_000;
         if let Some(p) = pct {
-            if !(1..=crate::supervisor::MAX_CPU_QUOTA).contains(&p) {
+            if !(1..=MAX_CPU_QUOTA).contains(&p) {
                 bail!(
                     "cpu quota must be 1..{} (% of one CPU), not {p}",
-                    crate::supervisor::MAX_CPU_QUOTA
+                    MAX_CPU_QUOTA
                 );
             }
         }

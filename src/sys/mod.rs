@@ -2,10 +2,11 @@
 //! the size guard, SysV objects and their ledger, process groups at exit, the lifeline,
 //! stdout/stderr that never panic, a prompt sampling thread, /proc outside the probe's sampling
 //! (`proc`), shared memory mappings (`shm`), and the lists of what to kill on the way out
-//! (`kill_list`).
+//! (`kill_list`), and CPU lists as the kernel prints them (`cpuset`).
 
 pub mod cgroup;
 pub mod counters;
+pub mod cpuset;
 pub mod groups;
 pub mod guard;
 pub mod histogram;

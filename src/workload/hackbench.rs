@@ -698,27 +698,13 @@ fn run_threads(shape: Shape, slots: &mut Vec<Tally>) -> Result<Duration> {
     let fault = (outcome.is_ok() && start.is_ok())
         .then(|| inject_fault(&fds.0, shape.pipe))
         .flatten();
-    // The first failure wakes every other thread (a sender blocked on a full socket whose
-    // receiver is gone would wait forever); their own failures are its consequences.
-    let mut first_failure = None;
-    for (index, end) in ended_rx.iter() {
-        if let (Err(failure), None) = (end, &first_failure) {
-            first_failure = Some((index, failure));
-            wake_everyone(&fds.0, shape.pipe);
-        }
-    }
+    let first_failure = first_failure(&ended_rx, &fds.0, shape.pipe);
     let measured = start.map(|t| t.elapsed());
     if let Some((cancel, thread)) = fault {
         drop(cancel);
         let _ = thread.join();
     }
-    let mut panicked = 0;
-    for h in handles {
-        match h.join() {
-            Ok(slot) => slots.extend(slot),
-            Err(_) => panicked += 1,
-        }
-    }
+    let panicked = join_all(handles, slots);
     outcome?;
     let elapsed = measured?;
     if let Some((index, failure)) = first_failure {
@@ -732,6 +718,36 @@ fn run_threads(shape: Shape, slots: &mut Vec<Tally>) -> Result<Duration> {
         bail!("{panicked} of {tasks} threads panicked");
     }
     Ok(elapsed)
+}
+
+/// Waits until every thread has said it ended. The first failure wakes every other thread (a
+/// sender blocked on a full socket whose receiver is gone would wait forever); their own
+/// failures are its consequences.
+fn first_failure(
+    ended: &std::sync::mpsc::Receiver<Ended>,
+    fds: &[RawFd],
+    pipe: bool,
+) -> Option<(usize, Failure)> {
+    let mut first = None;
+    for (index, end) in ended.iter() {
+        if let (Err(failure), None) = (end, &first) {
+            first = Some((index, failure));
+            wake_everyone(fds, pipe);
+        }
+    }
+    first
+}
+
+/// Joins the run's threads, taking back the receivers' slots; how many panicked.
+fn join_all(handles: Vec<std::thread::JoinHandle<Option<Tally>>>, slots: &mut Vec<Tally>) -> usize {
+    let mut panicked = 0;
+    for h in handles {
+        match h.join() {
+            Ok(slot) => slots.extend(slot),
+            Err(_) => panicked += 1,
+        }
+    }
+    panicked
 }
 
 /// Makes every thread of a run blocked on its descriptors return, and fail at its next call:

@@ -201,23 +201,7 @@ fn start_and_wait(
         }
     }
 
-    // Wait for the server's START.
-    if !net::wait_readable(control.as_raw_fd(), cfg.timeout)? {
-        bail!(
-            "the server accepted the connections but sent no START within {:?}",
-            cfg.timeout
-        );
-    }
-    let mut byte = [0u8; 1];
-    match control.read(&mut byte) {
-        Ok(1) if byte[0] == START_BYTE => {}
-        Ok(1) => bail!(
-            "the server sent byte {:#04x} instead of START (0x11)",
-            byte[0]
-        ),
-        Ok(_) => bail!("{}", refused_hint(size)),
-        Err(err) => return Err(err).context("waiting for the server's START"),
-    }
+    await_start(control, cfg.timeout, size)?;
 
     let region = pool.region();
     region.set_expected_total(region.total() + size.sent() + size.received());
@@ -231,6 +215,39 @@ fn start_and_wait(
         .op(0, -1)
         .context("releasing the start barrier")?;
 
+    await_rooms(shared, region, size, cfg.timeout)?;
+    let elapsed = start.elapsed();
+    if let Some(why) = shared.flags.failure() {
+        bail!("{why}");
+    }
+    Ok(elapsed)
+}
+
+/// Waits for the server's START on the control connection.
+fn await_start(control: &mut TcpStream, timeout: Duration, size: RunSize) -> Result<()> {
+    if !net::wait_readable(control.as_raw_fd(), timeout)? {
+        bail!("the server accepted the connections but sent no START within {timeout:?}");
+    }
+    let mut byte = [0u8; 1];
+    match control.read(&mut byte) {
+        Ok(1) if byte[0] == START_BYTE => Ok(()),
+        Ok(1) => bail!(
+            "the server sent byte {:#04x} instead of START (0x11)",
+            byte[0]
+        ),
+        Ok(_) => bail!("{}", refused_hint(size)),
+        Err(err) => Err(err).context("waiting for the server's START"),
+    }
+}
+
+/// Waits until every room's threads are done; a failure, or no message moving for
+/// `timeout`, ends the wait with the reason.
+fn await_rooms(
+    shared: &Shared,
+    region: &counters::CounterRegion,
+    size: RunSize,
+    timeout: Duration,
+) -> Result<()> {
     let mut last_total = region.total();
     let mut last_move = Instant::now();
     for room in 0..size.rooms as u16 {
@@ -244,19 +261,12 @@ fn start_and_wait(
             let total = region.total();
             if total != last_total {
                 (last_total, last_move) = (total, Instant::now());
-            } else if last_move.elapsed() >= cfg.timeout {
-                bail!(
-                    "no message moved for {:?}: the server stalled (see --timeout)",
-                    cfg.timeout
-                );
+            } else if last_move.elapsed() >= timeout {
+                bail!("no message moved for {timeout:?}: the server stalled (see --timeout)");
             }
         }
     }
-    let elapsed = start.elapsed();
-    if let Some(why) = shared.flags.failure() {
-        bail!("{why}");
-    }
-    Ok(elapsed)
+    Ok(())
 }
 
 fn refused_hint(size: RunSize) -> String {
