@@ -1,7 +1,8 @@
 //! `schedlab run SCENARIO`: runs a scenario without the dashboard, N times, and prints per
 //! workload and metric the mean, spread, 95% confidence interval and coefficient of variation,
-//! warning when a figure is too noisy to trust. Optionally records raw Samples and serves live
-//! metrics while it runs.
+//! warning when a figure is too noisy to trust, and the same for each workload's latency
+//! percentiles, from its histograms merged over each repeat. Optionally records raw Samples
+//! and serves live metrics while it runs.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
