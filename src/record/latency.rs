@@ -478,5 +478,36 @@ mod tests {
             l.pooled
         );
         assert!(results_of("other", &[repeat(&a)]).is_empty());
+        assert!(
+            text_line(l).starts_with("round trip: 200 timed, "),
+            "{}",
+            text_line(l)
+        );
+    }
+
+    #[test]
+    fn a_repeat_whose_stamps_did_not_survive_is_left_out_and_said_so() {
+        let timed = Distribution::cumulative(&hist("delivery", &[20_000; 50]));
+        let zeros = Distribution::cumulative(&LatencySample {
+            unit: "delivery".into(),
+            rejected: 900,
+            ..Default::default()
+        });
+        let l = LatencyResult::from_repeats("delivery", &[timed, zeros]);
+        assert!(!l.available);
+        assert_eq!(
+            (l.samples.as_slice(), l.rejected.as_slice()),
+            (&[50, 0][..], &[0, 900][..])
+        );
+        assert_eq!(
+            l.figure(Figure::P99).unwrap().summary.n,
+            1,
+            "only the repeat with figures"
+        );
+        let line = text_line(&l);
+        assert!(
+            line.starts_with("delivery: latency unavailable: 900 operations"),
+            "{line}"
+        );
     }
 }
