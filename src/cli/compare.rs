@@ -5,7 +5,7 @@
 //! list; `--fail-on-regression METRIC:PCT` turns a regression into an exit status. Latency
 //! percentiles are compared by a rank test on the repeats' values instead (Mann–Whitney, with
 //! the Hodges–Lehmann shift's interval): few, skewed and tied values, which a t-test misjudges
-//! and a bootstrap over so few resamples makes look certain.
+//! and whose spread a bootstrap over so few repeats understates.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::model::rank::{self, RankTest};
 use crate::model::stats::{self, Summary, Welch};
 use crate::record::latency::Figure;
-use crate::record::results::{num, Better, Metric, RunResults};
+use crate::record::results::{num, Better, Metric, RunResults, WorkloadResult};
 
 /// The exit status when a `--fail-on-regression` threshold was crossed (1 is an error, 2 a
 /// usage error).
@@ -137,7 +137,8 @@ pub enum Verdict {
     Significant,
     /// The runs' spread covers the difference.
     WithinNoise,
-    /// Fewer than two runs on a side: no spread to test against.
+    /// Too few runs on a side to test: fewer than two (Welch's test), fewer than four (the
+    /// rank test of latency figures; three against five will do).
     CannotTell,
 }
 
@@ -268,12 +269,7 @@ pub struct Comparison {
 }
 
 /// A workload's latency figures of one file against the baseline's, unit by unit.
-fn pair_latency(
-    wa: &crate::record::results::WorkloadResult,
-    wb: &crate::record::results::WorkloadResult,
-    candidate: usize,
-    c: &mut Comparison,
-) {
+fn pair_latency(wa: &WorkloadResult, wb: &WorkloadResult, candidate: usize, c: &mut Comparison) {
     for la in &wa.latency {
         let Some(lb) = wb.latency.iter().find(|l| l.unit == la.unit) else {
             continue;
