@@ -1,5 +1,6 @@
-# Statistics shared by the bench scripts (sourced; POSIX sh). One copy, so that every table
-# reports the same median and spread.
+# What the bench scripts share (sourced; POSIX sh): statistics, one copy so that every table
+# reports the same median and spread; and the set-up of the scripts that compare schedlab
+# with top and htop watching the same load (observer.sh, scale.sh).
 
 # Numbers on stdin -> "median q1 q3 min max" (quartiles by linear interpolation, as R's type 7).
 bench_stats() {
@@ -15,3 +16,43 @@ bench_spread() { bench_stats | awk -v f="${1:-%.0f}" '{printf f ".." f "\n", $4,
 bench_median_iqr() { bench_stats | awk -v f="${1:-%.0f}" '{printf f " [" f ".." f "]\n", $1, $2, $3}'; }
 # A / B to 3 decimals.
 bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.3f\n", a / b }'; }
+
+# What a script comparing observers needs: SL, the release build of schedlab; htop (installed
+# with apt-get when missing); TMP, a directory of its own, removed on exit with the background
+# PIDs in BG killed; HZ, the clock ticks of /proc/PID/stat.
+bench_observer_setup() {
+    cargo build --release --quiet --bins
+    SL=$PWD/target/release/schedlab
+    if ! command -v htop >/dev/null; then
+        echo "installing htop (apt-get)" >&2
+        apt-get update -qq >/dev/null && apt-get install -y -qq htop >/dev/null
+    fi
+    TMP=$(mktemp -d)
+    BG=""
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT TERM
+    HZ=$(getconf CLK_TCK)
+}
+bench_cleanup() { for p in $BG; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+# utime+stime of PID in clock ticks (fields 14, 15; the command name may hold spaces).
+bench_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}'; }
+# % of one CPU: ticks $1 to $2 over the wall-clock seconds $3 to $4.
+bench_cpu_pct() {
+    awk -v a="$1" -v b="$2" -v hz="$HZ" -v t1="$3" -v t2="$4" 'BEGIN {printf "%.2f\n", (b - a) / hz / (t2 - t1) * 100}'
+}
+# Starts the watcher command $1 (top, htop) on a pseudo-terminal of 200x50, as they draw for
+# one: WATCHER is its PID, WATCHER_PTY the script(1) that holds the terminal, both in BG.
+bench_watcher_start() {
+    rm -f "$TMP/watcher.pid"
+    # The inner shell writes its PID, then becomes the tool: that PID is the tool's.
+    TERM=xterm script -qfec "echo \$\$ > $TMP/watcher.pid; stty rows 50 cols 200; exec $1" /dev/null \
+        < /dev/null > /dev/null 2>&1 &
+    WATCHER_PTY=$!; BG="$WATCHER_PTY"
+    while [ ! -s "$TMP/watcher.pid" ]; do sleep 0.05; done
+    WATCHER=$(cat "$TMP/watcher.pid"); BG="$WATCHER_PTY $WATCHER"
+}
+bench_watcher_stop() {
+    kill "$WATCHER" "$WATCHER_PTY" 2>/dev/null || true
+    wait "$WATCHER_PTY" 2>/dev/null || true
+    BG=""
+}

@@ -26,18 +26,7 @@ SECS=${SECS:-6}
 PAIRS=${PAIRS:-500}
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-cargo build --release --quiet --bins
-SL=$PWD/target/release/schedlab
-if ! command -v htop >/dev/null; then
-    echo "installing htop (apt-get)" >&2
-    apt-get update -qq >/dev/null && apt-get install -y -qq htop >/dev/null
-fi
-TMP=$(mktemp -d)
-BG=""
-cleanup() { for p in $BG; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-HZ=$(getconf CLK_TCK)
+bench_observer_setup
 
 cat > "$TMP/obs.toml" <<TOML
 name = "observer-bench"
@@ -51,15 +40,13 @@ placement = "own-session"
 argv = ["sh", "-c", "exec $SL ipc-pingpong --kind sem --pairs $PAIRS --threads --pin none --duration $SECS > $TMP/run.out"]
 TOML
 
-# utime+stime of PID in clock ticks (fields 14, 15; the command name may hold spaces).
-ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}'; }
 # Observer PID's CPU in % of one CPU from about 1 s to SECS-1 s after it started, over the
 # time that really passed between the two readings.
 observe() {
-    sleep 1; t1=$(date +%s.%N); a=$(ticks "$1"); sleep $((SECS - 2)); t2=$(date +%s.%N); b=$(ticks "$1")
+    sleep 1; t1=$(date +%s.%N); a=$(bench_ticks "$1"); sleep $((SECS - 2)); t2=$(date +%s.%N); b=$(bench_ticks "$1")
     # Gone before the second reading: no figure rather than a wrong one.
     [ -n "$a" ] && [ -n "$b" ] || { echo "observer.sh: PID $1 exited before ${SECS}-1 s; no CPU reading" >&2; return 0; }
-    awk -v a="$a" -v b="$b" -v hz="$HZ" -v t1="$t1" -v t2="$t2" 'BEGIN {printf "%.2f\n", (b - a) / hz / (t2 - t1) * 100}'
+    bench_cpu_pct "$a" "$b" "$t1" "$t2"
 }
 total() { awk '/^Total:/ {print $(NF-2)}'; }
 workload() { setsid -w "$SL" ipc-pingpong --kind sem --pairs "$PAIRS" --threads --pin none --duration "$SECS" | total; }
@@ -82,20 +69,14 @@ observer_fields() {
 o = json.load(open(sys.argv[1]))["observer"]
 print(o["cpu_pct_mean"], o["samples_taken"], o["samples_due"], o["late_ms_p50"], o["late_ms_p99"], o["on_time_pct"])' "$1"
 }
-# A watcher on a pseudo-terminal (top and htop draw for one); $1 = name, $2 = command.
+# The workload with a watcher on a pseudo-terminal; $1 = name, $2 = command.
 with_tool() {
-    rm -f "$TMP/tool.pid"
-    # The inner shell writes its PID, then becomes the tool: that PID is the tool's.
-    TERM=xterm script -qfec "echo \$\$ > $TMP/tool.pid; stty rows 50 cols 200; exec $2" /dev/null \
-        < /dev/null > /dev/null 2>&1 &
-    spid=$!; BG="$spid"
-    while [ ! -s "$TMP/tool.pid" ]; do sleep 0.05; done
-    tpid=$(cat "$TMP/tool.pid"); BG="$spid $tpid"
+    bench_watcher_start "$2"
     workload >> "$TMP/$1" &
     wpid=$!
-    observe "$tpid" >> "$TMP/$1.cpu"
+    observe "$WATCHER" >> "$TMP/$1.cpu"
     wait "$wpid"
-    kill "$tpid" "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; BG=""
+    bench_watcher_stop
 }
 
 i=0

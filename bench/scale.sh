@@ -17,18 +17,7 @@ ROOMS=${ROOMS:-200}
 MESSAGES=${MESSAGES:-100}
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-cargo build --release --quiet --bins
-SL=$PWD/target/release/schedlab
-if ! command -v htop >/dev/null; then
-    echo "installing htop (apt-get)" >&2
-    apt-get update -qq >/dev/null && apt-get install -y -qq htop >/dev/null
-fi
-TMP=$(mktemp -d)
-BG=""
-cleanup() { for p in $BG; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-HZ=$(getconf CLK_TCK)
+bench_observer_setup
 threads=$((ROOMS * 80))
 
 echo "Machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
@@ -63,7 +52,6 @@ runs = 1
 placement = "own-session"
 TOML
 
-ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}'; }
 throughput() { awk '/Average throughput/ {print $4}'; }
 alone() { setsid -w "$SL" chat-bench "$ROOMS" "$MESSAGES" 2>&1 | throughput; }
 
@@ -85,18 +73,13 @@ print(tp, o["cpu_pct_mean"], o["samples_taken"], o["samples_due"], o["late_ms_p5
 
 # A watcher on a pseudo-terminal: $1 = name, $2 = command; its CPU over the chat run.
 with_tool() {
-    rm -f "$TMP/tool.pid"
-    TERM=xterm script -qfec "echo \$\$ > $TMP/tool.pid; stty rows 50 cols 200; exec $2" /dev/null \
-        < /dev/null > /dev/null 2>&1 &
-    spid=$!; BG="$spid"
-    while [ ! -s "$TMP/tool.pid" ]; do sleep 0.05; done
-    tpid=$(cat "$TMP/tool.pid"); BG="$spid $tpid"
+    bench_watcher_start "$2"
     sleep 1
-    t1=$(date +%s.%N); c1=$(ticks "$tpid")
+    t1=$(date +%s.%N); c1=$(bench_ticks "$WATCHER")
     alone > "$TMP/$1"
-    t2=$(date +%s.%N); c2=$(ticks "$tpid")
-    awk -v a="$c1" -v b="$c2" -v hz="$HZ" -v t1="$t1" -v t2="$t2" 'BEGIN {printf "%.2f\n", (b - a) / hz / (t2 - t1) * 100}' > "$TMP/$1.cpu"
-    kill "$tpid" "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; BG=""
+    t2=$(date +%s.%N); c2=$(bench_ticks "$WATCHER")
+    bench_cpu_pct "$c1" "$c2" "$t1" "$t2" > "$TMP/$1.cpu"
+    bench_watcher_stop
 }
 echo "with top ..." >&2
 with_tool top "top -b -H -d 1"

@@ -438,7 +438,28 @@ impl WorkloadFile {
         })
     }
 
+    /// The knobs, each checked where it stands: the policy and its priority, the placement
+    /// with what only a cgroup takes, the CPUs, the nice level.
     fn knobs(&self) -> Result<Knobs, Bad> {
+        let (policy, rt_priority) = self.policy()?;
+        let (placement, cpu_quota) = self.placement()?;
+        Ok(Knobs {
+            affinity: self.affinity()?,
+            nice: self
+                .nice
+                .as_ref()
+                .map(|v| int_in(v, "nice", (*NICE.start()).into(), (*NICE.end()).into()))
+                .transpose()?
+                .unwrap_or(0) as i32,
+            policy,
+            rt_priority,
+            placement,
+            cpu_quota,
+        })
+    }
+
+    /// The scheduling policy and its real-time priority (which only fifo and rr take).
+    fn policy(&self) -> Result<(Policy, u8), Bad> {
         let policy = match &self.policy {
             None => Policy::Other,
             Some(v) => match word(v, "policy", &["other", "batch", "idle", "fifo", "rr"])? {
@@ -465,6 +486,12 @@ impl WorkloadFile {
             (None, true) => *RT_PRIORITY.start(),
             (None, false) => 0,
         };
+        Ok((policy, rt_priority))
+    }
+
+    /// Where the workload runs, and its CPU quota: a cgroup's weight and quota apply only
+    /// with placement = "cgroup".
+    fn placement(&self) -> Result<(Placement, Option<u32>), Bad> {
         let placement = match &self.placement {
             None => Placement::Shared,
             Some(v) => match word(v, "placement", &["shared", "own-session", "cgroup"])? {
@@ -483,19 +510,14 @@ impl WorkloadFile {
                 },
             },
         };
-        if let (Some(w), false) = (
-            &self.cgroup_weight,
-            matches!(placement, Placement::Cgroup { .. }),
-        ) {
+        let in_cgroup = matches!(placement, Placement::Cgroup { .. });
+        if let (Some(w), false) = (&self.cgroup_weight, in_cgroup) {
             return Err((
                 span_of(w),
                 "cgroup_weight applies only with placement = \"cgroup\"".into(),
             ));
         }
-        let cpu_quota = match (
-            &self.cpu_quota,
-            matches!(placement, Placement::Cgroup { .. }),
-        ) {
+        let cpu_quota = match (&self.cpu_quota, in_cgroup) {
             (None, _) => None,
             (Some(q), true) => Some(int_in(
                 q,
@@ -510,34 +532,24 @@ impl WorkloadFile {
                 ))
             }
         };
-        let affinity = match &self.affinity {
-            None => None,
-            Some(list) if list.get_ref().is_empty() => {
-                return Err((
-                    span_of(list),
-                    "affinity must list at least one CPU (omit it for all CPUs)".into(),
-                ))
-            }
-            Some(list) => Some(
-                list.get_ref()
-                    .iter()
-                    .map(|c| int_in(c, "a CPU number", 0, 4095).map(|c| c as usize))
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-        };
-        Ok(Knobs {
-            nice: self
-                .nice
-                .as_ref()
-                .map(|v| int_in(v, "nice", (*NICE.start()).into(), (*NICE.end()).into()))
-                .transpose()?
-                .unwrap_or(0) as i32,
-            policy,
-            rt_priority,
-            affinity,
-            placement,
-            cpu_quota,
-        })
+        Ok((placement, cpu_quota))
+    }
+
+    /// The CPUs it may run on; None: all of them.
+    fn affinity(&self) -> Result<Option<Vec<usize>>, Bad> {
+        match &self.affinity {
+            None => Ok(None),
+            Some(list) if list.get_ref().is_empty() => Err((
+                span_of(list),
+                "affinity must list at least one CPU (omit it for all CPUs)".into(),
+            )),
+            Some(list) => list
+                .get_ref()
+                .iter()
+                .map(|c| int_in(c, "a CPU number", 0, 4095).map(|c| c as usize))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! a byte-level stand-in for the original's other side, bad input, and chat-bench.
 
 mod chat_common;
+mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -9,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chat_common::*;
+use common::child::read_to_end;
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 
@@ -60,12 +62,7 @@ fn two_rooms_fifty_messages_give_exact_counts_on_both_sides() {
 fn schedlab_client_speaks_chat_s_byte_for_byte() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let mut client = Command::new(BIN)
-        .args(["chat-client", "127.0.0.1", "2", "50", &port.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut client = start_client(port, 2, 50, Stdio::piped(), Stdio::piped());
     let pid = client.id();
 
     let (mut control, _) = listener.accept().unwrap();
@@ -120,13 +117,7 @@ fn schedlab_client_speaks_chat_s_byte_for_byte() {
     control.read_exact(&mut end).unwrap();
     assert_eq!(end[0], 0x22, "END byte");
     let status = wait_child(&mut client, SECS(20)).expect("client exits");
-    let mut report = String::new();
-    client
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut report)
-        .unwrap();
+    let report = read_to_end(client.stdout.take().unwrap());
     assert!(status.success(), "{report}");
     assert_eq!(report_value(&report, "Messages sent"), 2_000);
     assert_eq!(report_value(&report, "Messages received"), 38_000);
@@ -143,9 +134,7 @@ fn schedlab_server_serves_chat_c_byte_for_byte() {
     let server = Server::start(&["--runs", "1"]);
     let pid = server.pid();
     let mut control = control(server.port, 2, 50);
-    let conns: Vec<TcpStream> = (0..40)
-        .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
-        .collect();
+    let conns: Vec<TcpStream> = (0..40).map(|_| connect(server.port)).collect();
     let mut start = [0u8; 1];
     control.set_read_timeout(Some(SECS(10))).unwrap();
     control.read_exact(&mut start).unwrap();
@@ -269,25 +258,13 @@ fn bad_input_gets_one_clear_line() {
 #[test]
 fn client_exits_with_an_error_when_the_server_dies_mid_run() {
     let server = Server::start(&[]);
-    let port = server.port.to_string();
-    let mut client = Command::new(BIN)
-        .args(["chat-client", "127.0.0.1", "2", "30000", &port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut client = start_client(server.port, 2, 30000, Stdio::null(), Stdio::piped());
     let cpid = client.id();
     server.wait_for("client connected", SECS(10));
     std::thread::sleep(Duration::from_millis(300));
     drop(server); // SIGKILL
     let status = wait_child(&mut client, SECS(15)).expect("client hung after the server died");
-    let mut err = String::new();
-    client
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = read_to_end(client.stderr.take().unwrap());
     assert_eq!(status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("schedlab chat-client: error: "), "{err}");
@@ -370,9 +347,7 @@ fn users_queued_behind_the_start_message_are_not_mistaken_for_control_connection
     // SAFETY: kill takes no pointer and touches no memory of ours.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     let mut c = control(server.port, 5, 1);
-    let conns: Vec<TcpStream> = (0..100)
-        .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
-        .collect();
+    let conns: Vec<TcpStream> = (0..100).map(|_| connect(server.port)).collect();
     // SAFETY: kill takes no pointer and touches no memory of ours.
     unsafe { libc::kill(pid, libc::SIGCONT) };
     let mut b = [0u8; 1];

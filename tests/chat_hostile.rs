@@ -3,13 +3,15 @@
 //! semaphore sets are gone.
 
 mod chat_common;
+mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use chat_common::*;
+use common::wait::until;
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 /// The server's --timeout in these tests: short, so a stalled run is given up quickly.
@@ -19,6 +21,12 @@ const IDLE_THREADS: usize = 2;
 
 fn server(runs: u32) -> Server {
     Server::start(&["--runs", &runs.to_string(), "--timeout", TIMEOUT])
+}
+
+/// How each case ends: an honest 2-room run with exact counts, then the server's own end.
+fn honest_run_then_finish(server: Server) {
+    honest_run(server.port, 2, 50);
+    finish(server);
 }
 
 fn finish(server: Server) {
@@ -52,30 +60,28 @@ fn nonsense_start_messages_are_refused_and_the_next_run_is_served() {
     assert!(err.contains("rooms must be 1..="), "{err}");
     assert!(err.contains("this machine's limit"), "{err}");
     assert_eq!(threads(server.pid()), IDLE_THREADS);
-    honest_run(server.port, 2, 50);
-    finish(server);
+    honest_run_then_finish(server);
 }
 
 #[test]
 fn garbage_and_early_close_on_the_control_connection() {
     let server = server(1);
-    let mut c = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let mut c = connect(server.port);
     c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     assert!(closed_within(&mut c, SECS(5)));
-    let mut c = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let mut c = connect(server.port);
     c.write_all(&[1, 2, 3]).unwrap();
     drop(c);
     server.wait_for("closed after 3 of 8 bytes", SECS(5));
     server.wait_for("refused start message", SECS(5));
-    honest_run(server.port, 2, 50);
-    finish(server);
+    honest_run_then_finish(server);
 }
 
 #[test]
 fn a_half_sent_start_message_neither_blocks_others_nor_stays_forever() {
     let server = server(2);
     // Alone, it is closed by the timeout.
-    let mut partial = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let mut partial = connect(server.port);
     partial.write_all(&[2, 0, 0]).unwrap();
     assert!(
         closed_within(&mut partial, SECS(10)),
@@ -87,22 +93,19 @@ fn a_half_sent_start_message_neither_blocks_others_nor_stays_forever() {
     );
     // Next to an honest client, it does not hold that client up, and is closed when its
     // run starts (one run at a time).
-    let mut partial = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let mut partial = connect(server.port);
     partial.write_all(&[2, 0, 0]).unwrap();
     honest_run(server.port, 2, 50);
     assert!(closed_within(&mut partial, SECS(1)));
     server.wait_for("closing 1 other waiting connection(s)", SECS(5));
-    honest_run(server.port, 2, 50);
-    finish(server);
+    honest_run_then_finish(server);
 }
 
 #[test]
 fn data_connections_that_never_come_abandon_the_run() {
     let server = server(1);
     let mut c = control(server.port, 1, 10);
-    let _some: Vec<TcpStream> = (0..5)
-        .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
-        .collect();
+    let _some: Vec<TcpStream> = (0..5).map(|_| connect(server.port)).collect();
     server.wait_for("run abandoned", SECS(10));
     assert!(
         server.err().contains("5 of 20 data connections"),
@@ -111,16 +114,13 @@ fn data_connections_that_never_come_abandon_the_run() {
     );
     assert!(closed_within(&mut c, SECS(5)));
     assert_eq!(threads(server.pid()), IDLE_THREADS);
-    honest_run(server.port, 2, 50);
-    finish(server);
+    honest_run_then_finish(server);
 }
 
 /// Opens a fake client's run of one room and waits for START.
 fn started_room(port: u16, messages: i32) -> (TcpStream, Vec<TcpStream>) {
     let mut c = control(port, 1, messages);
-    let conns: Vec<TcpStream> = (0..20)
-        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
-        .collect();
+    let conns: Vec<TcpStream> = (0..20).map(|_| connect(port)).collect();
     let mut b = [0u8; 1];
     c.set_read_timeout(Some(SECS(10))).unwrap();
     c.read_exact(&mut b).unwrap();
@@ -148,8 +148,7 @@ fn a_partial_frame_that_stalls_is_timed_out_and_everything_freed() {
     for c in &conns {
         assert!(closed_within(&mut c.try_clone().unwrap(), SECS(5)));
     }
-    honest_run(server.port, 2, 50);
-    finish(server);
+    honest_run_then_finish(server);
 }
 
 #[test]
@@ -167,26 +166,15 @@ fn garbage_on_data_connections_then_a_vanishing_client() {
     server.wait_for("run abandoned", SECS(10));
     assert_eq!(wait_threads(pid, IDLE_THREADS, SECS(5)), IDLE_THREADS);
     assert_gone(&sems);
-    honest_run(server.port, 2, 50);
-    finish(server);
+    honest_run_then_finish(server);
 }
 
 #[test]
 fn a_client_killed_mid_run_is_abandoned_and_cleaned_up() {
     let server = server(1);
     let pid = server.pid();
-    let mut client = Command::new(BIN)
-        .args([
-            "chat-client",
-            "127.0.0.1",
-            "2",
-            "30000", // long, and within chat's limit of 32,767 (SEMVMX)
-            &server.port.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Long, and within chat's limit of 32,767 messages (SEMVMX).
+    let mut client = start_client(server.port, 2, 30000, Stdio::null(), Stdio::null());
     let cpid = client.id();
     server.wait_for("client connected", SECS(10));
     // Wait until the run is under way on both sides: all 80 relay threads started.
@@ -202,14 +190,15 @@ fn a_client_killed_mid_run_is_abandoned_and_cleaned_up() {
     );
     // Both sides record their semaphore sets in their ledgers; on a busy machine the client
     // may still be getting there: wait for them rather than guess a delay.
-    let deadline = std::time::Instant::now() + SECS(20);
-    let (server_sems, client_sems) = loop {
+    let (server_sems, client_sems) = until(SECS(20), Duration::from_millis(50), || {
         let (s, c) = (ledger_ids(pid), ledger_ids(cpid));
-        if (s.len() == 2 && c.len() == 2) || std::time::Instant::now() >= deadline {
-            break (s, c);
+        if s.len() == 2 && c.len() == 2 {
+            Ok((s, c))
+        } else {
+            Err((s, c))
         }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    })
+    .unwrap_or_else(|seen| seen);
     assert_eq!(server_sems.len(), 2);
     assert_eq!(client_sems.len(), 2, "barrier and done sets");
     client.kill().unwrap();
@@ -229,9 +218,7 @@ fn a_burst_of_a_thousand_connections_does_not_stop_an_honest_run() {
     raise_nofile();
     let server = server(2);
     let pid = server.pid();
-    let burst: Vec<TcpStream> = (0..1000)
-        .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
-        .collect();
+    let burst: Vec<TcpStream> = (0..1000).map(|_| connect(server.port)).collect();
     honest_run(server.port, 2, 50);
     drop(burst);
     // The silent ones it still held are closed by their timeout; then a second run.

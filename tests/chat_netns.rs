@@ -4,6 +4,7 @@
 //! rather than pass without testing anything.
 
 mod chat_common;
+mod common;
 
 use std::process::Command;
 use std::time::Duration;

@@ -2,8 +2,9 @@
 //! many files against the first find the one that moved, the Markdown table renders, the
 //! exit status follows --fail-on-regression, and bad files are one clear error.
 
-use std::process::Command;
+mod common;
 
+use common::{schedlab, stdout_of};
 use schedlab::cli::compare::{
     compare, compare_many, parse_gate, regressions, to_markdown, Verdict,
 };
@@ -87,10 +88,6 @@ fn single_runs_cannot_be_told_apart() {
     assert_eq!(c.rows[0].verdict, Verdict::CannotTell);
 }
 
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
-
 #[test]
 fn the_command_prints_the_verdicts_and_refuses_bad_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -99,14 +96,7 @@ fn the_command_prints_the_verdicts_and_refuses_bad_files() {
     std::fs::write(&pa, results("6.18-a", K2533.to_vec()).to_json()).unwrap();
     let shifted: Vec<f64> = K2533.iter().map(|x| x + 3000.0).collect();
     std::fs::write(&pb, results("6.18-b", shifted).to_json()).unwrap();
-    let out = schedlab()
-        .arg("compare")
-        .arg(&pa)
-        .arg(&pb)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = stdout_of(schedlab().arg("compare").arg(&pa).arg(&pb));
     assert!(text.contains("throughput (msg/s)"), "{text}");
     assert!(text.contains("+3000"), "{text}");
     assert!(text.contains("significant"), "{text}");

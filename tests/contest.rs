@@ -3,6 +3,7 @@
 
 use std::process::Output;
 
+mod common;
 mod subreaper;
 use subreaper::run;
 

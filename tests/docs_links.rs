@@ -34,11 +34,35 @@ fn pages() -> Vec<PathBuf> {
     out
 }
 
+/// Fails listing `failures`, counted as `what`, if there are any.
+#[track_caller]
+fn assert_none(failures: &[String], what: &str) {
+    assert!(
+        failures.is_empty(),
+        "{} {what}:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// Whether a line opens or closes a fenced code block (``` or ~~~, indented at most 3).
 fn is_fence(line: &str) -> bool {
     let indent = line.len() - line.trim_start_matches(' ').len();
     let rest = line.trim_start_matches(' ');
     indent <= 3 && (rest.starts_with("```") || rest.starts_with("~~~"))
+}
+
+/// A page's lines, numbered from 1, each with whether it is inside a fenced code block; the
+/// fence lines themselves left out.
+fn lines_by_fence(text: &str) -> impl Iterator<Item = (usize, &str, bool)> {
+    let mut in_fence = false;
+    text.lines().enumerate().filter_map(move |(n, line)| {
+        if is_fence(line) {
+            in_fence = !in_fence;
+            return None;
+        }
+        Some((n + 1, line, in_fence))
+    })
 }
 
 /// The line with its inline code spans blanked out, so that `[a](b)` in code is not a link.
@@ -141,21 +165,16 @@ fn reference_destination(line: &str) -> Option<String> {
 /// Every link destination of a page, with its line number, outside code.
 fn links(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut in_fence = false;
-    for (n, line) in text.lines().enumerate() {
-        if is_fence(line) {
-            in_fence = !in_fence;
-            continue;
-        }
-        if in_fence {
+    for (n, line, fenced) in lines_by_fence(text) {
+        if fenced {
             continue;
         }
         let line = without_code_spans(line);
         if let Some(dest) = reference_destination(&line) {
-            out.push((n + 1, dest));
+            out.push((n, dest));
             continue;
         }
-        out.extend(inline_destinations(&line).into_iter().map(|d| (n + 1, d)));
+        out.extend(inline_destinations(&line).into_iter().map(|d| (n, d)));
     }
     out
 }
@@ -194,14 +213,9 @@ fn slug(heading: &str) -> String {
 fn anchors(text: &str) -> Vec<String> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut out = Vec::new();
-    let mut in_fence = false;
-    for line in text.lines() {
-        if is_fence(line) {
-            in_fence = !in_fence;
-            continue;
-        }
+    for (_, line, fenced) in lines_by_fence(text) {
         let trimmed = line.trim_start_matches(' ');
-        if in_fence || line.len() - trimmed.len() > 3 {
+        if fenced || line.len() - trimmed.len() > 3 {
             continue;
         }
         let hashes = trimmed.chars().take_while(|c| *c == '#').count();
@@ -303,12 +317,9 @@ fn broken(page: &Path, dest: &str) -> Option<String> {
 /// The code of a page, line by line: whole lines of fenced blocks, and inline code spans.
 fn code_segments(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut in_fence = false;
-    for (n, line) in text.lines().enumerate() {
-        if is_fence(line) {
-            in_fence = !in_fence;
-        } else if in_fence {
-            out.push((n + 1, line.to_owned()));
+    for (n, line, fenced) in lines_by_fence(text) {
+        if fenced {
+            out.push((n, line.to_owned()));
         } else {
             let mut rest = line;
             while let Some(open) = rest.find('`') {
@@ -318,7 +329,7 @@ fn code_segments(text: &str) -> Vec<(usize, String)> {
                 let Some(close) = body.find(fence) else {
                     break;
                 };
-                out.push((n + 1, body[..close].trim().to_owned()));
+                out.push((n, body[..close].trim().to_owned()));
                 rest = &body[close + run..];
             }
         }
@@ -444,12 +455,7 @@ fn every_command_and_flag_named_in_code_exists() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} command(s) or flag(s) that do not exist:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_none(&failures, "command(s) or flag(s) that do not exist");
     assert!(checked >= 30, "only {checked} flags found");
 }
 
@@ -511,12 +517,7 @@ fn every_relative_link_resolves() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} broken link(s):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_none(&failures, "broken link(s)");
     // The README links to each part of docs/: far fewer found means the parser broke.
     assert!(checked >= 20, "only {checked} relative links found");
 }

@@ -1,11 +1,14 @@
 //! `schedlab msgbench`: Nadia Derbey's report, consistent with itself, and no queue left behind.
 
+mod common;
 #[path = "pingpong_support/mod.rs"]
 mod support;
 
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use common::child::read_to_end;
+use common::wait::until_none_left;
 use support::*;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -117,12 +120,7 @@ fn small_run_prints_five_lines_and_a_consistent_table() {
 #[test]
 fn too_many_queues_names_the_sysctl_and_leaves_nothing() {
     let _serial = serial();
-    let msgmni: u64 = std::fs::read_to_string("/proc/sys/kernel/msgmni")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let n = (msgmni + 1).to_string();
+    let n = (common::sysctl("kernel.msgmni") + 1).to_string();
     let out = run_bounded(&["msgbench", "-n", "1", "--queues", &n], LIMIT);
     let err = stderr_line(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -190,36 +188,34 @@ fn queue_limit_hit_mid_run_ends_with_one_line() {
 /// the ledger of a live process names (other runs on a shared machine); panics naming the
 /// rest. No tolerance: every queue a killed msgbench made is under a key its ledger named.
 fn assert_no_new_queue(before: &[i32], case: &str) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let gone = until_none_left(Duration::from_secs(10), Duration::from_millis(50), || {
         let now = queues();
         let live: Vec<Obj> = schedlab::sys::sysv::ledgers()
             .into_iter()
             .filter(|l| schedlab::sys::sysv::process_start_time(l.pid) == Some(l.start))
             .flat_map(|l| l.objects)
             .collect();
-        let stray: Vec<(i32, u64)> = now
-            .into_iter()
+        now.into_iter()
             .filter(|(id, _)| !before.contains(id) && !live.contains(&Obj::Msg(*id)))
-            .collect();
-        if stray.is_empty() {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{case}: queues left (id, messages): {stray:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+            .collect()
+    });
+    if let Err(stray) = gone {
+        panic!("{case}: queues left (id, messages): {stray:?}");
     }
+}
+
+/// A msgbench of 200 queues that would run for days, its report discarded.
+fn endless_msgbench() -> Child {
+    schedlab(&["msgbench", "-n", "100000000", "--queues", "200"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 #[test]
 fn sigterm_mid_run_removes_every_queue() {
     let _serial = serial();
-    let mut child = schedlab(&["msgbench", "-n", "100000000", "--queues", "200"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = endless_msgbench();
     let pid = child.id();
     // Catch the queues of a batch while they exist.
     let (_, objs) = wait_for_objects(pid, 100, LIMIT);
@@ -236,19 +232,12 @@ fn sigterm_mid_run_removes_every_queue() {
 #[test]
 fn sigkill_mid_run_is_swept_by_cleanup() {
     let _serial = serial();
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64
-        | 1;
+    let seed = common::clock_seed();
     eprintln!("seed {seed}");
     let mut rng = seed;
     let before: Vec<i32> = queues().into_iter().map(|(id, _)| id).collect();
     for round in 0..10 {
-        let mut child = schedlab(&["msgbench", "-n", "100000000", "--queues", "200"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = endless_msgbench();
         let pid = child.id();
         let (ledger, _) = wait_for_objects(pid, 1, LIMIT);
         rng ^= rng << 13;
@@ -300,8 +289,7 @@ fn cleanup_runs_racing_a_live_run_leave_its_queues_alone() {
         s.join().unwrap();
     }
     let status = wait_bounded(&mut child, LIMIT);
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let err = read_to_end(child.stderr.take().unwrap());
     assert!(
         status.success(),
         "msgbench failed under racing sweeps: {err}"

@@ -1,12 +1,16 @@
 //! `schedlab ipc-pingpong`: every kind in every pin mode makes progress on every pair, and
 //! nothing is left behind whatever ends the run (its end, SIGTERM, SIGKILL, a dead peer).
 
+mod common;
 #[path = "pingpong_support/mod.rs"]
 mod support;
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::args_of;
+use common::child::read_to_end;
+use common::wait::until;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use support::*;
@@ -119,18 +123,15 @@ fn start(kind: &str, pairs: usize, threads: bool) -> (std::process::Child, Vec<O
 
 /// Waits until the run's forked tasks exist.
 fn tasks_of(pid: u32, n: usize) -> Vec<u32> {
-    let deadline = std::time::Instant::now() + LIMIT;
-    loop {
+    until(LIMIT, Duration::from_millis(5), || {
         let kids = children_of(pid);
         if kids.len() >= n {
-            return kids;
+            Ok(kids)
+        } else {
+            Err(())
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no {n} tasks under {pid}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    })
+    .unwrap_or_else(|()| panic!("no {n} tasks under {pid}"))
 }
 
 #[test]
@@ -170,14 +171,7 @@ fn sigterm_and_sigint_remove_objects_and_tasks() {
         assert!(ledger_of(pid).is_none(), "{kind}: ledger left");
         wait_gone(&tasks, Duration::from_secs(5));
         // An open-ended run stopped by a signal still reports what it did.
-        let mut out = String::new();
-        use std::io::Read;
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
+        let out = read_to_end(child.stdout.take().unwrap());
         assert!(out.contains("Total: "), "{kind}: no report in {out:?}");
     }
 }
@@ -196,20 +190,8 @@ fn after_sigkill_cleanup_or_the_next_run_removes_what_was_left() {
         let out = if sweeper == "cleanup" {
             run_bounded(&["cleanup"], LIMIT)
         } else {
-            run_bounded(
-                &[
-                    "ipc-pingpong",
-                    "--kind",
-                    "pipe",
-                    "--pairs",
-                    "1",
-                    "--pin",
-                    "none",
-                    "--duration",
-                    "0.1",
-                ],
-                LIMIT,
-            )
+            let next = "ipc-pingpong --kind pipe --pairs 1 --pin none --duration 0.1";
+            run_bounded(&args_of(next), LIMIT)
         };
         assert!(out.status.success(), "{sweeper}: {}", stderr_line(&out));
         assert!(
@@ -229,14 +211,7 @@ fn a_peer_killed_mid_run_ends_the_run_with_its_name() {
         std::thread::sleep(Duration::from_millis(100));
         let _ = kill(Pid::from_raw(tasks[victim] as i32), Signal::SIGKILL);
         let status = wait_bounded(&mut child, LIMIT);
-        let mut err = String::new();
-        use std::io::Read;
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
+        let err = read_to_end(child.stderr.take().unwrap());
         assert_eq!(status.code(), Some(1), "{kind}: {err}");
         assert_eq!(err.lines().count(), 1, "{kind}: one line: {err}");
         assert!(
@@ -303,15 +278,11 @@ fn forked_pingers_count_live_into_the_supervisors_region() {
         })
         .unwrap();
         let (_, objs) = wait_for_objects(run.pid, 2, LIMIT);
-        let deadline = std::time::Instant::now() + LIMIT;
         // One slot per pinger, and the count moves while the run goes on.
-        while run.counters.total() < 1000 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "no round trips counted"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        until(LIMIT, Duration::from_millis(10), || {
+            (run.counters.total() >= 1000).then_some(()).ok_or(())
+        })
+        .expect("no round trips counted");
         assert_eq!(run.counters.claimed(), 2);
         let before = run.counters.total();
         std::thread::sleep(Duration::from_millis(100));

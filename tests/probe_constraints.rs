@@ -54,6 +54,21 @@ fn share(weight: f64, of_weight: f64, pool: f64, pool_name: &str, wants: f64) ->
     }
 }
 
+/// Workload `name` was due `weight` of `of_weight` × `pool` CPUs (`pool_name`), wanting a
+/// whole CPU.
+#[track_caller]
+fn assert_due_share(
+    fr: &Frame,
+    name: &str,
+    weight: f64,
+    of_weight: f64,
+    pool: f64,
+    pool_name: &str,
+) {
+    let want = share(weight, of_weight, pool, pool_name, 1.0);
+    assert_eq!(row(fr, name).due, want, "{name}");
+}
+
 fn golden(name: &str, f: &Frame) {
     insta::assert_snapshot!(name, serde_json::to_string_pretty(f).unwrap());
 }
@@ -72,6 +87,58 @@ fn hog(pid: u32, run: u64, wait: u64) -> Process {
     Process::single(pid, Task::ran(run, wait))
 }
 
+/// Sweeps 0, 1 and 2, a second apart: before sweep k, `put(k)` writes what the processes and
+/// the CPUs show then. With `rest`, the sweeps after the first wait for the probe's read of
+/// the rest of the machine.
+fn sweeps(f: &FakeProc, targets: &[Target], rest: bool, mut put: impl FnMut(u64)) -> Session {
+    let mut s = session(f);
+    for k in 0..3 {
+        put(k);
+        if rest && k > 0 {
+            rest_read(&mut s, targets);
+        } else {
+            s.sample(targets);
+        }
+    }
+    s
+}
+
+/// (pid, workload name, share, group): a hog that wants the whole CPU and runs `share` of
+/// every second, due `share` in `group`.
+type ShareHog<'a> = (u32, &'a str, f64, &'a str);
+
+/// The hogs over three sweeps on `cpus` CPUs, each placed by `place` (given its index: a
+/// cgroup, an autogroup).
+fn share_hogs(
+    f: &FakeProc,
+    cpus: usize,
+    hogs: &[ShareHog],
+    place: impl Fn(usize, Process) -> Process,
+) -> Session {
+    let targets: Vec<Target> = hogs
+        .iter()
+        .map(|&(pid, name, ..)| target(pid, name, pid))
+        .collect();
+    sweeps(f, &targets, false, |k| {
+        for (i, &(pid, _, share, _)) in hogs.iter().enumerate() {
+            let run = (k as f64 * share * S as f64) as u64;
+            f.put(&place(i, hog(pid, run, k * S - run)));
+        }
+        f.cpus(&vec![(k * 100, 0); cpus], 0);
+    })
+}
+
+/// Each hog was due its share in its group, and got it.
+#[track_caller]
+fn assert_shares(fr: &Frame, hogs: &[ShareHog]) {
+    for &(_, name, share, group) in hogs {
+        let w = row(fr, name);
+        assert_close(w.cpu_fair, share, name);
+        assert_eq!(w.group, group, "{name}");
+        assert_fair(w);
+    }
+}
+
 // 1. Affinity -------------------------------------------------------------------------------
 
 #[test]
@@ -84,8 +151,7 @@ fn three_threads_pinned_to_cpu0_are_due_a_third_of_it_and_a_free_one_a_whole_cpu
         .map(|(i, &pid)| target(i as u32 + 1, &format!("pinned-{}", i + 1), pid))
         .chain([target(4, "free", 104)])
         .collect();
-    let mut s = session(&f);
-    for k in 0..3 {
+    let s = sweeps(&f, &targets, false, |k| {
         // One shell's jobs: three share CPU 0 (each ran a third, waited two thirds), one has
         // CPU 1 to itself.
         for &pid in &pinned {
@@ -95,8 +161,7 @@ fn three_threads_pinned_to_cpu0_are_due_a_third_of_it_and_a_free_one_a_whole_cpu
         let free = Task::ran(k * S, 0).cpus("0-1").on(1);
         f.put(&Process::single(104, free).session(7));
         f.cpus(&[(k * 100, 0), (k * 100, 0)], 0);
-        s.sample(&targets);
-    }
+    });
     let fr = &s.frames[2];
     for i in 1..=3 {
         let w = row(fr, &format!("pinned-{i}"));
@@ -132,13 +197,11 @@ fn v1_sibling_groups_with_shares_1024_and_3072_are_due_a_quarter_and_three_quart
     f.cgroup_file("/a", "cpu.shares", "1024\n");
     f.cgroup_file("/b", "cpu.shares", "3072\n");
     let targets = [target(1, "in-a", 201), target(2, "in-b", 202)];
-    let mut s = session(&f);
-    for k in 0..3 {
+    let s = sweeps(&f, &targets, false, |k| {
         f.put(&hog(201, k * S / 4, k * 3 * S / 4).cgroup(&v1_cgroup("/a")));
         f.put(&hog(202, k * 3 * S / 4, k * S / 4).cgroup(&v1_cgroup("/b")));
         f.cpus(&[(k * 100, 0)], 0);
-        s.sample(&targets);
-    }
+    });
     let fr = &s.frames[2];
     let nodes = s.samples[2].machine.cgroups.as_ref().unwrap();
     let weights: Vec<(&str, f64)> = nodes.iter().map(|n| (n.path.as_str(), n.weight)).collect();
@@ -165,37 +228,17 @@ fn v1_nested_groups_share_level_by_level_with_tasks_and_groups_as_peers() {
     for (path, shares) in [("/a", 1024), ("/b", 1024), ("/a/x", 1024), ("/a/y", 2048)] {
         f.cgroup_file(path, "cpu.shares", &format!("{shares}\n"));
     }
-    let placed = [
-        (211, "/a", 0.125),
-        (212, "/a/x", 0.125),
-        (213, "/a/y", 0.25),
-        (214, "/b", 0.5),
+    let hogs = [
+        (211, "/a", 0.125, "cgroup /a"),
+        (212, "/a/x", 0.125, "cgroup /a/x"),
+        (213, "/a/y", 0.25, "cgroup /a/y"),
+        (214, "/b", 0.5, "cgroup /b"),
     ];
-    let targets: Vec<Target> = placed
-        .iter()
-        .map(|&(pid, path, _)| target(pid, path, pid))
-        .collect();
-    let mut s = session(&f);
-    for k in 0..3 {
-        for &(pid, path, share) in &placed {
-            let run = (k as f64 * share * S as f64) as u64;
-            f.put(&hog(pid, run, k * S - run).cgroup(&v1_cgroup(path)));
-        }
-        f.cpus(&[(k * 100, 0)], 0);
-        s.sample(&targets);
-    }
+    let s = share_hogs(&f, 1, &hogs, |i, p| p.cgroup(&v1_cgroup(hogs[i].1)));
     let fr = &s.frames[2];
-    for &(_, path, share) in &placed {
-        let w = row(fr, path);
-        assert_close(w.cpu_fair, share, path);
-        assert_eq!(w.group, format!("cgroup {path}"));
-        assert_fair(w);
-    }
+    assert_shares(fr, &hogs);
     // The task in /a is due its weight's part of what /a gets.
-    assert_eq!(
-        row(fr, "/a").due,
-        share(1024.0, 4096.0, 0.5, "its group gets", 1.0)
-    );
+    assert_due_share(fr, "/a", 1024.0, 4096.0, 0.5, "its group gets");
     golden("cgroup_v1_nested", fr);
 }
 
@@ -215,24 +258,14 @@ fn v2_weights_share_level_by_level_and_a_level_without_cpu_is_its_ancestor() {
     f.cgroup_file("/b", "cgroup.subtree_control", "cpu memory\n");
     f.cgroup_file("/b/leaf1", "cpu.weight", "100\n");
     f.cgroup_file("/b/leaf2", "cpu.weight", "200\n");
-    let placed = [
+    let hogs = [
         (301, "/a/inner", 0.25, "cgroup /a"),
         (302, "/b/leaf1", 0.25, "cgroup /b/leaf1"),
         (303, "/b/leaf2", 0.5, "cgroup /b/leaf2"),
     ];
-    let targets: Vec<Target> = placed
-        .iter()
-        .map(|&(pid, path, ..)| target(pid, path, pid))
-        .collect();
-    let mut s = session(&f);
-    for k in 0..3 {
-        for &(pid, path, share, _) in &placed {
-            let run = (k as f64 * share * S as f64) as u64;
-            f.put(&hog(pid, run, k * S - run).cgroup(&format!("0::{path}\n")));
-        }
-        f.cpus(&[(k * 100, 0)], 0);
-        s.sample(&targets);
-    }
+    let s = share_hogs(&f, 1, &hogs, |i, p| {
+        p.cgroup(&format!("0::{}\n", hogs[i].1))
+    });
     let procs: Vec<Option<&str>> = s.samples[2]
         .workloads
         .iter()
@@ -240,21 +273,10 @@ fn v2_weights_share_level_by_level_and_a_level_without_cpu_is_its_ancestor() {
         .collect();
     assert_eq!(procs, [Some("/a"), Some("/b/leaf1"), Some("/b/leaf2")]);
     let fr = &s.frames[2];
-    for &(_, path, share, group) in &placed {
-        let w = row(fr, path);
-        assert_close(w.cpu_fair, share, path);
-        assert_eq!(w.group, group);
-        assert_fair(w);
-    }
+    assert_shares(fr, &hogs);
     // /a/inner is scheduled as /a, a quarter of the machine.
-    assert_eq!(
-        row(fr, "/a/inner").due,
-        share(1024.0, 4096.0, 1.0, "of the machine", 1.0)
-    );
-    assert_eq!(
-        row(fr, "/b/leaf2").due,
-        share(2048.0, 3072.0, 0.75, "its group gets", 1.0)
-    );
+    assert_due_share(fr, "/a/inner", 1024.0, 4096.0, 1.0, "of the machine");
+    assert_due_share(fr, "/b/leaf2", 2048.0, 3072.0, 0.75, "its group gets");
     golden("cgroup_v2", fr);
 }
 
@@ -269,51 +291,34 @@ fn autogroup_applies_only_in_the_root_cgroup_and_the_root_autogroup_is_no_group(
     f.mount_v2();
     f.cgroup_file("/", "cgroup.subtree_control", "cpu memory\n");
     f.cgroup_file("/shared", "cpu.weight", "100\n");
-    let placed = [
-        (401, "/shared", Some((11, 0)), 0.2, "cgroup /shared"),
-        (402, "/shared", Some((12, 0)), 0.2, "cgroup /shared"),
-        (403, "/", Some((13, 0)), 0.4, "autogroup-13"),
-        (404, "/", Some((14, 0)), 0.4, "autogroup-14"),
-        (405, "/", None, 0.4, "root"),
-        (406, "/", None, 0.4, "root"),
+    let hogs = [
+        (401, "p401", 0.2, "cgroup /shared"),
+        (402, "p402", 0.2, "cgroup /shared"),
+        (403, "p403", 0.4, "autogroup-13"),
+        (404, "p404", 0.4, "autogroup-14"),
+        (405, "p405", 0.4, "root"),
+        (406, "p406", 0.4, "root"),
     ];
-    let targets: Vec<Target> = placed
-        .iter()
-        .map(|&(pid, ..)| target(pid, &format!("p{pid}"), pid))
-        .collect();
-    let mut s = session(&f);
-    for k in 0..3 {
-        for &(pid, path, ag, share, _) in &placed {
-            let run = (k as f64 * share * S as f64) as u64;
-            let p = hog(pid, run, k * S - run)
-                .autogroup(ag)
-                .cgroup(&format!("0::{path}\n"));
-            f.put(&p);
-        }
-        f.cpus(&[(k * 100, 0), (k * 100, 0)], 0);
-        s.sample(&targets);
-    }
+    // Each one's cgroup and autogroup (None: the root autogroup).
+    let placed = [
+        ("/shared", Some((11, 0))),
+        ("/shared", Some((12, 0))),
+        ("/", Some((13, 0))),
+        ("/", Some((14, 0))),
+        ("/", None),
+        ("/", None),
+    ];
+    let s = share_hogs(&f, 2, &hogs, |i, p| {
+        let (path, ag) = placed[i];
+        p.autogroup(ag).cgroup(&format!("0::{path}\n"))
+    });
     let fr = &s.frames[2];
-    for &(pid, _, _, share, group) in &placed {
-        let w = row(fr, &format!("p{pid}"));
-        assert_close(w.cpu_fair, share, &w.name);
-        assert_eq!(w.group, group, "{}", w.name);
-        assert_fair(w);
-    }
+    assert_shares(fr, &hogs);
     // In /shared: half of what the cgroup gets. At the root: a fifth of the machine, as
     // one of five peers (the loose tasks of the root autogroup among them).
-    assert_eq!(
-        row(fr, "p401").due,
-        share(1024.0, 2048.0, 0.4, "its group gets", 1.0)
-    );
-    assert_eq!(
-        row(fr, "p403").due,
-        share(1024.0, 5120.0, 2.0, "of the machine", 1.0)
-    );
-    assert_eq!(
-        row(fr, "p405").due,
-        share(1024.0, 5120.0, 2.0, "of the machine", 1.0)
-    );
+    assert_due_share(fr, "p401", 1024.0, 2048.0, 0.4, "its group gets");
+    assert_due_share(fr, "p403", 1024.0, 5120.0, 2.0, "of the machine");
+    assert_due_share(fr, "p405", 1024.0, 5120.0, 2.0, "of the machine");
     golden("autogroup_root_cgroup_only", fr);
 }
 
@@ -322,17 +327,14 @@ fn autogroup_applies_only_in_the_root_cgroup_and_the_root_autogroup_is_no_group(
 /// A FIFO hog and a normal hog on a one-CPU machine; the normal one gets `reserve` of it.
 fn realtime_frames(f: &FakeProc, reserve: f64) -> Session {
     let targets = [target(1, "fifo", 501), target(2, "normal", 502)];
-    let mut s = session(f);
-    for k in 0..3 {
+    sweeps(f, &targets, false, |k| {
         let rt_run = (k as f64 * (1.0 - reserve) * S as f64) as u64;
         // The FIFO hog waits while the fair server runs the normal one.
         let fifo = Task::ran(rt_run, k * S - rt_run).policy(SCHED_FIFO, 50);
         f.put(&Process::single(501, fifo).session(7));
         f.put(&hog(502, k * S - rt_run, rt_run).session(7));
         f.cpus(&[(k * 100, 0)], 0);
-        s.sample(&targets);
-    }
-    s
+    })
 }
 
 #[track_caller]
@@ -407,15 +409,12 @@ fn quota_frames(
     cpu_stat: &dyn Fn(u64) -> String,
 ) -> Session {
     let targets = [target(1, "capped", 601), target(2, "free", 602)];
-    let mut s = session(f);
-    for k in 0..3 {
+    sweeps(f, &targets, false, |k| {
         f.cgroup_file("/capped", "cpu.stat", &cpu_stat(k));
         f.put(&hog(601, k * S / 5, k * 4 * S / 5).cgroup(&cgroup("/capped")));
         f.put(&hog(602, k * 4 * S / 5, k * S / 5).cgroup(&cgroup("/")));
         f.cpus(&[(k * 100, 0)], 0);
-        s.sample(&targets);
-    }
-    s
+    })
 }
 
 #[track_caller]
@@ -596,8 +595,7 @@ fn the_rest_of_the_machine_is_grouped_as_the_kernel_groups_it() {
     // the kworker wants 2% and has it, the autogroups split the rest.
     let f = FakeProc::new();
     let targets = [target(1, "job", 801)];
-    let mut s = session(&f);
-    for k in 0..3 {
+    let s = sweeps(&f, &targets, true, |k| {
         f.put(&hog(801, k * S / 2, k * S / 2).session(7));
         f.put(&hog(802, k * S / 2, k * S / 2).session(7).comm("bash"));
         f.put(
@@ -610,12 +608,7 @@ fn the_rest_of_the_machine_is_grouped_as_the_kernel_groups_it() {
         let sleeper = Process::single(805, Task::ran(3 * MS, 0).state('S'));
         f.put(&sleeper.session(9).comm("sleep"));
         f.cpus(&[(k * 100, 0), (k * 100, 0)], 0);
-        if k == 0 {
-            s.sample(&targets);
-        } else {
-            rest_read(&mut s, &targets);
-        }
-    }
+    });
     let rest = s.samples[2].machine.rest.as_ref().unwrap();
     let comms: Vec<&str> = rest.tasks.iter().map(|t| t.comm.as_str()).collect();
     // The sleeper neither ran nor was runnable: not listed.
@@ -652,20 +645,14 @@ fn the_rest_of_the_machine_is_grouped_as_the_kernel_groups_it() {
 fn an_idle_rest_of_the_machine_has_no_verdict() {
     let f = FakeProc::new();
     let targets = [target(1, "job", 811)];
-    let mut s = session(&f);
-    for k in 0..3 {
+    let s = sweeps(&f, &targets, true, |k| {
         f.put(&hog(811, k * S, 0).session(7));
         // A cron that ran one tick a second, and a sleeper.
         f.put(&hog(812, k * 10 * MS, 0).session(9).comm("cron"));
         let sleeper = Process::single(813, Task::ran(3 * MS, 0).state('S'));
         f.put(&sleeper.session(9).comm("sleep"));
         f.cpus(&[(k * 100, 0), (k, 99 * k)], 0);
-        if k == 0 {
-            s.sample(&targets);
-        } else {
-            rest_read(&mut s, &targets);
-        }
-    }
+    });
     let fr = &s.frames[2];
     assert_close(fr.machine.rest_cpu_received, 0.01, "the rest's received");
     assert_close(fr.machine.rest_cpu_fair, 0.01, "the rest's due");
@@ -680,14 +667,12 @@ fn an_idle_rest_of_the_machine_has_no_verdict() {
 fn a_sched_idle_task_weighs_3_beside_1024_and_gets_no_verdict() {
     let f = FakeProc::new();
     let targets = [target(1, "normal", 901), target(2, "idle", 902)];
-    let mut s = session(&f);
-    for k in 0..3 {
+    let s = sweeps(&f, &targets, false, |k| {
         f.put(&hog(901, k * 997 * MS, k * 3 * MS).session(7));
         let idle = Task::ran(k * 3 * MS, k * 997 * MS).policy(SCHED_IDLE, 0);
         f.put(&Process::single(902, idle).session(7));
         f.cpus(&[(k * 100, 0)], 0);
-        s.sample(&targets);
-    }
+    });
     let fr = &s.frames[2];
     let (normal, idle) = (row(fr, "normal"), row(fr, "idle"));
     assert_eq!((normal.weight, idle.weight), (1024.0, 3.0));

@@ -1,6 +1,8 @@
 //! Recordings: written as JSON lines after a header, read back through the same model as a
 //! live run, a cut last line tolerated, and things that are not recordings refused.
 
+mod common;
+
 use schedlab::probe::{MachineSample, ProcessSample, Sample, TaskSample, WorkloadSample};
 use schedlab::record::recording::{Header, Recording, RecordingWriter, Replay};
 use schedlab::scenario::Scenario;
@@ -121,22 +123,15 @@ fn a_recording_cut_mid_line_replays() {
     assert_eq!(replay.history().len(), replay.len());
 
     // The command prints the frames, and says the run was cut short.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .arg("replay")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = common::stdout_of(common::schedlab().arg("replay").arg(&path));
     assert!(text.contains("cut short: no end line"), "{text}");
     assert!(text.contains("fork_load"), "{text}");
 
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(["replay", "--format", "csv"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let csv = String::from_utf8(out.stdout).unwrap();
+    let csv = common::stdout_of(
+        common::schedlab()
+            .args(["replay", "--format", "csv"])
+            .arg(&path),
+    );
     let rows: Vec<_> = csv.lines().collect();
     assert_eq!(rows.len(), 1 + 4);
     assert!(rows[0].starts_with("t,interval,workload,ops_per_sec"));
@@ -145,13 +140,12 @@ fn a_recording_cut_mid_line_replays() {
         "{}",
         rows[1]
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(["replay", "--format", "json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let frames: Vec<schedlab::model::Frame> = String::from_utf8(out.stdout)
-        .unwrap()
+    let json = common::stdout_of(
+        common::schedlab()
+            .args(["replay", "--format", "json"])
+            .arg(&path),
+    );
+    let frames: Vec<schedlab::model::Frame> = json
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -186,7 +180,7 @@ fn what_is_not_a_recording_is_refused_in_one_line() {
         let e = format!("{:#}", Recording::read(&path).unwrap_err());
         assert!(e.contains(want), "{name}: {e}");
         for cmd in ["replay", "plot"] {
-            let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"));
+            let mut c = common::schedlab();
             c.arg(cmd).arg(&path);
             if cmd == "plot" {
                 c.arg("-o").arg(dir.path().join("x.svg"));
@@ -220,14 +214,7 @@ fn plot_draws_a_recording() {
     write(&rec, 1, 8, true);
     for ext in ["svg", "png"] {
         let out = dir.path().join(format!("run.{ext}"));
-        let status = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
-            .arg("plot")
-            .arg(&rec)
-            .arg("-o")
-            .arg(&out)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        common::stdout_of(common::schedlab().arg("plot").arg(&rec).arg("-o").arg(&out));
         let bytes = std::fs::read(&out).unwrap();
         assert!(bytes.len() > 1000);
     }

@@ -7,13 +7,17 @@
 //! Cases run one at a time (the snapshot compares the whole machine). Total time on 2 CPUs:
 //! about two minutes in a debug build.
 
+mod common;
 #[path = "reliability/mod.rs"]
 mod support;
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use common::child::port_in;
+use common::wait::until;
 use support::*;
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
@@ -62,30 +66,9 @@ fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_owned).collect()
 }
 
-const SCENARIO: &str = r#"
-name = "reliability"
-interval_ms = 200
-
-[[workload]]
-name = "forks"
-kind = "fork-load"
-forkers = 1
-
-[[workload]]
-name = "sem"
-kind = "pingpong"
-ipc = "sem"
-pairs = 1
-pin = "none"
-
-[[workload]]
-name = "msg"
-kind = "pingpong"
-ipc = "msg"
-pairs = 1
-pin = "none"
-threads = true
-"#;
+/// The scenario the `run` cases end in every way: a fork loop, a sem and a threaded msg
+/// ping-pong.
+const SCENARIO: &str = include_str!("scenarios/reliability.toml");
 
 fn commands(scenario: &str, port: u16) -> Vec<Long> {
     let own = free_port().to_string();
@@ -168,14 +151,10 @@ fn free_port() -> u16 {
 
 /// The chat-server case's normal end: one honest 2-room run against it (its --runs 1).
 fn honest_client(tag: &str, port: &str) {
-    let deadline = std::time::Instant::now() + SECS(10);
-    while std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "chat-server never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until(SECS(10), Duration::from_millis(50), || {
+        std::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+    })
+    .expect("chat-server never listened");
     let out = output_within(
         schedlab(tag, &["chat-client", "127.0.0.1", "2", "20", port]),
         SECS(30),
@@ -203,38 +182,51 @@ fn side_server(tag: &str) -> (Child, u16) {
     err.read_line(&mut line).unwrap();
     // Keep reading: a server whose stderr is closed dies on its next message (EPIPE).
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    let port = line
-        .trim()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
-    (server, port)
+    (server, port_in(&line))
 }
 
 /// Waits until `pid` has a child process (the workload is up), at most `within`.
 fn wait_for_children(pid: i32, within: Duration) -> Vec<i32> {
-    let deadline = std::time::Instant::now() + within;
-    loop {
+    until(within, Duration::from_millis(20), || {
         let kids = children_of(pid);
-        if !kids.is_empty() || std::time::Instant::now() > deadline {
-            return kids;
+        if kids.is_empty() {
+            Err(kids)
+        } else {
+            Ok(kids)
         }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    })
+    .unwrap_or_else(|none| none)
 }
 
 /// How soon after its end (the signal, the crash, or its own exit) a case must have left
 /// nothing: a bound against hangs and forgotten waits, not a performance figure.
 const LEAVES_NOTHING_WITHIN: Duration = Duration::from_secs(3);
 
+/// Waits for nothing of `tag` to be left (no process, no SysV object beyond `sysv_before`)
+/// and asserts that it came within [`LEAVES_NOTHING_WITHIN`] of `ended` (`after` says what
+/// that was); returns how long it took.
+fn assert_left_nothing_soon(
+    tag: &str,
+    sysv_before: &BTreeSet<String>,
+    label: &str,
+    ended: Instant,
+    after: &str,
+) -> Duration {
+    assert_no_process(tag, SECS(20), label);
+    let exact = assert_sysv_back_to(sysv_before, SECS(10), label);
+    let took = ended.elapsed();
+    // (On a shared machine where another build's objects cannot be told from ours, the SysV
+    // check waits its whole bound: then only the processes are timed.)
+    assert!(
+        took <= LEAVES_NOTHING_WITHIN || !exact,
+        "{label}: left nothing only {took:.2?} after {after} (bound {LEAVES_NOTHING_WITHIN:?})"
+    );
+    took
+}
+
 /// One (command, exit path) case: start it, end it that way, check what is left. Returns its
 /// report line and how long after its end nothing of it was left.
-fn case(
-    cmd: &Long,
-    exit: Exit,
-    sysv_before: &std::collections::BTreeSet<String>,
-) -> (String, Duration) {
+fn case(cmd: &Long, exit: Exit, sysv_before: &BTreeSet<String>) -> (String, Duration) {
     let label = format!("{} × {exit:?}", cmd.name);
     let tag = unique_tag(&format!("{}-{exit:?}", cmd.name));
     let args: Vec<&str> = match exit {
@@ -245,18 +237,8 @@ fn case(
     if exit == Exit::Panic {
         c.env("SCHEDLAB_INJECT_PANIC", format!("{}:1200", cmd.name));
     }
-    let mut child = c
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut child, err_reader) = spawn_reading_stderr(c);
     let pid = child.id() as i32;
-    let mut stderr = child.stderr.take().unwrap();
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
-        s
-    });
     if exit == Exit::Normal && cmd.name == "chat-server" {
         honest_client(&tag, cmd.short[2].as_str());
     }
@@ -267,7 +249,7 @@ fn case(
         }
         std::thread::sleep(Duration::from_millis(800));
     }
-    let mut ended = std::time::Instant::now();
+    let mut ended = Instant::now();
     match exit {
         Exit::Normal | Exit::Panic => {}
         // SAFETY: kill takes no pointer and touches no memory of ours; -pid is our child's own
@@ -298,11 +280,10 @@ fn case(
     let mut kept_running = false;
     if exit == Exit::ChildCrash {
         // Either it notices and ends, or it carries on; then SIGTERM must still end it all.
-        let deadline = std::time::Instant::now() + SECS(5);
-        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if child.try_wait().unwrap().is_none() {
+        let ended_by_itself = until(SECS(5), Duration::from_millis(20), || {
+            child.try_wait().unwrap().ok_or(())
+        });
+        if ended_by_itself.is_err() {
             kept_running = true;
             // SAFETY: kill takes no pointer; the pid is our unreaped child.
             unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -311,7 +292,7 @@ fn case(
     // Generous: a hang is forever; a debug build on a loaded 2-CPU machine is only slow.
     let status = wait_within(&mut child, SECS(45));
     if matches!(exit, Exit::Normal | Exit::Panic) {
-        ended = std::time::Instant::now(); // it ended by itself: measured from its exit
+        ended = Instant::now(); // it ended by itself: measured from its exit
     }
     let err = err_reader.join().unwrap();
     let status = status.unwrap_or_else(|| panic!("{label}: did not end (a hang)\n{err}"));
@@ -320,15 +301,7 @@ fn case(
         let out = output_within(schedlab(&tag, &["cleanup"]), SECS(20), &label);
         assert!(out.status.success(), "{label}: cleanup failed: {out:?}");
     }
-    assert_no_process(&tag, SECS(20), &label);
-    let exact = assert_sysv_back_to(sysv_before, SECS(10), &label);
-    let took = ended.elapsed();
-    // (On a shared machine where another build's objects cannot be told from ours, the SysV
-    // check waits its whole bound: then only the processes are timed.)
-    assert!(
-        took <= LEAVES_NOTHING_WITHIN || !exact,
-        "{label}: left nothing only {took:.2?} after its end (bound {LEAVES_NOTHING_WITHIN:?})"
-    );
+    let took = assert_left_nothing_soon(&tag, sysv_before, &label, ended, "its end");
     assert!(
         !err.contains("panicked") || exit == Exit::Panic,
         "{label}: an unexpected panic:\n{err}"
@@ -431,19 +404,18 @@ fn tagged_threads(tag: &str) -> usize {
 
 /// Waits until the processes of `tag` have `n` threads between them (a big run is up).
 fn wait_for_threads(tag: &str, n: usize, within: Duration, case: &str) {
-    let deadline = std::time::Instant::now() + within;
     let mut most = 0;
-    loop {
+    let up = until(within, Duration::from_millis(20), || {
         let now = tagged_threads(tag);
-        if now >= n {
-            return;
-        }
         most = most.max(now);
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{case}: fewer than {n} threads after {within:?} (at most {most})"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+        if now >= n {
+            Ok(())
+        } else {
+            Err(most)
+        }
+    });
+    if let Err(most) = up {
+        panic!("{case}: fewer than {n} threads after {within:?} (at most {most})");
     }
 }
 
@@ -470,18 +442,8 @@ fn the_largest_preset_leaves_nothing_soon_after_a_signal() {
     ] {
         let label = format!("{} × {exit:?}", args.join(" "));
         let tag = unique_tag("largest");
-        let mut child = schedlab(&tag, args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let (mut child, err_reader) = spawn_reading_stderr(schedlab(&tag, args));
         let pid = child.id() as i32;
-        let mut stderr = child.stderr.take().unwrap();
-        let err_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
-            s
-        });
         wait_for_threads(&tag, 1500, SECS(120), &label);
         if let Some(status) = child.try_wait().unwrap() {
             panic!(
@@ -494,20 +456,14 @@ fn the_largest_preset_leaves_nothing_soon_after_a_signal() {
             Exit::Sighup => (libc::SIGHUP, pid),
             _ => (libc::SIGTERM, pid),
         };
-        let ended = std::time::Instant::now();
+        let ended = Instant::now();
         // SAFETY: kill takes no pointer; `to` is our unreaped child or its process group.
         unsafe { libc::kill(to, sig) };
         let status = wait_within(&mut child, SECS(45))
             .unwrap_or_else(|| panic!("{label}: did not end (a hang)"));
         let err = err_reader.join().unwrap();
         assert_eq!(status.code(), Some(128 + sig), "{label}: {err}");
-        assert_no_process(&tag, SECS(20), &label);
-        let exact = assert_sysv_back_to(snap.sysv(), SECS(10), &label);
-        let took = ended.elapsed();
-        assert!(
-            took <= LEAVES_NOTHING_WITHIN || !exact,
-            "{label}: left nothing only {took:.2?} after the signal (bound {LEAVES_NOTHING_WITHIN:?})"
-        );
+        let took = assert_left_nothing_soon(&tag, snap.sysv(), &label, ended, "the signal");
         report.push(format!("{label}: nothing left {took:.2?} after the signal"));
         worst = worst.max(took);
     }
@@ -580,7 +536,7 @@ fn the_dashboard_on_the_largest_preset_leaves_nothing_soon_after_it_is_ended() {
                 cmd.split(|&b| b == 0).nth(1) == Some(b"tui")
             })
             .unwrap_or_else(|| panic!("{label}: no dashboard process"));
-        let ended = std::time::Instant::now();
+        let ended = Instant::now();
         match how {
             // SAFETY: kill takes no pointer; `dashboard` is a live process of this test's tag.
             "SIGTERM" => unsafe {
@@ -592,13 +548,7 @@ fn the_dashboard_on_the_largest_preset_leaves_nothing_soon_after_it_is_ended() {
             },
             keys => assert!(tmux.run(&["send-keys", "-t", "e2e", keys]), "send-keys"),
         }
-        assert_no_process(&tag, SECS(20), &label);
-        let exact = assert_sysv_back_to(snap.sysv(), SECS(10), &label);
-        let took = ended.elapsed();
-        assert!(
-            took <= LEAVES_NOTHING_WITHIN || !exact,
-            "{label}: left nothing only {took:.2?} after it was ended (bound {LEAVES_NOTHING_WITHIN:?})"
-        );
+        let took = assert_left_nothing_soon(&tag, snap.sysv(), &label, ended, "it was ended");
         report.push(format!(
             "{label}: nothing left {took:.2?} after it was ended"
         ));

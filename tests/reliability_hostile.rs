@@ -6,6 +6,7 @@
 
 #[path = "chat_common/mod.rs"]
 mod chat_common;
+mod common;
 
 use std::net::TcpStream;
 use std::time::Duration;
@@ -45,9 +46,7 @@ fn many_silent_control_connections_do_not_stop_an_honest_run() {
     raise_nofile();
     let server = Server::start(&["--runs", "1", "--timeout", "2"]);
     // 200 peers that connect and say nothing, held open during the honest run.
-    let silent: Vec<TcpStream> = (0..200)
-        .map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap())
-        .collect();
+    let silent: Vec<TcpStream> = (0..200).map(|_| connect(server.port)).collect();
     honest_run(server.port, 2, 50);
     drop(silent);
     let pid = server.pid();

@@ -4,12 +4,14 @@
 //! within it), never hang, never leave a half-started run; each test checks SysV ids and this
 //! build's processes before and after.
 
+mod common;
 #[path = "reliability/mod.rs"]
 mod support;
 
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
+use common::args_of;
 use support::*;
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
@@ -56,29 +58,37 @@ fn limited(
     )
 }
 
+/// Runs `args` under a limit and asserts it was refused (exit 1) in one line; returns the line.
+fn refused_in_one_line(
+    what: &str,
+    args: &[&str],
+    setup: impl FnOnce(&mut std::process::Command),
+) -> String {
+    let (code, err, _) = limited(what, args, setup);
+    assert_eq!(code, Some(1), "{what}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
+    err
+}
+
 #[test]
 fn a_low_open_file_limit_is_named_with_how_to_raise_it() {
     let snap = Snapshot::take();
     // Hackbench's thread mode holds every descriptor at once: 10 groups x 20 x 2 = 400.
-    let (code, err, _) = limited(
+    let err = refused_in_one_line(
         "nofile-hackbench",
-        &["hackbench", "-T", "-g", "10", "-l", "10"],
+        &args_of("hackbench -T -g 10 -l 10"),
         |c| with_rlimit(c, libc::RLIMIT_NOFILE, 64, 64),
     );
-    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("open files") && err.contains("ulimit -n"),
         "{err}"
     );
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 
     // chat raises its own limit when it may (with CAP_SYS_RESOURCE, the hard one too, as
     // under some CI runners); otherwise it names the limit.
-    let (code, err, out) = limited(
-        "nofile-chat",
-        &["chat-bench", "2", "20", "--runs", "1"],
-        |c| with_rlimit(c, libc::RLIMIT_NOFILE, 32, 32),
-    );
+    let (code, err, out) = limited("nofile-chat", &args_of("chat-bench 2 20 --runs 1"), |c| {
+        with_rlimit(c, libc::RLIMIT_NOFILE, 32, 32)
+    });
     if code == Some(0) {
         // chat-bench prints one line a run.
         assert!(out.starts_with("Average throughput : "), "{out}");
@@ -93,18 +103,7 @@ fn a_low_open_file_limit_is_named_with_how_to_raise_it() {
     // ipc-pingpong in pipe mode needs four descriptors a pair.
     let (code, err, _) = limited(
         "nofile-pingpong",
-        &[
-            "ipc-pingpong",
-            "--kind",
-            "pipe",
-            "--pairs",
-            "64",
-            "--pin",
-            "none",
-            "--threads",
-            "--duration",
-            "1",
-        ],
+        &args_of("ipc-pingpong --kind pipe --pairs 64 --pin none --threads --duration 1"),
         |c| with_rlimit(c, libc::RLIMIT_NOFILE, 16, 16),
     );
     assert_eq!(code, Some(1), "{err}");
@@ -189,56 +188,34 @@ fn a_pids_cgroup_too_small_is_refused_up_front_or_ends_cleanly() {
         panic!("NEEDS ROOT AND A PIDS CGROUP: cannot create a pids cgroup under /sys/fs/cgroup; this test cannot run here");
     };
     // The guard sees the cgroup's pids.max and names it before anything starts.
-    for (what, args) in [
-        ("pids-hackbench", vec!["hackbench", "-g", "2", "-l", "10"]),
-        ("pids-chat", vec!["chat-bench", "2", "10", "--runs", "1"]),
+    for (what, line) in [
+        ("pids-hackbench", "hackbench -g 2 -l 10"),
+        ("pids-chat", "chat-bench 2 10 --runs 1"),
         (
             "pids-pingpong",
-            vec![
-                "ipc-pingpong",
-                "--pairs",
-                "30",
-                "--pin",
-                "none",
-                "--duration",
-                "1",
-            ],
+            "ipc-pingpong --pairs 30 --pin none --duration 1",
         ),
     ] {
-        let (code, err, _) = limited(what, &args, |c| cg.enter(c));
-        assert_eq!(code, Some(1), "{what}: {err}");
+        let err = refused_in_one_line(what, &args_of(line), |c| cg.enter(c));
         assert!(
             err.contains("pids"),
             "{what}: the cgroup is not named: {err}"
         );
-        assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
     }
     // Forced past the guard, the kernel refuses the forks (EAGAIN): a clear end, no hang,
     // no half-started run left.
-    for (what, args) in [
-        (
-            "pids-hackbench-force",
-            vec!["hackbench", "-g", "2", "-l", "10", "--force"],
-        ),
+    for (what, line) in [
+        ("pids-hackbench-force", "hackbench -g 2 -l 10 --force"),
         (
             "pids-hackbench-threads-force",
-            vec!["hackbench", "-T", "-g", "2", "-l", "10", "--force"],
+            "hackbench -T -g 2 -l 10 --force",
         ),
         (
             "pids-pingpong-force",
-            vec![
-                "ipc-pingpong",
-                "--pairs",
-                "30",
-                "--pin",
-                "none",
-                "--duration",
-                "1",
-                "--force",
-            ],
+            "ipc-pingpong --pairs 30 --pin none --duration 1 --force",
         ),
     ] {
-        let (code, err, _) = limited(what, &args, |c| cg.enter(c));
+        let (code, err, _) = limited(what, &args_of(line), |c| cg.enter(c));
         assert_eq!(code, Some(1), "{what}: {err}");
         let last = err.trim_end().lines().last().unwrap_or("").to_owned();
         assert!(last.contains("error"), "{what}: {err}");
@@ -251,16 +228,9 @@ fn a_pids_cgroup_too_small_is_refused_up_front_or_ends_cleanly() {
 #[test]
 fn more_queues_than_msgmni_is_one_line_naming_the_sysctl() {
     let snap = Snapshot::take();
-    let msgmni: u64 = std::fs::read_to_string("/proc/sys/kernel/msgmni")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let n = (msgmni + 1).to_string();
-    let (code, err, _) = limited("msgmni", &["msgbench", "-n", "1", "--queues", &n], |_| {});
-    assert_eq!(code, Some(1), "{err}");
+    let n = (common::sysctl("kernel.msgmni") + 1).to_string();
+    let err = refused_in_one_line("msgmni", &["msgbench", "-n", "1", "--queues", &n], |_| {});
     assert!(err.contains("msgmni"), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     snap.check("more_queues_than_msgmni_is_one_line_naming_the_sysctl");
 }
 
@@ -269,35 +239,23 @@ fn thread_stacks_beyond_the_address_space_limit_end_cleanly() {
     let snap = Snapshot::take();
     // 256 MiB of address space: enough to start, not for hundreds of thread stacks.
     let mem = 256 << 20;
-    for (what, args) in [
-        (
-            "as-hackbench",
-            vec!["hackbench", "-T", "-g", "20", "-l", "10"],
-        ),
-        ("as-chat", vec!["chat-bench", "20", "10", "--runs", "1"]),
+    for (what, line) in [
+        ("as-hackbench", "hackbench -T -g 20 -l 10"),
+        ("as-chat", "chat-bench 20 10 --runs 1"),
         (
             "as-pingpong",
-            vec![
-                "ipc-pingpong",
-                "--threads",
-                "--pairs",
-                "400",
-                "--pin",
-                "none",
-                "--duration",
-                "1",
-            ],
+            "ipc-pingpong --threads --pairs 400 --pin none --duration 1",
         ),
     ] {
-        let (code, err, _) = limited(what, &args, |c| with_rlimit(c, libc::RLIMIT_AS, mem, mem));
         // Refused up front, naming the limit: once threads are half-started, a failed
         // allocation aborts the process (Rust's std), which no clean-up survives.
-        assert_eq!(code, Some(1), "{what}: {err}");
+        let err = refused_in_one_line(what, &args_of(line), |c| {
+            with_rlimit(c, libc::RLIMIT_AS, mem, mem)
+        });
         assert!(
             err.contains("RLIMIT_AS") && err.contains("ulimit -v"),
             "{what}: {err}"
         );
-        assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
     }
     snap.check("thread_stacks_beyond_the_address_space_limit_end_cleanly");
 }
@@ -305,31 +263,20 @@ fn thread_stacks_beyond_the_address_space_limit_end_cleanly() {
 #[test]
 fn the_guard_refuses_oversized_runs_unless_forced() {
     let snap = Snapshot::take();
-    let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join("huge.toml");
-    std::fs::write(
-        &sc,
+    let (_dir, sc) = common::scenario_in_tempdir(
+        "huge.toml",
         "name = \"huge\"\n[[workload]]\nname = \"h\"\nkind = \"hackbench\"\ngroups = 100000\nloops = 1\n",
-    )
-    .unwrap();
-    let sc = sc.to_str().unwrap();
-    for (what, args) in [
-        (
-            "guard-hackbench",
-            vec!["hackbench", "-g", "1000000", "-l", "1"],
-        ),
-        (
-            "guard-chat-client",
-            vec!["chat-client", "127.0.0.1", "1000000", "1", "1"],
-        ),
-        ("guard-chat-bench", vec!["chat-bench", "1000000", "1"]),
+    );
+    let run = format!("run {} --duration 1", sc.display());
+    for (what, line) in [
+        ("guard-hackbench", "hackbench -g 1000000 -l 1"),
+        ("guard-chat-client", "chat-client 127.0.0.1 1000000 1 1"),
+        ("guard-chat-bench", "chat-bench 1000000 1"),
         // ipc-pingpong's own bound (4096 pairs) is below the machine's; its guard is proven
         // by the pids cgroup test.
-        ("guard-run", vec!["run", sc, "--duration", "1"]),
+        ("guard-run", run.as_str()),
     ] {
-        let (code, err, _) = limited(what, &args, |_| {});
-        assert_eq!(code, Some(1), "{what}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
+        let err = refused_in_one_line(what, &args_of(line), |_| {});
         // chat's own per-machine check may speak first; either way the limit is named.
         // A command's own bound may speak first; either way the limit is named.
         assert!(
@@ -345,16 +292,17 @@ fn the_guard_refuses_oversized_runs_unless_forced() {
 #[test]
 fn bad_input_for_every_command_is_one_line_and_nonzero() {
     let snap = Snapshot::take();
+    // A good scenario and a file that is no JSON, in one directory.
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap().to_owned();
-    let ok_scenario = format!("{d}/ok.toml");
-    std::fs::write(
-        &ok_scenario,
+    let ok_scenario = common::scenario_file(
+        dir.path(),
+        "ok.toml",
         "name = \"ok\"\n[[workload]]\nname = \"n\"\nkind = \"command\"\nargv = [\"true\"]\n",
-    )
-    .unwrap();
-    let not_json = format!("{d}/garbage.json");
+    );
+    let ok_scenario = ok_scenario.to_str().unwrap();
+    let not_json = dir.path().join("garbage.json");
     std::fs::write(&not_json, "not json at all\n").unwrap();
+    let not_json = not_json.to_str().unwrap();
     let cases: Vec<Vec<String>> = [
         "chat-server 999.1.1.1 9999",
         "chat-server 127.0.0.1 70000",
@@ -405,7 +353,7 @@ fn bad_input_for_every_command_is_one_line_and_nonzero() {
     .iter()
     .map(|c| {
         c.split_whitespace()
-            .map(|w| w.replace("OK", &ok_scenario).replace("GARBAGE", &not_json))
+            .map(|w| w.replace("OK", ok_scenario).replace("GARBAGE", not_json))
             .collect()
     })
     .collect();
@@ -541,13 +489,11 @@ fn what_needs_root_says_so_for_an_unprivileged_user() {
         ),
     ];
     for (what, args, says) in cases {
-        let (code, err, _) = limited(what, &args, nobody);
-        assert_eq!(code, Some(1), "{what}: {err}");
+        let err = refused_in_one_line(what, &args, nobody);
         assert!(
             err.contains(says),
             "{what}: does not say it needs {says}: {err}"
         );
-        assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
     }
     snap.check("what_needs_root_says_so_for_an_unprivileged_user");
 }

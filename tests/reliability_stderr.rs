@@ -2,44 +2,38 @@
 //! error line last, ending with the workload's last line), its recording, and the Frames a
 //! replay derives from it. (The dashboard's details line and `v` are in ui_snapshots.)
 
+mod common;
 #[path = "reliability/mod.rs"]
 mod support;
 
+use std::process::Output;
 use std::time::Duration;
 
+use schedlab::record::recording::Recording;
 use support::*;
 
-const FAILING: &str = r#"
-name = "failing"
-interval_ms = 100
+/// A command that warns on stderr, says why it cannot go on, and exits 3.
+const FAILING: &str = include_str!("scenarios/failing.toml");
 
-[[workload]]
-name = "bad"
-kind = "command"
-argv = ["sh", "-c", "echo 'first: a warning' >&2; echo 'bad: cannot go on: out of widgets' >&2; sleep 0.3; exit 3"]
-"#;
+/// `schedlab run` of the scenario `text`, recorded, under `tag`: its output and recording.
+fn run_recorded(tag: &str, text: &str, case: &str) -> (Output, Recording) {
+    let (dir, sc) = common::scenario_in_tempdir("s.toml", text);
+    let rec = dir.path().join("r.jsonl");
+    let args = [sc.to_str().unwrap(), "--record", rec.to_str().unwrap()];
+    let out = output_within(
+        schedlab(tag, &[&["run"][..], &args].concat()),
+        Duration::from_secs(30),
+        case,
+    );
+    let recording = Recording::read(&rec).unwrap_or_else(|e| panic!("{case}: {e:#}\n{out:?}"));
+    (out, recording)
+}
 
 #[test]
 fn run_prints_a_failed_workloads_last_lines_and_records_them() {
     let snap = Snapshot::take();
-    let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join("failing.toml");
-    std::fs::write(&sc, FAILING).unwrap();
-    let rec = dir.path().join("r.jsonl");
     let tag = unique_tag("stderr");
-    let out = output_within(
-        schedlab(
-            &tag,
-            &[
-                "run",
-                sc.to_str().unwrap(),
-                "--record",
-                rec.to_str().unwrap(),
-            ],
-        ),
-        Duration::from_secs(30),
-        "run a failing workload",
-    );
+    let (out, r) = run_recorded(&tag, FAILING, "run a failing workload");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     let lines: Vec<&str> = err.trim_end().lines().collect();
@@ -53,7 +47,6 @@ fn run_prints_a_failed_workloads_last_lines_and_records_them() {
     );
 
     // The recording carries them in the failed workload's Sample, and replay shows them.
-    let r = schedlab::record::recording::Recording::read(&rec).unwrap();
     let recorded = r.repeats[0]
         .iter()
         .flat_map(|s| &s.workloads)
@@ -79,30 +72,13 @@ fn run_prints_a_failed_workloads_last_lines_and_records_them() {
 #[test]
 fn a_workload_that_did_not_fail_carries_no_stderr() {
     let snap = Snapshot::take();
-    let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join("ok.toml");
-    std::fs::write(
-        &sc,
-        "name = \"ok\"\ninterval_ms = 100\n[[workload]]\nname = \"chatty\"\nkind = \"command\"\nargv = [\"sh\", \"-c\", \"echo noise >&2; sleep 0.3\"]\n",
-    )
-    .unwrap();
-    let rec = dir.path().join("r.jsonl");
     let tag = unique_tag("stderr-ok");
-    let out = output_within(
-        schedlab(
-            &tag,
-            &[
-                "run",
-                sc.to_str().unwrap(),
-                "--record",
-                rec.to_str().unwrap(),
-            ],
-        ),
-        Duration::from_secs(30),
+    let (out, r) = run_recorded(
+        &tag,
+        "name = \"ok\"\ninterval_ms = 100\n[[workload]]\nname = \"chatty\"\nkind = \"command\"\nargv = [\"sh\", \"-c\", \"echo noise >&2; sleep 0.3\"]\n",
         "run a workload that ends well",
     );
     assert!(out.status.success(), "{out:?}");
-    let r = schedlab::record::recording::Recording::read(&rec).unwrap();
     assert!(r
         .repeats
         .iter()

@@ -11,16 +11,18 @@
 //! and whatever a failure left ends with the namespace. Bounded: about two minutes on
 //! 2 CPUs in a debug build.
 
+mod common;
 #[path = "reliability/mod.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::args_of;
+use common::child::first_line;
 use support::*;
 
 const KILLS: usize = 200;
@@ -43,10 +45,7 @@ impl Namespace {
             .process_group(0)
             .spawn()
             .expect("unshare (util-linux) is needed");
-        let mut line = String::new();
-        BufReader::new(holder.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let line = first_line(holder.stdout.take().unwrap());
         assert_eq!(
             line.trim(),
             "ready",
@@ -199,11 +198,7 @@ fn a_sigkill_storm_leaves_exactly_what_was_there() {
     let ns = Arc::new(Namespace::new());
     let before = ns.sysv();
     let tag = unique_tag("storm");
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
+    let seed = common::clock_seed();
     eprintln!("storm seed {seed}");
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -212,7 +207,7 @@ fn a_sigkill_storm_leaves_exactly_what_was_there() {
         vec!["cleanup"],
         vec!["cleanup"],
         // Fresh starts: each sweeps at start, then makes objects of its own.
-        words("ipc-pingpong --kind sem --pairs 1 --pin none --duration 0.05"),
+        args_of("ipc-pingpong --kind sem --pairs 1 --pin none --duration 0.05"),
     ]
     .into_iter()
     .map(|args| {
@@ -222,10 +217,10 @@ fn a_sigkill_storm_leaves_exactly_what_was_there() {
     .collect();
 
     let kinds: Vec<Vec<&'static str>> = vec![
-        words("msgbench -n 100000000 --queues 64"),
-        words("ipc-pingpong --kind msg --pairs 2 --pin none"),
-        words("ipc-pingpong --kind sem --pairs 2 --pin none --threads"),
-        words("chat-bench 1 30000"),
+        args_of("msgbench -n 100000000 --queues 64"),
+        args_of("ipc-pingpong --kind msg --pairs 2 --pin none"),
+        args_of("ipc-pingpong --kind sem --pairs 2 --pin none --threads"),
+        args_of("chat-bench 1 30000"),
     ];
     let storms: Vec<_> = kinds
         .into_iter()
@@ -277,8 +272,4 @@ fn a_sigkill_storm_leaves_exactly_what_was_there() {
         &extra[..extra.len().min(20)]
     );
     assert!(ledgers.is_empty(), "ledgers left in /dev/shm: {ledgers:?}");
-}
-
-fn words(s: &'static str) -> Vec<&'static str> {
-    s.split_whitespace().collect()
 }

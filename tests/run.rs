@@ -16,20 +16,7 @@ fn schedlab() -> Command {
 }
 
 /// A scenario of two commands that end by themselves: one spins for a while, one sleeps.
-const FINITE: &str = r#"
-name = "two-commands"
-interval_ms = 100
-
-[[workload]]
-name = "spin"
-kind = "command"
-argv = ["sh", "-c", "i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done"]
-
-[[workload]]
-name = "nap"
-kind = "command"
-argv = ["sleep", "0.5"]
-"#;
+const FINITE: &str = include_str!("scenarios/two-commands.toml");
 
 fn scenario(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
@@ -92,8 +79,10 @@ fn json_output_follows_the_schema_and_gives_the_spread() {
         .find(|m| m.metric == Metric::CpuReceived)
         .unwrap();
     assert_eq!(cpu.runs.len(), 3);
-    assert!(cpu.mean > 0.0, "a shell loop spins: {cpu:?}");
-    assert!(cpu.std_dev.is_some() && cpu.ci95_low.is_some() && cpu.cv.is_some());
+    assert!(cpu.summary.mean > 0.0, "a shell loop spins: {cpu:?}");
+    assert!(
+        cpu.summary.std_dev.is_some() && cpu.summary.ci95_low.is_some() && cpu.summary.cv.is_some()
+    );
 
     // CSV and text views of the same run.
     let out = run_of(&sc).args(["--format", "csv"]).output().unwrap();
@@ -307,7 +296,7 @@ fn every_preset_runs_two_seconds_headless() {
             }
             let cpu = w.metrics.iter().find(|m| m.metric == Metric::CpuReceived);
             assert!(
-                cpu.is_some_and(|m| m.mean > 0.0),
+                cpu.is_some_and(|m| m.summary.mean > 0.0),
                 "{name}: workload {} received no CPU",
                 w.name
             );
@@ -374,6 +363,7 @@ fn results_carry_a_ping_pong_s_latency_and_its_p50_agrees_with_its_mean_round_tr
             .iter()
             .find(|m| m.metric == metric)
             .unwrap_or_else(|| panic!("{metric:?} in {:?}", w.metrics))
+            .summary
             .mean
     };
     let (throughput, cpu) = (mean_of(Metric::Throughput), mean_of(Metric::CpuReceived));

@@ -9,7 +9,9 @@ use std::process::Command;
 use schedlab::model::Accounting;
 use schedlab::record::recording::Recording;
 
-/// A workload `name` that spins for two seconds, in a cgroup of its own.
+/// A workload `name` that spins, in a cgroup of its own, far longer than the run lasts: the
+/// run stops it, so its last Frame is still a running one accounted by its cgroup (a loop
+/// counted in whole seconds of `date` could end after one second, inside a 1.2 s run).
 fn in_cgroup(name: &str) -> String {
     format!(
         r#"
@@ -19,7 +21,7 @@ interval_ms = 100
 [[workload]]
 name = "{name}"
 kind = "command"
-argv = ["sh", "-c", "end=$(($(date +%s) + 2)); while [ $(date +%s) -lt $end ]; do :; done"]
+argv = ["sh", "-c", "end=$(($(date +%s) + 30)); while [ $(date +%s) -lt $end ]; do :; done"]
 placement = "cgroup"
 "#
     )

@@ -102,8 +102,11 @@ fn output_round_trips_through_the_strict_reader() {
     let m = &back.workloads[0].metrics[0];
     assert_eq!(m.runs.len(), 2);
     assert_eq!(m.unit, "unit/s");
-    assert!(m.std_dev.unwrap() > 0.0);
-    assert!(m.ci95_low.unwrap() < m.mean && m.mean < m.ci95_high.unwrap());
+    assert!(m.summary.std_dev.unwrap() > 0.0);
+    assert!(
+        m.summary.ci95_low.unwrap() < m.summary.mean
+            && m.summary.mean < m.summary.ci95_high.unwrap()
+    );
     // Two runs 10% apart: far above the 5% threshold.
     assert!(m.warning.as_deref().unwrap().contains("too noisy"));
     let l = &back.workloads[1].latency[0];

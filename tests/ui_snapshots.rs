@@ -12,7 +12,8 @@ use ratatui::Terminal;
 
 use schedlab::engine::{Command, Event};
 use schedlab::model::{
-    Accounting, Cause, Due, Frame, MachineFrame, Verdict, WorkloadFrame, WorkloadState,
+    Accounting, Cause, CpuFrame, CpuShare, Due, Frame, Latency, MachineFrame, Verdict,
+    WorkloadFrame, WorkloadState,
 };
 use schedlab::scenario::Scenario;
 use schedlab::ui::app::{App, Mode};
@@ -37,6 +38,7 @@ fn ref_job(t: f64, wobble: f64) -> WorkloadFrame {
         involuntary_cs_per_sec: 410.0 + wobble * 30.0,
         runq_wait_pct: 118.0,
         wait_per_slice_us: 2900.0,
+        migrations_per_sec: Some(3.0 + wobble),
         ..Default::default()
     }
     .in_the_session(4096.0, 4.0)
@@ -105,6 +107,17 @@ fn fork_load(wobble: f64) -> WorkloadFrame {
         involuntary_cs_per_sec: 95.0 + wobble * 10.0,
         runq_wait_pct: 84.0,
         wait_per_slice_us: 5100.0,
+        // A fork cycle (fork to reap) takes about a millisecond, more when it waits.
+        latency: Some(Latency {
+            unit: "fork cycle".into(),
+            samples: 155,
+            p50_us: 1150.0 + wobble * 60.0,
+            p99_us: 4800.0 + wobble * 900.0,
+            p999_us: 9100.0 + wobble * 2000.0,
+            mean_us: 1600.0,
+            available: true,
+        }),
+        migrations_per_sec: Some(41.0 + wobble * 6.0),
         ..Default::default()
     }
     .in_the_session(1024.0, 1.0)
@@ -132,7 +145,32 @@ fn frame(t: f64) -> Frame {
         jain_index: 0.74,
         observer_cpu_pct: 0.8,
         status_interval: 1.0,
+        // Four workers and the fork loop on two CPUs, the loop's CPU shared with two workers.
+        cpus: vec![
+            CpuFrame {
+                id: 0,
+                busy: Some(0.99),
+                by_workload: vec![
+                    share(1, "ref-job", 0.81 - wobble * 0.03, 2),
+                    share(2, "fork_load", 0.16 + wobble * 0.03, 1),
+                ],
+            },
+            CpuFrame {
+                id: 1,
+                busy: Some(1.0),
+                by_workload: vec![share(1, "ref-job", 0.99, 2)],
+            },
+        ],
         ..Default::default()
+    }
+}
+
+fn share(id: u32, name: &str, share: f64, tasks: usize) -> CpuShare {
+    CpuShare {
+        id,
+        name: name.into(),
+        share,
+        tasks,
     }
 }
 
@@ -540,4 +578,232 @@ fn a_failed_workloads_stderr_is_in_its_details_and_behind_v() {
     insta::assert_snapshot!("failed_workload_stderr", term.backend());
     key(&mut app, KeyCode::Char('x'));
     assert_eq!(app.mode, Mode::Normal);
+}
+
+// ---- The latency panel and the per-CPU view ----------------------------------------------
+
+fn latency(unit: &str, p50: f64, p99: f64, p999: f64) -> Option<Latency> {
+    Some(Latency {
+        unit: unit.into(),
+        samples: 4000,
+        p50_us: p50,
+        p99_us: p99,
+        p999_us: p999,
+        mean_us: p50 * 1.1,
+        available: true,
+    })
+}
+
+/// A mix where every kind of latency shows: a sem ping-pong (round trips of a few µs, nothing
+/// timed for a few seconds while it was stopped), a chat run against a server that does not
+/// relay what it is sent (chat_s-like: "latency unavailable"), the wakeup probe (timer and
+/// thread wakeups), and a reference job, which times nothing.
+fn latency_frame(t: f64) -> Frame {
+    let wobble = ((t * 1.3).sin() + (t * 0.37).cos()) / 2.0;
+    let row = |id: u32, name: &str, unit: &str| {
+        WorkloadFrame {
+            id,
+            name: name.into(),
+            state: WorkloadState::Running,
+            tasks: 2,
+            ops_per_sec: 1000.0,
+            ops_unit: unit.into(),
+            cpu_received: 0.4,
+            cpu_demand: 0.4,
+            cpu_fair: 0.4,
+            fairness_ratio: 1.0,
+            weight: 1024.0,
+            ..Default::default()
+        }
+        .judged(Due::AllItWants { wants: 0.4 })
+    };
+    let stopped = (20.0..25.0).contains(&t);
+    let mut ping = row(1, "pingpong", "rt");
+    ping.latency = if stopped {
+        Some(Latency {
+            unit: "round trip".into(),
+            available: true,
+            ..Latency::default()
+        })
+    } else {
+        latency(
+            "round trip",
+            2.6 + wobble * 0.2,
+            3.1 + wobble * 0.4,
+            29.0 + wobble * 8.0,
+        )
+    };
+    let mut chat = row(2, "chat", "msg");
+    chat.latency = Some(Latency {
+        unit: "delivery".into(),
+        available: false,
+        ..Latency::default()
+    });
+    let mut probe = row(3, "wakeup", "wakeup");
+    probe.latency = latency(
+        "timer wakeup",
+        85.0 + wobble * 10.0,
+        174.0 + wobble * 30.0,
+        3244.0 + wobble * 900.0,
+    );
+    probe.more_latency = vec![latency("thread wakeup", 34.3, 61.0, 880.0).unwrap()];
+    let job = row(4, "ref-job", "unit");
+    Frame {
+        t,
+        interval: 0.5,
+        workloads: vec![ping, chat, probe, job],
+        machine: MachineFrame {
+            cpus: 2,
+            autogroup: true,
+            verdict_window: 5.0,
+            ..Default::default()
+        },
+        jain_index: 1.0,
+        status_interval: 1.0,
+        ..Default::default()
+    }
+}
+
+/// The latency mix, 60 s of it at 500 ms.
+fn latency_app() -> App {
+    let toml = "name = \"latency\"\n\
+        [[workload]]\nname = \"pingpong\"\nkind = \"pingpong\"\n\
+        [[workload]]\nname = \"chat\"\nkind = \"chat\"\n\
+        [[workload]]\nname = \"wakeup\"\nkind = \"wakeup-probe\"\n\
+        [[workload]]\nname = \"ref-job\"\nkind = \"ref-job\"\n";
+    let scenario = Scenario::from_toml(toml, "latency").unwrap();
+    let mut app = App::new(
+        "latency",
+        Duration::from_millis(500),
+        2,
+        Theme { colour: true },
+    );
+    for (i, decl) in scenario.workloads.into_iter().enumerate() {
+        app.on_event(Event::Added(i as u32 + 1, decl));
+    }
+    for i in 1..=120 {
+        app.on_event(Event::Frame(latency_frame(i as f64 * 0.5)));
+    }
+    app
+}
+
+#[test]
+fn latency_panel_80x24() {
+    let mut app = seed_app();
+    assert!(!text_of(&screen(&app, 80, 24)).contains("Latency"));
+    // The table has its p99 column, with its unit, at 80 columns.
+    assert!(text_of(&screen(&app, 80, 24)).contains("P99"));
+    key(&mut app, KeyCode::Char('L'));
+    let term = screen(&app, 80, 24);
+    let text = text_of(&term);
+    for must in ["Latency", "p99.9", "fork cycle", "1ms"] {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    // The reference job times nothing: no words, no line.
+    assert!(!text.contains("■ref-job "), "{text}");
+    insta::assert_snapshot!(term.backend());
+    key(&mut app, KeyCode::Char('L'));
+    assert!(text_of(&screen(&app, 80, 24)).contains("Throughput"));
+}
+
+#[test]
+fn latency_panel_160x48() {
+    let mut app = latency_app();
+    // Wide enough: beside the three charts, without a key.
+    let term = screen(&app, 160, 48);
+    let text = text_of(&term);
+    for must in [
+        "Throughput",
+        "Latency",
+        "round trip",
+        "delivery: latency unavailable",
+        "timer wakeup",
+        "thread wakeup",
+        "P99",
+        "n/a",
+    ] {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    assert!(!text.contains("■ref-job round"), "{text}");
+    insta::assert_snapshot!(term.backend());
+    // Its key hides it there.
+    key(&mut app, KeyCode::Char('L'));
+    assert!(!text_of(&screen(&app, 160, 48)).contains("Latency"));
+}
+
+#[test]
+fn latency_mix_80x24() {
+    let mut app = latency_app();
+    key(&mut app, KeyCode::Char('L'));
+    let term = screen(&app, 80, 24);
+    let text = text_of(&term);
+    for must in ["latency unavailable", "round trip", "n/a", "3.0µs"] {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    insta::assert_snapshot!(term.backend());
+}
+
+#[test]
+fn cpu_view_80x24() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::Char('c'));
+    assert!(app.cpu_view);
+    let term = screen(&app, 80, 24);
+    let text = text_of(&term);
+    for must in [
+        "CPUs over the last 500ms",
+        "cpu0",
+        "cpu1",
+        "moves between CPUs",
+    ] {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    assert!(!text.contains("Throughput"), "{text}");
+    insta::assert_snapshot!(term.backend());
+    // The latency key leaves it for the latency panel.
+    key(&mut app, KeyCode::Char('L'));
+    assert!(!app.cpu_view);
+    assert!(text_of(&screen(&app, 80, 24)).contains("Latency"));
+}
+
+#[test]
+fn cpu_view_160x48() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::Char('c'));
+    let term = screen(&app, 160, 48);
+    let text = text_of(&term);
+    for must in [
+        "■ref-job 99% (2 tasks)",
+        "(1 task)",
+        "MIG/s",
+        "moves between CPUs",
+    ] {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    insta::assert_snapshot!(term.backend());
+    key(&mut app, KeyCode::Char('c'));
+    assert!(text_of(&screen(&app, 160, 48)).contains("Throughput"));
+}
+
+/// 64 CPUs at 80x24: in columns of bars alone, and what does not fit is counted.
+#[test]
+fn cpu_view_of_many_cpus() {
+    let mut app = seed_app();
+    let mut f = frame(60.5);
+    f.machine.cpus = 64;
+    f.cpus = (0..64)
+        .map(|id| CpuFrame {
+            id,
+            busy: Some(f64::from(id % 10) / 10.0),
+            by_workload: vec![share(1, "ref-job", f64::from(id % 10) / 20.0, 1)],
+        })
+        .collect();
+    app.on_event(Event::Frame(f));
+    key(&mut app, KeyCode::Char('c'));
+    let term = screen(&app, 80, 24);
+    let text = text_of(&term);
+    for must in ["cpu0 ", "cpu10", "cpu46", "+17 more CPUs"] {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    insta::assert_snapshot!(term.backend());
 }

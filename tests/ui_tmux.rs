@@ -265,6 +265,22 @@ fn quit_with_q_after_adding_a_chat_workload() {
             },
         );
         eprintln!("{s}");
+        // Where their tasks ran, from the real kernel: both CPUs' lines, fork_load's
+        // migrations; then fork_load's fork cycles in the latency panel; then the charts.
+        t.keys(&["c"]);
+        let s = t.wait_for("the per-CPU view", Duration::from_secs(10), |s| {
+            s.contains("cpu0") && s.contains("moves between CPUs a second: ■")
+        });
+        eprintln!("{s}");
+        t.keys(&["L"]);
+        let s = t.wait_for("fork_load's latency", Duration::from_secs(10), |s| {
+            s.contains("Latency") && s.contains("■fork_load fork cycle: p50 ")
+        });
+        eprintln!("{s}");
+        t.keys(&["L"]);
+        t.wait_for("the charts", Duration::from_secs(10), |s| {
+            s.contains("Throughput")
+        });
     } else {
         let s = t.screen();
         assert!(

@@ -316,7 +316,7 @@ fn pair(base: &RunResults, other: &RunResults, candidate: usize, c: &mut Compari
             let Some(mb) = wb.metrics.iter().find(|m| m.metric == ma.metric) else {
                 continue;
             };
-            let (sa, sb) = (ma.summary(), mb.summary());
+            let (sa, sb) = (ma.summary.clone(), mb.summary.clone());
             let welch = stats::welch(&sa, &sb);
             let verdict = match &welch {
                 Some(w) if w.significant => Verdict::Significant,

@@ -72,26 +72,21 @@ mod tests {
     fn on_time_samples_keep_the_grid_and_late_ones_say_how_late() {
         let t0 = Instant::now();
         let mut s = Schedule::new(100 * MS, t0);
-        assert_eq!(s.take(t0), Slot { due: t0, missed: 0 });
-        assert_eq!(s.next_due(), t0 + 100 * MS);
-        // Woke 30 ms late: due at 100 ms, the next still at 200 ms.
-        assert_eq!(
-            s.take(t0 + 130 * MS),
-            Slot {
-                due: t0 + 100 * MS,
-                missed: 0
-            }
-        );
-        assert_eq!(s.next_due(), t0 + 200 * MS);
-        // Woke at 470 ms: 200 and 300 were missed, this is the 400 ms sample, 70 ms late.
-        assert_eq!(
-            s.take(t0 + 470 * MS),
-            Slot {
-                due: t0 + 400 * MS,
-                missed: 2
-            }
-        );
-        assert_eq!(s.next_due(), t0 + 500 * MS);
+        // (woke at, due, missed, next due), in ms from the start: on time at 0; 30 ms late at
+        // 130 (due at 100, the next still at 200); at 470, the 400 ms sample 70 ms late, with
+        // 200 and 300 missed.
+        for (woke, due, missed, next) in [(0, 0, 0, 100), (130, 100, 0, 200), (470, 400, 2, 500)] {
+            let slot = s.take(t0 + woke * MS);
+            assert_eq!(
+                slot,
+                Slot {
+                    due: t0 + due * MS,
+                    missed
+                },
+                "woke at {woke} ms"
+            );
+            assert_eq!(s.next_due(), t0 + next * MS, "woke at {woke} ms");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! From two Samples to a Frame: CPU received (with reaped children), demand, fair share with
 //! every rule the kernel enforces, the verdict over a window and its cause, context-switch
-//! rates, run-queue wait, latency percentiles, Jain's index. Pure: no I/O, no clock.
+//! rates, run-queue wait, latency percentiles, migrations, where tasks ran, Jain's index.
+//! Pure: no I/O, no clock.
 //!
 //! The model keeps a little state between steps (when status was last read, the CPU already
 //! credited to each process, wait counted ahead of the kernel, the verdict window, the rest of
@@ -10,12 +11,14 @@
 use std::collections::HashMap;
 
 use super::account::{self, Account, Claim, RestClaim, WorkloadMemo};
+use super::cpus::{self, TaskOnCpu};
 use super::cpuset::CpuSet;
 use super::demand::TaskMemo;
 use super::explain::{self, Evidence};
 use super::fair;
 use super::frame::{Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState};
 use super::latency;
+use super::migrations::{self, MigrationMemo};
 use super::solver::{self, Class};
 use super::tree::Tree;
 use super::window::{Means, Slot, Windows, DEFAULT_WINDOW};
@@ -38,6 +41,7 @@ struct StatusMemo {
 struct PerWorkload {
     status: StatusMemo,
     account: WorkloadMemo,
+    migrations: MigrationMemo,
 }
 
 /// Derives Frames from consecutive Samples.
@@ -122,6 +126,7 @@ impl Model {
             sweep_ms: sweep_ms(cur),
             missed: cur.missed,
             observer_rt: cur.observer_rt,
+            cpus: Vec::new(),
         }
     }
 
@@ -157,6 +162,18 @@ impl Model {
             evidence.push(e);
         }
         let rest = self.rest_figures(&iv, &frames, &all, &sol);
+        let names: Vec<(u32, &str)> = cur
+            .workloads
+            .iter()
+            .map(|w| (w.id, w.name.as_str()))
+            .collect();
+        let cpus = cpus::frames(
+            &prev.machine.per_cpu,
+            &cur.machine.per_cpu,
+            &iv.online,
+            &names,
+            all.workload_tasks(),
+        );
         name_causes(&mut frames, &evidence, &rest.groups);
         self.windows.retain_recent(iv.t_end);
         for f in &mut frames {
@@ -197,6 +214,7 @@ impl Model {
             sweep_ms: sweep_ms(cur),
             missed: cur.missed,
             observer_rt: cur.observer_rt,
+            cpus,
         }
     }
 
@@ -292,6 +310,7 @@ impl Model {
         let (vol, invol) = switch_rates(&mut memo.status, iv.cur, w);
         f.voluntary_cs_per_sec = vol;
         f.involuntary_cs_per_sec = invol;
+        f.migrations_per_sec = migrations::rate(pw, w, &mut memo.migrations);
         f.accounting = acc.accounting;
         f.group = mine
             .first()
@@ -519,6 +538,18 @@ impl Claimants {
         (0..self.tasks.len())
             .filter(|&i| self.owners[i] == owner)
             .collect()
+    }
+
+    /// The workloads' tasks: where each was last seen and what it received.
+    fn workload_tasks(&self) -> impl Iterator<Item = TaskOnCpu> + '_ {
+        (0..self.tasks.len()).filter_map(|i| match self.owners[i] {
+            Owner::Workload(k) => Some(TaskOnCpu {
+                workload: k,
+                cpu: self.cpu_of[i],
+                received: self.received[i],
+            }),
+            Owner::Rest(_) => None,
+        })
     }
 
     /// CPUs real-time and deadline tasks received.

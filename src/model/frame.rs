@@ -105,6 +105,11 @@ pub struct WorkloadFrame {
     /// A failed workload's last stderr lines (else empty), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+    /// How often its threads moved to another CPU, per second, summed over threads
+    /// (`se.nr_migrations`, each thread's over its own read interval: model/migrations.rs).
+    /// None: not known yet, or the kernel has no per-task sched file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations_per_sec: Option<f64>,
 }
 
 /// Percentiles of one kind of latency over one interval.
@@ -379,4 +384,33 @@ pub struct Frame {
     /// it as the real-time task it is).
     #[serde(default)]
     pub observer_rt: bool,
+    /// Each online CPU over the interval: how busy it was and whose tasks ran there
+    /// (model/cpus.rs). Empty in the first Frame.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<CpuFrame>,
+}
+
+/// One CPU over one interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuFrame {
+    pub id: u32,
+    /// Its busy share of the interval, 0..=1 (/proc/stat's cpuN line: all but idle and
+    /// iowait). None: the Samples have no per-CPU times.
+    pub busy: Option<f64>,
+    /// The workloads whose tasks ran there, in the workloads' order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_workload: Vec<CpuShare>,
+}
+
+/// What one workload's tasks took of one CPU over an interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuShare {
+    /// The workload's id and name, as in `Frame.workloads`.
+    pub id: u32,
+    pub name: String,
+    /// The share of the CPU its tasks took, 0..=1: what each task ran over the interval,
+    /// counted on the CPU it was last seen on.
+    pub share: f64,
+    /// Its tasks that ran over the interval and were last seen there.
+    pub tasks: usize,
 }

@@ -1,8 +1,9 @@
 //! Pure functions from Samples to Frames: rates, CPU share, context-switch rates, run-queue
-//! wait, fair share, Jain's index, latency percentiles, and statistics over repeated runs
-//! (means and Welch's test; a rank test for percentiles). No I/O.
+//! wait, fair share, Jain's index, latency percentiles, where tasks ran, and statistics over
+//! repeated runs (means and Welch's test; a rank test for percentiles). No I/O.
 
 pub mod account;
+pub mod cpus;
 // The CPU-list type lives with the plumbing (the probe parses and prints lists too).
 pub use crate::sys::cpuset;
 pub mod demand;
@@ -11,6 +12,7 @@ pub mod explain;
 pub mod fair;
 pub mod frame;
 pub mod latency;
+pub mod migrations;
 pub mod rank;
 pub mod solver;
 pub mod stats;
@@ -19,6 +21,6 @@ pub mod window;
 
 pub use derive::{derive, Model};
 pub use frame::{
-    Accounting, Cause, Due, Frame, Latency, MachineFrame, RestGroup, Verdict, WorkloadFrame,
-    WorkloadState,
+    Accounting, Cause, CpuFrame, CpuShare, Due, Frame, Latency, MachineFrame, RestGroup, Verdict,
+    WorkloadFrame, WorkloadState,
 };

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use parse::NS_PER_TICK;
 use reader::{read_path, ReadErr, Reader};
-use task::{ProcGone, ProcState, Suspects, Sweep};
+use task::{ProcGone, ProcState, SchedReads, Suspects, Sweep};
 
 pub use sample::{
     CgroupNode, CgroupSample, CpuTimes, Health, LatencySample, Life, MachineSample, ProcessSample,
@@ -229,6 +229,30 @@ fn status_period_ns(asked_ns: u64, threads: u64) -> u64 {
     asked_ns.max(threads * 1_000_000_000 / STATUS_READS_PER_SEC)
 }
 
+/// Most per-thread sched files read per second (for migrations), on average. One costs
+/// ≈2.8 µs here (a `pread` of its 1.8 kB, docs/performance.md), so this caps them at ≈0.07% of
+/// a CPU: with more threads than this, each thread's migrations are read less often than once
+/// a second (1,000 threads: every 4 s), in rotation.
+pub const SCHED_READS_PER_SEC: u64 = 250;
+
+/// This sweep's sched reads, `gap_ns` after the last: each thread's at the status period as
+/// asked, or less often when `threads` would exceed the budget, and this sweep's share of the
+/// budget. A zero period (status at every sweep: tests, benches) reads every thread every
+/// sweep, with no budget.
+fn sched_budget(asked_ns: u64, threads: u64, gap_ns: u64) -> SchedReads {
+    if asked_ns == 0 {
+        return SchedReads {
+            left: u32::MAX,
+            period_ns: 0,
+        };
+    }
+    let gap = gap_ns.clamp(50_000_000, 10_000_000_000);
+    SchedReads {
+        left: (SCHED_READS_PER_SEC * gap / 1_000_000_000).max(1) as u32,
+        period_ns: asked_ns.max(threads * 1_000_000_000 / SCHED_READS_PER_SEC),
+    }
+}
+
 fn clock_ns(clock: nix::time::ClockId) -> u64 {
     nix::time::clock_gettime(clock)
         .map(|ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
@@ -337,6 +361,7 @@ impl Probe {
         let stride = read_stride(self.threads_last, gap);
         let mut workloads = Vec::with_capacity(targets.len());
         let mut suspects = self.suspect_budget(gap);
+        let mut sched = sched_budget(self.status_every_ns, self.threads_last, gap);
         for target in targets {
             workloads.push(self.sample_target(
                 target,
@@ -346,7 +371,7 @@ impl Probe {
                     contended,
                     stride,
                 },
-                &mut suspects,
+                (&mut suspects, &mut sched),
                 t0,
             ));
         }
@@ -532,13 +557,16 @@ impl Probe {
         }
     }
 
+    /// One target's sweep; `budgets`: the suspects' and the sched files' reads left, shared
+    /// by every target of the sweep.
     fn sample_target(
         &mut self,
         target: &Target,
         plan: SweepPlan,
-        suspects: &mut Suspects,
+        budgets: (&mut Suspects, &mut SchedReads),
         now: u64,
     ) -> WorkloadSample {
+        let (suspects, sched) = budgets;
         let SweepPlan {
             scan,
             status_due,
@@ -579,12 +607,14 @@ impl Probe {
             deadline_attrs: *deadline_attrs,
             stride,
             phase: *sweeps,
+            sched: *sched,
         };
         if let Some(members) = members {
             group.admit(members, pid_cache, &mut sweep, buf, &mut problems);
         }
         group.read_all(target.pgid, pid_cache, &mut sweep, buf, &mut problems);
         *suspects = sweep.suspects;
+        *sched = sweep.sched;
 
         let mut processes: Vec<ProcessSample> = group.procs.values().map(process_sample).collect();
         processes.sort_by_key(|p| p.pid);
@@ -709,6 +739,8 @@ impl Probe {
             deadline_attrs: *deadline_attrs,
             stride: 1,
             phase: 0,
+            // The rest of the machine's migrations are not read.
+            sched: SchedReads::default(),
         };
         let out = rest.read(&members, &mut sweep, buf);
         *suspects = sweep.suspects;
@@ -831,6 +863,21 @@ mod tests {
         // 16,000 threads at 1 Hz: every fourth sweep.
         assert_eq!(read_stride(16_000, 1_000 * MS), 4);
         assert_eq!(read_stride(0, 0), 1);
+    }
+
+    #[test]
+    fn sched_files_are_read_within_their_budget() {
+        use super::sched_budget;
+        const MS: u64 = 1_000_000;
+        // Few threads at 10 Hz: each once a second, 25 reads a sweep at most.
+        let b = sched_budget(S, 10, 100 * MS);
+        assert_eq!((b.left, b.period_ns), (25, S));
+        // 1,000 threads at 250 a second: each every 4 s.
+        assert_eq!(sched_budget(S, 1000, 100 * MS).period_ns, 4 * S);
+        assert_eq!(sched_budget(S, 1000, 1000 * MS).left, 250);
+        // Status at every sweep (tests): every thread every sweep.
+        let all = sched_budget(0, 5000, 100 * MS);
+        assert_eq!((all.left, all.period_ns), (u32::MAX, 0));
     }
 
     #[test]

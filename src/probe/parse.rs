@@ -20,6 +20,16 @@ pub fn schedstat(buf: &[u8]) -> Option<(u64, u64, u64)> {
     Some((num(it.next()?)?, num(it.next()?)?, num(it.next()?)?))
 }
 
+/// `se.nr_migrations` from a task's sched file (`/proc/PID/task/TID/sched`): how many times it
+/// moved to another CPU. It is among the file's first lines.
+pub fn nr_migrations(buf: &[u8]) -> Option<u64> {
+    buf.split(|&c| c == b'\n').find_map(|line| {
+        let rest = line.strip_prefix(b"se.nr_migrations")?;
+        let colon = rest.iter().position(|&c| c == b':')?;
+        num(rest[colon + 1..].trim_ascii())
+    })
+}
+
 /// The voluntary and involuntary context switches from a task's status file.
 pub fn status_switches(buf: &[u8]) -> Option<(u64, u64)> {
     // They are the file's last two lines: look at its tail first.
@@ -279,6 +289,20 @@ pub const WEIGHT_IDLE: f64 = 3.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn migrations_from_a_sched_file() {
+        let text = b"cat (16718, #threads: 1)\n\
+            -------------------------------------------------------------------\n\
+            se.exec_start                                :      16073813.652125\n\
+            se.vruntime                                  :          6495.536963\n\
+            se.sum_exec_runtime                          :             0.239245\n\
+            se.nr_migrations                             :                   17\n\
+            nr_switches                                  :                    1\n";
+        assert_eq!(nr_migrations(text), Some(17));
+        assert_eq!(nr_migrations(b"se.nr_migrations_x : \n"), None);
+        assert_eq!(nr_migrations(b""), None);
+    }
 
     #[test]
     fn machine_files() {

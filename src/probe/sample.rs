@@ -308,6 +308,14 @@ pub struct TaskSample {
     /// its status read out of turn, so this can be later than the Sample's status time.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub vol_ns: u64,
+    /// `se.nr_migrations` from its sched file: how many times it moved to another CPU since
+    /// it began. None: not read yet, or this kernel has no such file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<u64>,
+    /// When `migrations` was read (CLOCK_MONOTONIC ns; 0 = never). The sched file is read less
+    /// often than schedstat and in rotation, so each thread's rate is over its own interval.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub migrations_ns: u64,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -6,6 +6,11 @@
 //! turn within a budget, for a thread that ran little while CPUs were busy: it may be starving,
 //! and only its state says so (the kernel adds run-queue wait to schedstat only when the task
 //! finally runs).
+//!
+//! The sched file (`se.nr_migrations`: how often a thread moved to another CPU) is the
+//! costliest of them (a few kB of text the kernel formats from scratch): each thread's is read
+//! at most once a status period, within a budget of reads a second shared by every workload;
+//! a thread read is not due again for a period, so those the budget left out go next.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -46,7 +51,18 @@ pub(super) struct TaskState {
     status_slices: u64,
     /// run, wait and read time at the read before the last.
     prev: (u64, u64, u64),
+    /// Its sched file, opened at its first read.
+    sched: SchedFile,
     pub(super) sample: TaskSample,
+}
+
+/// A thread's sched file, for its migrations.
+enum SchedFile {
+    Unopened,
+    Open(Reader),
+    /// Not there, not readable, or without `se.nr_migrations` (another kernel's format):
+    /// not tried again, and its migrations stay unknown.
+    Absent,
 }
 
 pub(super) struct ProcState {
@@ -89,6 +105,26 @@ pub(super) struct Sweep<'a> {
     /// of schedstat reads a second, for very large workloads. 1: every thread.
     pub stride: u32,
     pub phase: u32,
+    /// Sched-file reads (migrations) left in this sweep, and how often each thread's is due.
+    pub sched: SchedReads,
+}
+
+/// The sched-file reads one sweep may make: each thread's at most once a `period_ns` (with a
+/// tenth of slack, so a 1 s period at a 500 ms interval does not slip to 1.5 s), and no more
+/// than `left` in all. A thread read is not due again for a period, so when the budget runs
+/// out the ones left over are read at the next sweeps.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SchedReads {
+    pub left: u32,
+    pub period_ns: u64,
+}
+
+impl SchedReads {
+    /// Whether a thread last read at `last_ns` (0: never) is read now.
+    fn turn(&mut self, last_ns: u64, now: u64) -> bool {
+        let due = last_ns == 0 || now + self.period_ns / 10 >= last_ns + self.period_ns;
+        due && take(&mut self.left)
+    }
 }
 
 /// The out-of-turn reads one sweep may make of threads that ran little (are they waiting for
@@ -333,6 +369,7 @@ impl ProcState {
                     fresh: true,
                     status_slices: u64::MAX,
                     prev: (0, 0, 0),
+                    sched: SchedFile::Unopened,
                     sample: TaskSample {
                         tid,
                         ..TaskSample::default()
@@ -430,7 +467,38 @@ impl TaskState {
         if sweep.deadline_attrs && self.sample.policy == SCHED_DEADLINE {
             self.sample.dl_bw = deadline_bandwidth(tid);
         }
+        if !matches!(self.sched, SchedFile::Absent)
+            && sweep.sched.turn(self.sample.migrations_ns, sweep.now)
+        {
+            self.read_migrations(proc_root, pid, tid, buf);
+        }
         true
+    }
+
+    /// Reads `se.nr_migrations` from its sched file. A file that is not there (a kernel
+    /// without it) or has no such line leaves the figure unknown, silently: it is an extra,
+    /// and its absence says nothing about the workload's health.
+    fn read_migrations(&mut self, proc_root: &Path, pid: u32, tid: u32, buf: &mut Vec<u8>) {
+        if matches!(self.sched, SchedFile::Unopened) {
+            let path = proc_root.join(format!("{pid}/task/{tid}/sched"));
+            self.sched = Reader::open(path).map_or(SchedFile::Absent, SchedFile::Open);
+        }
+        let SchedFile::Open(r) = &self.sched else {
+            return;
+        };
+        match r.read(buf) {
+            Ok(b) => match parse::nr_migrations(b) {
+                Some(n) => {
+                    self.sample.migrations = Some(n);
+                    self.sample.migrations_ns = monotonic_ns();
+                }
+                // An empty read is a thread on its way out (schedstat says so next sweep).
+                None if b.is_empty() => {}
+                None => self.sched = SchedFile::Absent,
+            },
+            Err(ReadErr::Gone) => {}
+            Err(ReadErr::Failed(_)) => self.sched = SchedFile::Absent,
+        }
     }
 
     /// What a stat line says of its scheduling: state, CPU, nice, policy, priority.

@@ -15,7 +15,7 @@ use crate::record::latency::{self, LatencyResult, RepeatLatency};
 /// are strict (unknown fields are refused).
 pub const SCHEMA_VERSION: u32 = 3;
 /// Versions this schedlab reads (2 added the observer's own figures, 3 each workload's
-/// latency).
+/// latency and migrations).
 pub const READS_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// The metrics reported per workload, in output order.
@@ -34,16 +34,20 @@ pub enum Metric {
     CsPerSec,
     /// Time its tasks spent runnable but waiting, in % of one task-interval summed over tasks.
     RunqWaitPct,
+    /// Moves of its threads to another CPU per second, summed over threads (schema 3; absent
+    /// where the kernel has no per-task sched file).
+    MigrationsPerSec,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Throughput,
         Metric::CpuReceived,
         Metric::CpuFair,
         Metric::FairnessRatio,
         Metric::CsPerSec,
         Metric::RunqWaitPct,
+        Metric::MigrationsPerSec,
     ];
 
     pub fn name(self) -> &'static str {
@@ -54,6 +58,7 @@ impl Metric {
             Metric::FairnessRatio => "fairness_ratio",
             Metric::CsPerSec => "cs_per_sec",
             Metric::RunqWaitPct => "runq_wait_pct",
+            Metric::MigrationsPerSec => "migrations_per_sec",
         }
     }
 
@@ -70,8 +75,10 @@ impl Metric {
             Metric::FairnessRatio => Better::TowardOne,
             // More CPU for one workload is less for another; the fair share is the model's
             // answer, not a performance; a switch is overhead for a hog but the work itself
-            // for a ping-pong.
-            Metric::CpuReceived | Metric::CpuFair | Metric::CsPerSec => Better::Neither,
+            // for a ping-pong; a migration costs a thread its cache but may buy it an idle CPU.
+            Metric::CpuReceived | Metric::CpuFair | Metric::CsPerSec | Metric::MigrationsPerSec => {
+                Better::Neither
+            }
         }
     }
 
@@ -84,6 +91,7 @@ impl Metric {
             Metric::FairnessRatio => "ratio".into(),
             Metric::CsPerSec => "switches/s".into(),
             Metric::RunqWaitPct => "%".into(),
+            Metric::MigrationsPerSec => "migrations/s".into(),
         }
     }
 
@@ -95,6 +103,8 @@ impl Metric {
             Metric::FairnessRatio => w.fairness_ratio,
             Metric::CsPerSec => w.voluntary_cs_per_sec + w.involuntary_cs_per_sec,
             Metric::RunqWaitPct => w.runq_wait_pct,
+            // Not a number while unknown: the repeat's mean leaves such intervals out.
+            Metric::MigrationsPerSec => w.migrations_per_sec.unwrap_or(f64::NAN),
         }
     }
 }
@@ -174,48 +184,24 @@ pub struct MetricResult {
     pub unit: String,
     /// The value of each repeat, in order (time-weighted mean over the repeat).
     pub runs: Vec<f64>,
-    pub n: usize,
-    pub mean: f64,
-    pub std_dev: Option<f64>,
-    pub min: f64,
-    pub max: f64,
-    pub ci95_low: Option<f64>,
-    pub ci95_high: Option<f64>,
-    pub cv: Option<f64>,
+    /// Their statistics (n, mean, std_dev, min, max, ci95_low, ci95_high, cv), written as
+    /// fields of this object.
+    #[serde(flatten)]
+    pub summary: Summary,
     /// Present when the figure should not be trusted, saying why.
     pub warning: Option<String>,
 }
 
 impl MetricResult {
     pub fn new(metric: Metric, ops_unit: &str, runs: Vec<f64>) -> Option<Self> {
-        let s = stats::summarize(&runs)?;
+        let summary = stats::summarize(&runs)?;
         Some(MetricResult {
             metric,
             unit: metric.unit(ops_unit),
-            warning: s.noise().map(|n| n.to_string()),
+            warning: summary.noise().map(|n| n.to_string()),
             runs,
-            n: s.n,
-            mean: s.mean,
-            std_dev: s.std_dev,
-            min: s.min,
-            max: s.max,
-            ci95_low: s.ci95_low,
-            ci95_high: s.ci95_high,
-            cv: s.cv,
+            summary,
         })
-    }
-
-    pub fn summary(&self) -> Summary {
-        Summary {
-            n: self.n,
-            mean: self.mean,
-            std_dev: self.std_dev,
-            min: self.min,
-            max: self.max,
-            ci95_low: self.ci95_low,
-            ci95_high: self.ci95_high,
-            cv: self.cv,
-        }
     }
 }
 
@@ -366,7 +352,7 @@ impl RunResults {
         let mut r = RunResults::new(host, scenario, repeats.len());
         r.observer = ObserverResult::from_repeats(repeats);
         for (name, kind, unit) in workloads {
-            let per_run: Vec<[f64; 6]> = repeats
+            let per_run: Vec<[f64; Metric::ALL.len()]> = repeats
                 .iter()
                 .filter_map(|frames| repeat_values(frames, name))
                 .collect();
@@ -376,7 +362,9 @@ impl RunResults {
                 // A workload without counters (a plain command) has no throughput to report.
                 .filter(|(_, m)| !(**m == Metric::Throughput && unit.is_empty()))
                 .filter_map(|(i, m)| {
-                    MetricResult::new(*m, unit, per_run.iter().map(|v| v[i]).collect())
+                    // A repeat that could not measure it (not a number) is left out.
+                    let runs = per_run.iter().map(|v| v[i]).filter(|x| x.is_finite());
+                    MetricResult::new(*m, unit, runs.collect())
                 })
                 .collect();
             r.workloads.push(WorkloadResult {
@@ -434,7 +422,7 @@ impl RunResults {
                     w,
                     m.metric.name(),
                     &m.unit,
-                    &m.summary(),
+                    &m.summary,
                     &m.warning,
                 );
             }
@@ -478,7 +466,7 @@ impl RunResults {
                 .iter()
                 .map(|m| {
                     let label = format!("{} ({})", m.metric.name(), m.unit);
-                    (label, m.metric.name().to_owned(), m.summary())
+                    (label, m.metric.name().to_owned(), m.summary.clone())
                 })
                 .collect();
             rows.extend(latency::text_rows(&w.latency));
@@ -519,7 +507,7 @@ impl RunResults {
 /// which the workload was alive. Throughput is operations done / time from the first interval
 /// with a counted operation to the last one, so a chat run's connection set-up does not dilute
 /// it (chat_c's own clock also starts after set-up).
-pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; 6]> {
+pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; Metric::ALL.len()]> {
     let alive: Vec<(f64, &crate::model::WorkloadFrame)> = frames
         .iter()
         .filter(|f| f.interval.is_finite() && f.interval > 0.0)
@@ -553,8 +541,25 @@ pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; 6]> {
         (Some(a), Some(b)) => &alive[a..=b],
         _ => &alive[..],
     };
+    // Migrations over the intervals in which they were read (their reading is slower than the
+    // sampling, and absent on kernels without the sched file: then not a number, left out).
+    let known = |m: Metric| -> Vec<(f64, &crate::model::WorkloadFrame)> {
+        alive
+            .iter()
+            .copied()
+            .filter(|(_, w)| m.of(w).is_finite())
+            .collect()
+    };
     Some(Metric::ALL.map(|m| match m {
         Metric::Throughput => mean(working, m),
+        Metric::MigrationsPerSec => {
+            let span = known(m);
+            if span.is_empty() {
+                f64::NAN
+            } else {
+                mean(&span, m)
+            }
+        }
         _ => mean(&alive, m),
     }))
 }
@@ -670,7 +675,25 @@ mod tests {
         // CPU over the whole time alive, set-up included: (0 + 0.5*0.5 + 1.5*0.5) / 2.5.
         assert_eq!(v[1], 0.4);
         assert_eq!(v[4], 15.0);
+        assert!(
+            v[6].is_nan(),
+            "no migrations read: not a number, so left out"
+        );
         assert!(repeat_values(&frames, "other").is_none());
+    }
+
+    #[test]
+    fn migrations_are_averaged_over_the_intervals_that_read_them() {
+        let mut frames = vec![
+            frame(0.5, 100.0, WorkloadState::Running),
+            frame(0.5, 100.0, WorkloadState::Running),
+            frame(1.0, 100.0, WorkloadState::Running),
+        ];
+        frames[1].workloads[0].migrations_per_sec = Some(40.0);
+        frames[2].workloads[0].migrations_per_sec = Some(10.0);
+        let v = repeat_values(&frames, "w").unwrap();
+        // (0.5 * 40 + 1.0 * 10) / 1.5: the first interval had no reading yet.
+        assert_eq!(v[6], 20.0);
     }
 
     #[test]

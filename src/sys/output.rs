@@ -85,21 +85,28 @@ macro_rules! out {
 /// `println!` that never panics (see [`crate::sys::output`]).
 #[macro_export]
 macro_rules! outln {
-    () => {
-        $crate::sys::output::stdout_fmt(format_args!(""), true)
-    };
     ($($arg:tt)*) => {
-        $crate::sys::output::stdout_fmt(format_args!($($arg)*), true)
+        $crate::__line_to!($crate::sys::output::stdout_fmt; $($arg)*)
     };
 }
 
 /// `eprintln!` that never panics (see [`crate::sys::output`]).
 #[macro_export]
 macro_rules! errln {
-    () => {
-        $crate::sys::output::stderr_fmt(format_args!(""), true)
-    };
     ($($arg:tt)*) => {
-        $crate::sys::output::stderr_fmt(format_args!($($arg)*), true)
+        $crate::__line_to!($crate::sys::output::stderr_fmt; $($arg)*)
+    };
+}
+
+/// One line through `write` (stdout_fmt or stderr_fmt), empty when no format is given: what
+/// [`outln!`] and [`errln!`] share.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __line_to {
+    ($write:path;) => {
+        $write(format_args!(""), true)
+    };
+    ($write:path; $($arg:tt)+) => {
+        $write(format_args!($($arg)+), true)
     };
 }

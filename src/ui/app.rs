@@ -110,6 +110,14 @@ pub struct App {
     pub table_geometry: Cell<TableGeometry>,
     /// Some in a replay of a recording: its length and whether it plays.
     pub replay: Option<ReplayStatus>,
+    /// The latency panel is shown where the layout would not show it, and hidden where it
+    /// would (charts::latency_shown).
+    pub latency_toggled: bool,
+    /// The per-CPU view takes the charts' place.
+    pub cpu_view: bool,
+    /// The width the charts were last drawn at, for what the latency key does: set while
+    /// drawing.
+    pub chart_width: Cell<u16>,
     next_slot: usize,
     /// Loop settings of workloads asked for and not yet added, by name.
     pending_loops: Vec<(String, bool)>,
@@ -135,6 +143,9 @@ impl App {
             pending_remove: None,
             table_geometry: Cell::new(TableGeometry::default()),
             replay: None,
+            latency_toggled: false,
+            cpu_view: false,
+            chart_width: Cell::new(0),
             next_slot: 0,
             pending_loops: Vec::new(),
         }
@@ -321,6 +332,20 @@ impl App {
             Some(_) => None,
             None => self.latest.clone(),
         };
+    }
+
+    /// Shows the latency panel if it is not on screen (the per-CPU view leaves it off),
+    /// hides it if it is.
+    pub fn toggle_latency(&mut self) {
+        let width = self.chart_width.get();
+        let on_screen = !self.cpu_view && super::charts::latency_shown(self, width);
+        self.cpu_view = false;
+        self.latency_toggled = super::charts::latency_beside(width) == on_screen;
+    }
+
+    /// The per-CPU view in the charts' place, or the charts back.
+    pub fn toggle_cpu_view(&mut self) {
+        self.cpu_view = !self.cpu_view;
     }
 
     /// Space: a replay pauses or resumes playback; a live run freezes the view.

@@ -3,6 +3,8 @@
 //! rates span decades (a chat run does 60,000 msg/s, a fork loop 900 forks/s), so those two
 //! use a log scale; CPU share is linear, in % of one CPU, up to the whole machine.
 //! The second series of a chart (fair share; involuntary switches) is drawn in dots.
+//! Wide screens add the latency panel (ui/latency.rs) as a fourth; narrower ones show it in
+//! the charts' place when asked.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -25,8 +27,33 @@ struct Line2 {
     second: Vec<(f64, f64)>,
 }
 
+/// From this width the latency panel is beside the three charts unless hidden: four panels
+/// of 35 columns still hold a y axis and a minute of points.
+pub const LATENCY_BESIDE_WIDTH: u16 = 140;
+
+/// Whether a screen this wide shows the latency panel beside the charts by itself.
+pub fn latency_beside(width: u16) -> bool {
+    width >= LATENCY_BESIDE_WIDTH
+}
+
+/// Whether the latency panel is on screen at this width: as the layout has it, unless its key
+/// turned that round.
+pub fn latency_shown(app: &App, width: u16) -> bool {
+    latency_beside(width) != app.latency_toggled
+}
+
 pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
-    let [a, b, c] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(area);
+    let latency = latency_shown(app, area.width);
+    if latency && !latency_beside(area.width) {
+        super::latency::draw(f, area, app);
+        return;
+    }
+    let panels = if latency { 4 } else { 3 };
+    let areas = Layout::horizontal(vec![Constraint::Ratio(1, panels); panels as usize]).split(area);
+    let (a, b, c) = (areas[0], areas[1], areas[2]);
+    if latency {
+        super::latency::draw(f, areas[3], app);
+    }
     let end = app.view_end();
     let from = end - app.window;
 
@@ -78,7 +105,7 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
 /// a 600 s window that is 6,000 segments per line, most of them inside one dot column, and
 /// drawing them cost 20 ms a frame (issue #9). Keeping each column's extremes draws the same
 /// dots, spikes included, from at most two points per column.
-fn thin(
+pub(super) fn thin(
     points: impl Iterator<Item = (f64, f64)>,
     x0: f64,
     span: f64,
@@ -131,15 +158,28 @@ fn thin(
 /// The chart's frame. Its title names the lines in their colours when there is room (a
 /// legend box inside would hide data); otherwise the table's colours name them.
 fn block<'a>(app: &App, title: &'a str, key: &'a str, lines: &[Line2], width: u16) -> Block<'a> {
+    let names: Vec<(usize, &str)> = lines.iter().map(|l| (l.slot, l.name.as_str())).collect();
+    titled_block(app, title, key, &names, width)
+}
+
+/// A panel's frame titled `title`, its `key` dimmed, then the workloads (colour slot, name)
+/// in their colours, all of them when there is room or none.
+pub(super) fn titled_block<'a>(
+    app: &App,
+    title: &'a str,
+    key: &'a str,
+    names: &[(usize, &str)],
+    width: u16,
+) -> Block<'a> {
     let mut title_spans = vec![Span::styled(title, app.theme.title())];
     if !key.is_empty() {
         title_spans.push(Span::styled(format!(" {key}"), app.theme.dim()));
     }
     // All the names or none: a partial legend would mislead.
     let used: usize = title_spans.iter().map(|s| s.width()).sum();
-    let names: Vec<Span> = lines
+    let names: Vec<Span> = names
         .iter()
-        .map(|l| Span::styled(format!(" ■{}", l.name), app.theme.workload(l.slot)))
+        .map(|(slot, name)| Span::styled(format!(" ■{name}"), app.theme.workload(*slot)))
         .collect();
     if used + names.iter().map(|s| s.width()).sum::<usize>() + 2 <= width as usize {
         title_spans.extend(names);
@@ -150,7 +190,7 @@ fn block<'a>(app: &App, title: &'a str, key: &'a str, lines: &[Line2], width: u1
         .title(Line::from(title_spans))
 }
 
-fn x_axis<'a>(app: &App) -> Axis<'a> {
+pub(super) fn x_axis<'a>(app: &App) -> Axis<'a> {
     Axis::default()
         .bounds([-app.window, 0.0])
         .labels(vec![

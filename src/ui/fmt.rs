@@ -79,6 +79,28 @@ pub fn weight(w: f64) -> String {
     }
 }
 
+/// A latency in µs as at most 5 characters with its unit: 2.6µs, 29µs, 931µs, 1.2ms, 12ms,
+/// 931ms, 1.2s, 137s.
+pub fn latency(us: f64) -> String {
+    if !us.is_finite() || us < 0.0 {
+        return "-".into();
+    }
+    // Each range ends where rounding would need a sixth character.
+    if us < 9.95 {
+        format!("{us:.1}µs")
+    } else if us < 999.5 {
+        format!("{us:.0}µs")
+    } else if us < 9_950.0 {
+        format!("{:.1}ms", us / 1e3)
+    } else if us < 999_500.0 {
+        format!("{:.0}ms", us / 1e3)
+    } else if us < 9_950_000.0 {
+        format!("{:.1}s", us / 1e6)
+    } else {
+        format!("{:.0}s", us / 1e6)
+    }
+}
+
 /// Cuts `s` to `width` characters, marking the cut with an ellipsis.
 pub fn clip(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
@@ -125,5 +147,25 @@ mod tests {
         assert_eq!(span(150.0), "2m30s");
         assert_eq!(span(3900.0), "1h5m");
         assert_eq!(clip("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn latencies_carry_their_unit_in_five_characters() {
+        for (us, text) in [
+            (2.592, "2.6µs"),
+            (9.96, "10µs"),
+            (29.44, "29µs"),
+            (931.0, "931µs"),
+            (999.6, "1.0ms"),
+            (1_234.0, "1.2ms"),
+            (12_000.0, "12ms"),
+            (931_000.0, "931ms"),
+            (1_200_000.0, "1.2s"),
+            (137_438_953.0, "137s"),
+        ] {
+            assert_eq!(latency(us), text);
+            assert!(text.chars().count() <= 5);
+        }
+        assert_eq!(latency(f64::NAN), "-");
     }
 }

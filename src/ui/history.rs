@@ -17,6 +17,9 @@ pub struct Point {
     pub cpu_fair: f64,
     pub voluntary: f64,
     pub involuntary: f64,
+    /// p50, p99 and p99.9 of its unit of work, in µs; None when nothing was timed, its
+    /// latency is unavailable, or it has no unit to time.
+    pub latency: Option<[f64; 3]>,
 }
 
 impl Point {
@@ -28,6 +31,11 @@ impl Point {
             cpu_fair: w.cpu_fair,
             voluntary: w.voluntary_cs_per_sec,
             involuntary: w.involuntary_cs_per_sec,
+            latency: w
+                .latency
+                .as_ref()
+                .filter(|l| l.available && l.samples > 0)
+                .map(|l| [l.p50_us, l.p99_us, l.p999_us]),
         }
     }
 }

@@ -1,22 +1,26 @@
 //! The terminal dashboard: launches workloads and shows, live and side by side, their
-//! throughput, their CPU share against their fair share, and their context switches.
+//! throughput, their CPU share against their fair share, their context switches, the latency
+//! of their own operations and where their tasks ran.
 //!
 //! Three threads: the engine (owns the workloads and the probe, sends a Frame per interval),
 //! the input reader (sends terminal events), and this one, which waits on both, updates the
 //! [`app::App`] and draws. Drawing never waits for sampling, and the UI never reads /proc.
 //!
 //! One file per concern: `app` (state), `input` (keys), `terminal` (taking the terminal over
-//! and giving it back), and one per panel: `status`, `table`, `charts`, `help`, `popup`
-//! (picker and forms), with `theme` and `fmt` for looks. It is a client of [`crate::engine`];
-//! `schedlab tui` and `schedlab replay` open it from [`crate::cli`].
+//! and giving it back), and one per panel: `status`, `table`, `charts`, `latency`, `cpus`
+//! (the per-CPU view), `help`, `popup` (picker and forms), with `theme` and `fmt` for looks.
+//! It is a client of [`crate::engine`]; `schedlab tui` and `schedlab replay` open it from
+//! [`crate::cli`].
 
 pub mod app;
 pub mod charts;
+pub mod cpus;
 pub mod fmt;
 pub mod form;
 pub mod help;
 pub mod history;
 pub mod input;
+pub mod latency;
 pub mod picker;
 pub mod popup;
 pub mod status;
@@ -47,7 +51,8 @@ const MIN_CHART_HEIGHT: u16 = 9;
 
 /// What the UI thread waits on.
 enum Msg {
-    Engine(Event),
+    /// Boxed: a Frame is large, and every other message is small.
+    Engine(Box<Event>),
     EngineFailed(String),
     Input(crossterm::event::Event),
     InputGone(String),
@@ -71,7 +76,7 @@ pub fn run(
         .name("schedlab-engine".into())
         .spawn(move || match make_backend(interval) {
             Ok(backend) => crate::engine::thread::run(backend, interval, cmd_rx, |e| {
-                etx.send(Msg::Engine(e)).is_ok()
+                etx.send(Msg::Engine(Box::new(e))).is_ok()
             }),
             Err(e) => {
                 let _ = etx.send(Msg::EngineFailed(format!("{e:#}")));
@@ -110,7 +115,7 @@ pub fn run(
             for msg in std::iter::once(first).chain(rx.try_iter()) {
                 match msg {
                     Msg::Engine(ev) => {
-                        if let Event::Frame(f) = &ev {
+                        if let Event::Frame(f) = &*ev {
                             app.cpus = f.machine.cpus.max(1);
                             // Debug builds only: lets the end-to-end test prove that a panic
                             // gives the terminal back and stops every workload.
@@ -121,7 +126,7 @@ pub fn run(
                                 panic!("failpoint SCHEDLAB_FAILPOINT_UI_PANIC");
                             }
                         }
-                        app.on_event(ev)
+                        app.on_event(*ev)
                     }
                     Msg::Input(ev) => input::handle(&mut app, &ev),
                     Msg::EngineFailed(e) => bail!("{e}"),
@@ -164,7 +169,12 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     status::draw_status(f, status_a, app);
     table::draw(f, table_a, app);
     status::draw_details(f, details_a, app);
-    charts::draw(f, charts_a, app);
+    app.chart_width.set(charts_a.width);
+    if app.cpu_view {
+        cpus::draw(f, charts_a, app);
+    } else {
+        charts::draw(f, charts_a, app);
+    }
     status::draw_keys(f, keys_a, app);
     match &app.mode {
         Mode::Normal => {}

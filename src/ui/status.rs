@@ -317,7 +317,7 @@ pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
 }
 
 /// Cuts a line of spans to `width` columns.
-fn clip_line(spans: Vec<Span<'static>>, width: usize) -> Line<'static> {
+pub(super) fn clip_line(spans: Vec<Span<'static>>, width: usize) -> Line<'static> {
     let mut out = Vec::new();
     let mut used = 0;
     for s in spans {
@@ -354,8 +354,10 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
         (", .", "step"),
         ("PgUp PgDn", "seek"),
         ("f", "freeze"),
-        ("z Z", "zoom"),
+        ("L", "latency"),
         ("q", "quit"),
+        ("c", "CPUs"),
+        ("z Z", "zoom"),
     ];
     let live_hints: &[(&str, &str)] = &[
         ("?", "help"),
@@ -364,6 +366,8 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
         ("e", "knobs"),
         ("[ ]", "nice"),
         ("g", "placement"),
+        ("L", "latency"),
+        ("c", "CPUs"),
         ("space", "freeze"),
         ("z Z", "zoom"),
         ("+ -", "interval"),

@@ -1,7 +1,8 @@
 //! The workload table: one row per workload in its colour, then the rest of the machine.
 //! CPU%, FAIR% and RATIO are over the verdict window (the charts keep every interval).
 //! Columns are chosen by priority to fit the width: the ones the issue asks for always fit
-//! in 80 columns; wider terminals get units, demand, weights, knobs and the last run's figure.
+//! in 80 columns, the p99 of its own operations among them; wider terminals get units,
+//! migrations, demand, weights, knobs, the last run's figure, then p50 and p99.9.
 
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
@@ -9,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame as TermFrame;
 
-use crate::model::{WorkloadFrame, WorkloadState};
+use crate::model::{Latency, WorkloadFrame, WorkloadState};
 use crate::supervisor::knobs::{placement_words, policy_name};
 
 use super::app::{App, TableGeometry, WorkloadView};
@@ -29,6 +30,10 @@ enum Col {
     Vol,
     Invol,
     Wait,
+    Migrations,
+    P50,
+    P99,
+    P999,
     WaitSlice,
     Demand,
     Weight,
@@ -38,18 +43,22 @@ enum Col {
 }
 
 /// (column, header, width, priority: lower fits first)
-const COLUMNS: [(Col, &str, u16, u8); 17] = [
-    (Col::Name, "NAME", 12, 0),
+const COLUMNS: [(Col, &str, u16, u8); 21] = [
+    (Col::Name, "NAME", 11, 0),
     (Col::State, "STATE", 7, 0),
     (Col::Tasks, "TASKS", 5, 0),
-    (Col::Ops, "OPS/s", 6, 0),
+    (Col::Ops, "OPS/s", 5, 0),
     (Col::Unit, "UNIT", 4, 3),
     (Col::Cpu, "CPU%", 5, 0),
     (Col::Fair, "FAIR%", 5, 0),
     (Col::Ratio, "RATIO", 12, 0),
     (Col::Vol, "VOL/s", 5, 0),
     (Col::Invol, "INV/s", 5, 0),
+    (Col::Migrations, "MIG/s", 5, 2),
     (Col::Wait, "WAIT%", 5, 1),
+    (Col::P50, "P50", 5, 5),
+    (Col::P99, "P99", 5, 1),
+    (Col::P999, "P99.9", 5, 5),
     (Col::WaitSlice, "WAIT/SL", 7, 3),
     (Col::Demand, "WANT%", 5, 2),
     (Col::Weight, "WEIGHT", 6, 2),
@@ -62,9 +71,10 @@ const COLUMNS: [(Col, &str, u16, u8); 17] = [
 fn columns_for(width: u16) -> Vec<(Col, &'static str, u16)> {
     let mut chosen = vec![false; COLUMNS.len()];
     let mut used: u16 = 0;
-    for prio in 0..=4 {
+    for prio in 0..=5 {
         for (i, (_, _, w, p)) in COLUMNS.iter().enumerate() {
-            if *p == prio && used + w < width {
+            // `used` counts a space after each column chosen: the last needs none.
+            if *p == prio && used + w <= width {
                 chosen[i] = true;
                 used += w + 1;
             }
@@ -243,6 +253,13 @@ fn workload_cell<'a>(
         Col::Vol => live.map_or_else(dash, |f| num(si(f.voluntary_cs_per_sec))),
         Col::Invol => live.map_or_else(dash, |f| num(si(f.involuntary_cs_per_sec))),
         Col::Wait => live.map_or_else(dash, |f| num(format!("{:.0}", f.runq_wait_pct))),
+        Col::Migrations => match live.map(|f| f.migrations_per_sec) {
+            Some(Some(rate)) => num(si(rate)),
+            _ => dash(),
+        },
+        Col::P50 => latency_cell(live, |l| l.p50_us),
+        Col::P99 => latency_cell(live, |l| l.p99_us),
+        Col::P999 => latency_cell(live, |l| l.p999_us),
         Col::WaitSlice => live.map_or_else(dash, |f| num(micros(f.wait_per_slice_us))),
         Col::Demand => live.map_or_else(dash, |f| num(pct(f.cpu_demand))),
         Col::Weight => live.map_or_else(dash, |f| num(super::fmt::weight(f.weight))),
@@ -261,6 +278,17 @@ fn workload_cell<'a>(
             ),
             None => String::new(),
         }),
+    }
+}
+
+/// One percentile of its operations' latency, with its unit; blank for a workload that times
+/// nothing, "n/a" when its latency is unavailable, "-" when nothing was timed.
+fn latency_cell<'a>(wf: Option<&WorkloadFrame>, pick: impl Fn(&Latency) -> f64) -> Cell<'a> {
+    match wf.and_then(|f| f.latency.as_ref()) {
+        None => Cell::from(""),
+        Some(l) if !l.available => num("n/a".into()),
+        Some(l) if l.samples == 0 => num("-".into()),
+        Some(l) => num(super::fmt::latency(pick(l))),
     }
 }
 
@@ -311,9 +339,13 @@ mod tests {
             Col::Vol,
             Col::Invol,
             Col::Wait,
+            Col::P99,
         ] {
             assert!(cols.contains(&c));
         }
+        // Nothing past the edge.
+        let used: u16 = columns_for(80).iter().map(|c| c.2 + 1).sum();
+        assert!(used - 1 <= 80);
         assert_eq!(columns_for(200).len(), COLUMNS.len());
     }
 }

@@ -279,45 +279,39 @@ impl Bench<'_> {
             Op::Send => {
                 let mut buf = sysv::MsgBuf::new(1);
                 let ptr = (&mut buf as *mut sysv::MsgBuf).cast::<libc::c_void>();
-                for &id in &self.ids {
+                self.each_queue(|id| {
                     // SAFETY: `ptr` points to `buf`, a live MsgBuf (a long type, then MsgBuf::TEXT
                     // bytes) for the whole loop; msgsnd reads the type and MESSAGE_LEN (<= TEXT)
                     // bytes of it.
-                    if unsafe { libc::msgsnd(id, ptr, MESSAGE_LEN, libc::IPC_NOWAIT) } < 0 {
-                        return Err(std::io::Error::last_os_error())
-                            .with_context(|| format!("msgsnd to queue {id}"));
-                    }
-                    self.slot.add(1);
-                }
+                    let sent = unsafe { libc::msgsnd(id, ptr, MESSAGE_LEN, libc::IPC_NOWAIT) };
+                    ok_or_errno(sent, || format!("msgsnd to queue {id}"))
+                })?;
             }
             Op::IpcStat => {
                 // SAFETY: libc::msqid_ds is plain old data: all-zero bytes are a valid value.
                 let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
-                for &id in &self.ids {
+                self.each_queue(|id| {
                     // SAFETY: `ds` is a live, writable msqid_ds for IPC_STAT to fill.
-                    if unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) } < 0 {
-                        return Err(std::io::Error::last_os_error())
-                            .with_context(|| format!("msgctl(IPC_STAT) on queue {id}"));
-                    }
-                    self.slot.add(1);
-                }
+                    let stat = unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) };
+                    ok_or_errno(stat, || format!("msgctl(IPC_STAT) on queue {id}"))
+                })?;
             }
             Op::MsgStat => {
                 // SAFETY: libc::msqid_ds is plain old data: all-zero bytes are a valid value.
                 let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
-                for &id in &self.ids {
+                let mask = self.index_mask;
+                self.each_queue(|id| {
                     // SAFETY: `ds` is a live, writable msqid_ds for MSG_STAT to fill.
-                    let got =
-                        unsafe { libc::msgctl(id & self.index_mask, libc::MSG_STAT, &mut ds) };
+                    let got = unsafe { libc::msgctl(id & mask, libc::MSG_STAT, &mut ds) };
                     if got != id {
                         let err = std::io::Error::last_os_error();
                         bail!(
                             "msgctl(MSG_STAT) on index {} gave {got}, not queue {id} ({err})",
-                            id & self.index_mask
+                            id & mask
                         );
                     }
-                    self.slot.add(1);
-                }
+                    Ok(())
+                })?;
             }
             Op::Rm => {
                 for (i, &id) in self.ids.iter().enumerate() {
@@ -327,6 +321,16 @@ impl Bench<'_> {
                     self.slot.add(1);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// `call` on every queue in turn, each counted once it is done: the loop of every
+    /// operation but msgget and IPC_RMID (inlined: it adds nothing per queue).
+    fn each_queue(&self, mut call: impl FnMut(i32) -> Result<()>) -> Result<()> {
+        for &id in &self.ids {
+            call(id)?;
+            self.slot.add(1);
         }
         Ok(())
     }
@@ -343,6 +347,14 @@ impl Bench<'_> {
             anyhow::Error::new(err).context(format!("msgget for queue {i} of {n}"))
         }
     }
+}
+
+/// A system call's result: an error (errno, with what was being done) when it is negative.
+fn ok_or_errno(ret: libc::c_int, doing: impl FnOnce() -> String) -> Result<()> {
+    if ret < 0 {
+        return Err(std::io::Error::last_os_error()).with_context(doing);
+    }
+    Ok(())
 }
 
 /// Makes a termination signal wait for the benchmark to reach a phase boundary, so that no

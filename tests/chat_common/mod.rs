@@ -1,12 +1,17 @@
 //! Helpers shared by the chat tests: the real binary as server and client, a fake chat_c and
-//! chat_s at the byte level, and the checks that nothing is left behind.
+//! chat_s at the byte level, and the checks that nothing is left behind. (Uses the crate's
+//! `common` module: a file that includes this one declares both.)
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::common::child::{port_in, through};
+use crate::common::wait::until;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
 pub const MSG: usize = 100;
@@ -17,9 +22,11 @@ pub struct Server {
     pub port: u16,
     pub stdout: Arc<Mutex<String>>,
     pub stderr: Arc<Mutex<String>>,
+    collectors: [JoinHandle<()>; 2],
 }
 
-fn collect(pipe: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
+/// Reads `pipe` into `into` line by line, on a thread of its own, until the pipe's end.
+fn collect(pipe: impl Read + Send + 'static, into: Arc<Mutex<String>>) -> JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(pipe).lines() {
             let Ok(line) = line else { break };
@@ -27,6 +34,16 @@ fn collect(pipe: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
             s.push_str(&line);
             s.push('\n');
         }
+    })
+}
+
+/// Waits for `collectors` to reach their pipes' end once the child has exited: its last lines
+/// may still be on their way (a fixed pause lost them on a loaded machine). Bounded, as
+/// something the child left behind could hold a pipe open.
+fn drained(collectors: &[JoinHandle<()>]) {
+    let _ = until(Duration::from_secs(5), Duration::from_millis(5), || {
+        let done = collectors.iter().all(JoinHandle::is_finished);
+        done.then_some(()).ok_or(())
     });
 }
 
@@ -37,39 +54,23 @@ impl Server {
 
     /// `prefix` runs the binary through another command (`ip netns exec NS`).
     pub fn start_with(prefix: &[&str], ip: &str, extra: &[&str]) -> Server {
-        let mut cmd = if prefix.is_empty() {
-            Command::new(BIN)
-        } else {
-            let mut c = Command::new(prefix[0]);
-            c.args(&prefix[1..]).arg(BIN);
-            c
-        };
-        let mut child = cmd
-            .args(["chat-server", ip, "0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start chat-server");
+        let mut child = spawn_piped(prefix, &[&["chat-server", ip, "0"], extra].concat());
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut first = String::new();
         err.read_line(&mut first).expect("server stderr");
-        let port = first
-            .trim()
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no port in the server's first line: {first:?}"));
+        let port = port_in(&first);
         let stdout = Arc::new(Mutex::new(String::new()));
         let stderr = Arc::new(Mutex::new(String::new()));
-        collect(child.stdout.take().unwrap(), stdout.clone());
-        collect(err.into_inner(), stderr.clone());
+        let collectors = [
+            collect(child.stdout.take().unwrap(), stdout.clone()),
+            collect(err.into_inner(), stderr.clone()),
+        ];
         Server {
             child,
             port,
             stdout,
             stderr,
+            collectors,
         }
     }
 
@@ -87,15 +88,16 @@ impl Server {
 
     /// Waits until the server's stderr (or stdout) contains `text`.
     pub fn wait_for(&self, text: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        while !self.err().contains(text) && !self.out().contains(text) {
-            assert!(
-                Instant::now() < deadline,
+        let said = until(within, Duration::from_millis(20), || {
+            let said = self.err().contains(text) || self.out().contains(text);
+            said.then_some(()).ok_or(())
+        });
+        if said.is_err() {
+            panic!(
                 "server never said {text:?}; stdout:\n{}\nstderr:\n{}",
                 self.out(),
                 self.err()
             );
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -103,8 +105,7 @@ impl Server {
     pub fn wait(mut self, within: Duration) -> ExitStatus {
         let status = wait_child(&mut self.child, within)
             .unwrap_or_else(|| panic!("server did not exit; stderr:\n{}", self.err()));
-        // Let the collectors drain the pipes.
-        std::thread::sleep(Duration::from_millis(50));
+        drained(&self.collectors);
         status
     }
 }
@@ -117,18 +118,37 @@ impl Drop for Server {
 }
 
 pub fn wait_child(child: &mut Child, within: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let ended = until(within, Duration::from_millis(10), || {
+        child.try_wait().unwrap().ok_or(())
+    });
+    if ended.is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
     }
+    ended.ok()
+}
+
+/// Starts `schedlab chat-client` against 127.0.0.1:`port`: `rooms` rooms of 20 users, each
+/// sending `messages` messages.
+pub fn start_client(port: u16, rooms: u32, messages: u32, stdout: Stdio, stderr: Stdio) -> Child {
+    Command::new(BIN)
+        .args(["chat-client", "127.0.0.1"])
+        .args([rooms, messages, port.into()].map(|n| n.to_string()))
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("start chat-client")
+}
+
+/// Starts `schedlab ARGS` through `prefix`, stdin empty, stdout and stderr piped to the test.
+fn spawn_piped(prefix: &[&str], args: &[&str]) -> Child {
+    through(prefix, BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start schedlab {args:?}: {e}"))
 }
 
 /// Runs `schedlab ARGS` to the end (at most `within`), killing it if it hangs.
@@ -137,26 +157,15 @@ pub fn run(args: &[&str], within: Duration) -> Output {
 }
 
 pub fn run_with(prefix: &[&str], args: &[&str], within: Duration) -> Output {
-    let mut cmd = if prefix.is_empty() {
-        Command::new(BIN)
-    } else {
-        let mut c = Command::new(prefix[0]);
-        c.args(&prefix[1..]).arg(BIN);
-        c
-    };
-    let mut child = cmd
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start schedlab");
+    let mut child = spawn_piped(prefix, args);
     let out = Arc::new(Mutex::new(String::new()));
     let err = Arc::new(Mutex::new(String::new()));
-    collect(child.stdout.take().unwrap(), out.clone());
-    collect(child.stderr.take().unwrap(), err.clone());
+    let collectors = [
+        collect(child.stdout.take().unwrap(), out.clone()),
+        collect(child.stderr.take().unwrap(), err.clone()),
+    ];
     let status = wait_child(&mut child, within);
-    std::thread::sleep(Duration::from_millis(50));
+    drained(&collectors);
     let stdout = out.lock().unwrap().clone().into_bytes();
     let stderr = err.lock().unwrap().clone().into_bytes();
     let status = status.unwrap_or_else(|| {
@@ -233,14 +242,15 @@ pub fn wait_threads_at_least(pid: u32, n: usize, within: Duration) -> usize {
 }
 
 fn wait_thread_count(pid: u32, within: Duration, done: impl Fn(usize) -> bool) -> usize {
-    let deadline = Instant::now() + within;
-    loop {
+    until(within, Duration::from_millis(10), || {
         let now = threads(pid);
-        if done(now) || Instant::now() >= deadline {
-            return now;
+        if done(now) {
+            Ok(now)
+        } else {
+            Err(now)
         }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    })
+    .unwrap_or_else(|now| now)
 }
 
 /// The SysV ids a schedlab process's ledger names right now.
@@ -277,9 +287,14 @@ pub fn assert_gone(ids: &[i32]) {
     assert!(left.is_empty(), "semaphore sets left behind: {left:?}");
 }
 
+/// A connection to the server on 127.0.0.1:`port` that has said nothing yet.
+pub fn connect(port: u16) -> TcpStream {
+    TcpStream::connect(("127.0.0.1", port)).expect("connecting to the chat server")
+}
+
 /// A fake chat_c: opens the control connection and sends a raw start message.
 pub fn control(port: u16, rooms: i32, messages: i32) -> TcpStream {
-    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut c = connect(port);
     let mut start = Vec::new();
     start.extend_from_slice(&rooms.to_ne_bytes());
     start.extend_from_slice(&messages.to_ne_bytes());

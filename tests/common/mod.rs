@@ -1,7 +1,14 @@
 //! What several test files share: deterministic Frames for exporter tests (two workloads
-//! over ten half-second intervals), and the real schedlab binary in place of the test
-//! harness wherever a workload would run "this binary".
+//! over ten half-second intervals), the real schedlab binary in place of the test harness
+//! wherever a workload would run "this binary", scenario files in a temporary directory, and
+//! (in the submodules) waiting with a deadline and reading child processes.
 #![allow(dead_code)]
+
+pub mod child;
+pub mod wait;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use schedlab::model::{Frame, MachineFrame, WorkloadFrame, WorkloadState};
 use schedlab::scenario::WorkloadDecl;
@@ -17,11 +24,65 @@ pub fn assert_success(out: &std::process::Output) {
     );
 }
 
+pub const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
+
+/// A command running the real schedlab binary.
+pub fn schedlab() -> Command {
+    Command::new(BIN)
+}
+
+/// Runs `cmd` to its end, asserts it succeeded, and returns its stdout.
+pub fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    assert_success(&out);
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}
+
+/// The arguments of a command line written as one string ("chat-bench 2 20 --runs 1").
+pub fn args_of(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// Writes `text` as the scenario file `dir/name`; returns its path.
+pub fn scenario_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A fresh directory holding `text` as the scenario file `name`: (the directory, the path).
+/// The directory goes when the first is dropped.
+pub fn scenario_in_tempdir(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario_file(dir.path(), name, text);
+    (dir, path)
+}
+
+/// A kernel setting from /proc/sys, by its sysctl name ("kernel.msgmni").
+pub fn sysctl(name: &str) -> u64 {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A seed for a test's random choices, from the clock, odd (never 0, as xorshift needs); the
+/// test prints it so that a failure can be replayed.
+pub fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1
+}
+
 /// The real schedlab binary's command line for `args` (a subcommand and its arguments).
 pub fn real_argv(args: Vec<String>) -> Vec<String> {
-    std::iter::once(env!("CARGO_BIN_EXE_schedlab").to_string())
-        .chain(args)
-        .collect()
+    std::iter::once(BIN.to_string()).chain(args).collect()
 }
 
 /// Under cargo test the supervisor's "this binary" is the test harness: the declaration with

@@ -1,12 +1,15 @@
 //! Helpers shared by the SysV IPC tests: running the binary with a bound on time, and
-//! reading a process's SysV ledger to learn which objects it made.
+//! reading a process's SysV ledger to learn which objects it made. (Uses the crate's
+//! `common` module: a file that includes this one declares both.)
 #![allow(dead_code)]
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::common::wait::{until, until_none_left};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
 
@@ -27,15 +30,15 @@ pub fn run_bounded(args: &[&str], limit: Duration) -> Output {
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = done.clone();
     let watchdog = std::thread::spawn(move || {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            if flag.load(std::sync::atomic::Ordering::SeqCst) {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let ended = until(limit, Duration::from_millis(20), || {
+            flag.load(std::sync::atomic::Ordering::SeqCst)
+                .then_some(())
+                .ok_or(())
+        });
+        if ended.is_err() {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         }
-        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
-        true
+        ended.is_err()
     });
     let out = child.wait_with_output().expect("wait for schedlab");
     done.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -48,18 +51,14 @@ pub fn run_bounded(args: &[&str], limit: Duration) -> Output {
 
 /// Waits for a child started with `spawn`, killing it (and failing) after `limit`.
 pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("pid {} did not end within {limit:?}", child.id());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    until(limit, Duration::from_millis(10), || {
+        child.try_wait().unwrap().ok_or(())
+    })
+    .unwrap_or_else(|()| {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("pid {} did not end within {limit:?}", child.id());
+    })
 }
 
 /// The ledger file of a schedlab process, if it has one (yet, or still).
@@ -76,20 +75,16 @@ pub fn recorded(path: &std::path::Path) -> Vec<Obj> {
 
 /// Waits until `pid`'s ledger records at least `n` objects; returns them.
 pub fn wait_for_objects(pid: u32, n: usize, limit: Duration) -> (PathBuf, Vec<Obj>) {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(path) = ledger_of(pid) {
-            let objs = recorded(&path);
-            if objs.len() >= n {
-                return (path, objs);
-            }
+    until(limit, Duration::from_millis(5), || {
+        let path = ledger_of(pid).ok_or(())?;
+        let objs = recorded(&path);
+        if objs.len() >= n {
+            Ok((path, objs))
+        } else {
+            Err(())
         }
-        assert!(
-            Instant::now() < deadline,
-            "pid {pid} recorded fewer than {n} SysV objects within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    })
+    .unwrap_or_else(|()| panic!("pid {pid} recorded fewer than {n} SysV objects within {limit:?}"))
 }
 
 pub fn exists(obj: Obj) -> bool {
@@ -125,14 +120,11 @@ pub use schedlab::sys::proc::alive;
 
 /// Waits until none of `pids` is alive; fails after `limit`.
 pub fn wait_gone(pids: &[u32], limit: Duration) {
-    let deadline = Instant::now() + limit;
-    while pids.iter().any(|&p| alive(p)) {
-        assert!(
-            Instant::now() < deadline,
-            "tasks {:?} still alive after {limit:?}",
-            pids.iter().filter(|&&p| alive(p)).collect::<Vec<_>>()
-        );
-        std::thread::sleep(Duration::from_millis(10));
+    let gone = until_none_left(limit, Duration::from_millis(10), || {
+        pids.iter().filter(|&&p| alive(p)).collect()
+    });
+    if let Err(left) = gone {
+        panic!("tasks {left:?} still alive after {limit:?}");
     }
 }
 

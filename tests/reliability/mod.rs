@@ -1,5 +1,6 @@
 //! Helpers of the reliability suite: a tagged launcher, "nothing of this run is left"
-//! (processes by tag, SysV objects by id), and the suite-wide before/after snapshot.
+//! (processes by tag, SysV objects by id), and the suite-wide before/after snapshot. (Uses
+//! the crate's `common` module: a file that includes this one declares both.)
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
@@ -7,7 +8,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::common::wait::{until, until_none_left};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
 /// Every process a case starts carries `TAG_VAR=<tag>` in its environment, inherited by
@@ -64,35 +68,26 @@ pub fn tagged(tag: &str) -> Vec<i32> {
 
 /// Waits up to `within` for every process of `tag` to be gone; panics naming the survivors.
 pub fn assert_no_process(tag: &str, within: Duration, case: &str) {
-    let deadline = Instant::now() + within;
-    loop {
-        let left = tagged(tag);
-        if left.is_empty() {
-            return;
-        }
-        if Instant::now() > deadline {
-            let names: Vec<String> = left
-                .iter()
-                .map(|p| {
-                    let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-                    let stat =
-                        std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-                    format!(
-                        "{p}: {} [{}]",
-                        String::from_utf8_lossy(&cmd).replace('\0', " "),
-                        stat.trim()
-                    )
-                })
-                .collect();
-            for p in &left {
-                // SAFETY: kill takes no pointer and touches no memory of ours; these are processes
-                // the case left behind.
-                unsafe { libc::kill(*p, libc::SIGKILL) };
-            }
-            panic!("{case}: processes left behind: {names:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let gone = until_none_left(within, Duration::from_millis(20), || tagged(tag));
+    let Err(left) = gone else { return };
+    let names: Vec<String> = left
+        .iter()
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            format!(
+                "{p}: {} [{}]",
+                String::from_utf8_lossy(&cmd).replace('\0', " "),
+                stat.trim()
+            )
+        })
+        .collect();
+    for p in &left {
+        // SAFETY: kill takes no pointer and touches no memory of ours; these are processes
+        // the case left behind.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
     }
+    panic!("{case}: processes left behind: {names:?}");
 }
 
 /// SysV message queue and semaphore set ids, from /proc/sysvipc (what `ipcs -q -s` lists).
@@ -142,33 +137,27 @@ pub fn foreign_ids() -> BTreeSet<String> {
 /// Objects of live schedlab processes outside this suite are not ours and are ignored.
 /// Returns false when the check could not be exact (see the warning below).
 pub fn assert_sysv_back_to(before: &BTreeSet<String>, within: Duration, case: &str) -> bool {
-    let deadline = Instant::now() + within;
-    loop {
+    let back = until_none_left(within, Duration::from_millis(50), || {
         let now = sysv_ids();
         let foreign = foreign_ids();
-        let extra: Vec<&String> = now
-            .difference(before)
+        now.difference(before)
             .filter(|id| !foreign.contains(*id))
-            .collect();
-        if extra.is_empty() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            let others = foreign_schedlab();
-            if !others.is_empty() {
-                // Another build's schedlab is running on this machine (a shared host): its
-                // objects cannot all be told from ours (an older build may keep no ledger).
-                // CI runs the suite alone, where this check is strict.
-                eprintln!(
-                    "WARNING {case}: SysV objects appeared that no ledger explains {extra:?}, \
-                     while other schedlab builds run here {others:?}: not counted as leaks"
-                );
-                return false;
-            }
-            panic!("{case}: SysV objects left (q = queue, s = semaphore set): {extra:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
+            .cloned()
+            .collect()
+    });
+    let Err(extra) = back else { return true };
+    let others = foreign_schedlab();
+    if !others.is_empty() {
+        // Another build's schedlab is running on this machine (a shared host): its objects
+        // cannot all be told from ours (an older build may keep no ledger). CI runs the suite
+        // alone, where this check is strict.
+        eprintln!(
+            "WARNING {case}: SysV objects appeared that no ledger explains {extra:?}, \
+             while other schedlab builds run here {others:?}: not counted as leaks"
+        );
+        return false;
     }
+    panic!("{case}: SysV objects left (q = queue, s = semaphore set): {extra:?}");
 }
 
 /// Live processes running a `schedlab*` binary, with the directory it was run from.
@@ -237,37 +226,39 @@ impl Snapshot {
     /// Everything as it was: no new SysV object, no new process of this build.
     pub fn check(self, test: &str) {
         assert_sysv_back_to(&self.sysv, Duration::from_secs(15), test);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let extra: Vec<i32> = our_binaries().difference(&self.procs).copied().collect();
-            if extra.is_empty() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{test}: processes of this build left: {extra:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        let gone = until_none_left(Duration::from_secs(10), Duration::from_millis(50), || {
+            our_binaries().difference(&self.procs).copied().collect()
+        });
+        if let Err(extra) = gone {
+            panic!("{test}: processes of this build left: {extra:?}");
         }
     }
 }
 
+/// Starts `cmd` with its stdout discarded and its stderr read to the end on a thread of its
+/// own (so that a chatty run never blocks on a full pipe); join the thread for the text.
+pub fn spawn_reading_stderr(mut cmd: Command) -> (Child, JoinHandle<String>) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn schedlab");
+    let stderr = crate::common::child::read_in_background(child.stderr.take().unwrap());
+    (child, stderr)
+}
+
 /// Waits for `child` up to `within`; None (after killing its group) if it is still running.
 pub fn wait_within(child: &mut Child, within: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return Some(st);
-        }
-        if Instant::now() > deadline {
-            // SAFETY: kill takes no pointer; the child, not yet reaped, leads its own process
-            // group.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let ended = until(within, Duration::from_millis(10), || {
+        child.try_wait().unwrap().ok_or(())
+    });
+    if ended.is_err() {
+        // SAFETY: kill takes no pointer; the child, not yet reaped, leads its own process
+        // group.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        let _ = child.wait();
     }
+    ended.ok()
 }
 
 /// Runs to completion with a bound; panics (after killing it) if it hangs.
