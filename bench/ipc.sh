@@ -23,8 +23,6 @@ gcc -O2 -Wall -o "$tmp/pingpong" bench/c/pingpong.c
 command -v perf >/dev/null || { echo "perf is needed for the pipe comparison" >&2; exit 1; }
 
 . bench/lib.sh
-median() { bench_median; }
-spread() { bench_spread; }
 
 # "Total: N round trips in S s = R round trips/sec" -> R
 total_rate() { awk '/^Total:/ {print $(NF-2)}'; }
@@ -43,12 +41,9 @@ compare() { # label, schedlab command, peer command, peer parser
     eval "$ours" | total_rate >>"$tmp/a"
     eval "$theirs" 2>&1 | $parse >>"$tmp/b"
   done
-  local a b paired
-  a=$(median <"$tmp/a"); b=$(median <"$tmp/b")
-  # Median of the ratios of back-to-back runs: less sensitive to load that comes and goes.
-  paired=$(paste "$tmp/a" "$tmp/b" | awk '{print $1/$2}' | median)
-  printf '%-34s %10.0f %10.0f %7.3f %7.3f   %s | %s\n' "$label" "$a" "$b" \
-    "$(awk -v a="$a" -v b="$b" 'BEGIN {print a/b}')" "$paired" "$(spread <"$tmp/a")" "$(spread <"$tmp/b")"
+  bench_paired "$tmp/a" "$tmp/b"
+  printf '%-34s %10.0f %10.0f %7s %7.3f   %s | %s\n' "$label" "$MED1" "$MED2" "$RATIO" "$PAIRED" \
+    "$SPREAD1" "$SPREAD2"
 }
 
 for kind in msg sem; do

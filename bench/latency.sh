@@ -48,11 +48,9 @@ compare() { # label, command, parser
       SCHEDLAB_LATENCY=off eval "$cmd" | $parse >>"$tmp/off"
     fi
   done
-  local off on paired
-  off=$(bench_median <"$tmp/off"); on=$(bench_median <"$tmp/on")
-  paired=$(paste "$tmp/on" "$tmp/off" | awk '{print $1/$2}' | bench_median)
-  printf '%-40s %12.0f %12.0f %7s %7.3f   %s | %s\n' "$label" "$off" "$on" \
-    "$(bench_ratio "$on" "$off")" "$paired" "$(bench_spread <"$tmp/off")" "$(bench_spread <"$tmp/on")"
+  bench_paired "$tmp/on" "$tmp/off" # the ratios: on / off; the columns: off, on
+  printf '%-40s %12.0f %12.0f %7s %7.3f   %s | %s\n' "$label" "$MED2" "$MED1" "$RATIO" "$PAIRED" \
+    "$SPREAD2" "$SPREAD1"
 }
 
 for kind in sem msg; do

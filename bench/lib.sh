@@ -16,6 +16,15 @@ bench_spread() { bench_stats | awk -v f="${1:-%.0f}" '{printf f ".." f "\n", $4,
 bench_median_iqr() { bench_stats | awk -v f="${1:-%.0f}" '{printf f " [" f ".." f "]\n", $1, $2, $3}'; }
 # A / B to 3 decimals.
 bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.3f\n", a / b }'; }
+# Two sides run alternately, their numbers in files $1 and $2 -> MED1, MED2 their medians; RATIO
+# MED1 / MED2; PAIRED the median of the ratios of back-to-back runs (less sensitive to load that
+# comes and goes); SPREAD1, SPREAD2 their spreads.
+bench_paired() {
+    MED1=$(bench_median <"$1"); MED2=$(bench_median <"$2")
+    RATIO=$(bench_ratio "$MED1" "$MED2")
+    PAIRED=$(paste "$1" "$2" | awk '{print $1/$2}' | bench_median)
+    SPREAD1=$(bench_spread <"$1"); SPREAD2=$(bench_spread <"$2")
+}
 
 # What a script comparing observers needs: SL, the release build of schedlab; htop (installed
 # with apt-get when missing); TMP, a directory of its own, removed on exit with the background

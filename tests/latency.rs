@@ -21,7 +21,8 @@ use schedlab::scenario::WorkloadDecl;
 use schedlab::sys::counters::{CounterRegion, ENV_FD, ENV_LATENCY};
 use schedlab::workload::kind::WorkloadKind;
 
-const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
+mod common;
+use common::BIN;
 
 /// Runs `schedlab ARGS` to its end (killed after `within`), counting into `region` when
 /// given, with `env` set.
@@ -45,6 +46,14 @@ fn run(args: &[&str], region: Option<&CounterRegion>, env: &[(&str, &str)]) -> O
     let child = cmd.spawn().expect("start schedlab");
     drop(inherited);
     wait_bounded(child, Duration::from_secs(120), args)
+}
+
+/// Runs schedlab with `args` to its end, counting into a fresh region of `slots` slots: the
+/// region and what the run wrote.
+fn run_counted(args: &[&str], slots: usize) -> (CounterRegion, Output) {
+    let region = CounterRegion::create(slots).unwrap();
+    let out = run(args, Some(&region), &[]);
+    (region, out)
 }
 
 fn wait_bounded(mut child: std::process::Child, within: Duration, what: &[&str]) -> Output {
@@ -125,12 +134,7 @@ fn set_fifo(policy: libc::c_int, priority: libc::c_int) -> bool {
 
 #[test]
 fn fork_load_times_every_cycle_it_counts() {
-    let region = CounterRegion::create(16).unwrap();
-    let out = run(
-        &["fork-load", "--forkers", "1", "--duration", "0.5"],
-        Some(&region),
-        &[],
-    );
+    let (region, out) = run_counted(&["fork-load", "--forkers", "1", "--duration", "0.5"], 16);
     let forked = number_after(&stdout(&out), "Children forked:") as u64;
     let l = whole_run(&region).expect("fork-load timed its cycles");
     assert_eq!(l.unit, "fork cycle");
@@ -163,12 +167,7 @@ fn hackbench_times_one_message_in_32_from_write_to_read() {
         assert!(l.p50_us > 0.0 && l.p999_us >= l.p50_us, "{mode:?}: {l:?}");
     }
     // Data too short to hold a stamp is sent as it is, and nothing is timed.
-    let region = CounterRegion::create(64).unwrap();
-    run(
-        &["hackbench", "-g", "1", "-l", "5", "-s", "10"],
-        Some(&region),
-        &[],
-    );
+    let (region, _) = run_counted(&["hackbench", "-g", "1", "-l", "5", "-s", "10"], 64);
     assert_eq!(region.read_latency(), vec![]);
 }
 
@@ -176,17 +175,7 @@ fn hackbench_times_one_message_in_32_from_write_to_read() {
 fn recording_off_times_nothing() {
     let region = CounterRegion::create(16).unwrap();
     let out = run(
-        &[
-            "ipc-pingpong",
-            "--kind",
-            "pipe",
-            "--pairs",
-            "1",
-            "--pin",
-            "none",
-            "--duration",
-            "0.3",
-        ],
+        &common::args_of("ipc-pingpong --kind pipe --pairs 1 --pin none --duration 0.3"),
         Some(&region),
         &[(ENV_LATENCY, "off")],
     );
@@ -283,13 +272,7 @@ fn wakeup_probe_beside_a_fifo_hog_sees_ten_times_its_p99_alone() {
             "--interval",
             "100",
         ];
-        let child = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = common::spawn_schedlab(args, Stdio::piped());
         (child, args.map(String::from))
     };
     let (alone, what) = probe("2");
@@ -358,12 +341,7 @@ fn zero_relay(listener: TcpListener) {
 #[test]
 fn chat_delivery_is_timed_through_schedlab_and_unavailable_through_a_zero_relay() {
     // schedlab's own server relays what it is sent: the stamps come back.
-    let region = CounterRegion::create(256).unwrap();
-    run(
-        &["chat-bench", "1", "50", "--runs", "1"],
-        Some(&region),
-        &[],
-    );
+    let (region, _) = run_counted(&["chat-bench", "1", "50", "--runs", "1"], 256);
     let l = whole_run(&region).expect("the client timed its deliveries");
     assert_eq!(l.unit, "delivery");
     assert!(l.available, "{l:?}");
@@ -456,11 +434,9 @@ fn the_dashboard_reads_a_workload_s_latency_each_interval() {
 #[test]
 fn percentiles_of_a_real_run_match_the_histogram_s_own_count() {
     // The probe merges per unit; a Distribution made from it counts what the workload did.
-    let region = CounterRegion::create(16).unwrap();
-    run(
+    let (region, _) = run_counted(
         &["wakeup-probe", "--period", "1000", "--duration", "0.5"],
-        Some(&region),
-        &[],
+        16,
     );
     let samples = latency_of(&region);
     let units: Vec<&str> = samples.iter().map(|s| s.unit.as_str()).collect();

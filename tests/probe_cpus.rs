@@ -72,20 +72,33 @@ fn two_threads(k: u64) -> Process {
     }
 }
 
-/// Three one-second intervals of `two_threads`, its threads moving 10 and 30 times a second,
-/// CPU 0 busy 60% and CPU 1 25% of each second (/proc/stat's ticks: 100 a second).
-fn frames_and_samples() -> (Vec<Frame>, Vec<Sample>) {
+/// `n` samples of the target `ping` (pid 100) in a fake tree holding `two_threads(k)` at
+/// sweep k; `second` writes the rest of the tree for sweep k and says how to stamp its Sample.
+fn sampled<P: FnOnce(Sample) -> Sample>(
+    n: u64,
+    second: impl Fn(&FakeProc, u64) -> P,
+) -> Vec<Sample> {
     let f = FakeProc::new();
     let targets = [target(1, "ping", 100)];
     let mut probe = f.probe();
-    let mut samples = Vec::new();
-    for k in 0..4 {
-        f.put(&two_threads(k));
-        write_sched(&f, 100, 100, 7 + 10 * k);
-        write_sched(&f, 100, 101, 1000 + 30 * k);
+    (0..n)
+        .map(|k| {
+            f.put(&two_threads(k));
+            let stamp = second(&f, k);
+            stamp(probe.sample(&targets))
+        })
+        .collect()
+}
+
+/// Three one-second intervals of `two_threads`, its threads moving 10 and 30 times a second,
+/// CPU 0 busy 60% and CPU 1 25% of each second (/proc/stat's ticks: 100 a second).
+fn frames_and_samples() -> (Vec<Frame>, Vec<Sample>) {
+    let samples = sampled(4, |f, k| {
+        write_sched(f, 100, 100, 7 + 10 * k);
+        write_sched(f, 100, 101, 1000 + 30 * k);
         f.cpus(&[(k * 60, k * 40), (k * 25, k * 75)], k * 100);
-        samples.push(pinned(probe.sample(&targets), k + 1));
-    }
+        move |s| pinned(s, k + 1)
+    });
     let mut model = Model::new();
     let mut frames = vec![model.first(&samples[0])];
     frames.extend(samples.windows(2).map(|w| model.step(&w[0], &w[1])));
@@ -142,15 +155,10 @@ fn a_replay_of_the_samples_gives_the_same_placement() {
 
 #[test]
 fn without_sched_files_migrations_are_unknown_and_the_workload_healthy() {
-    let f = FakeProc::new();
-    let targets = [target(1, "ping", 100)];
-    let mut probe = f.probe();
-    let mut samples = Vec::new();
-    for k in 0..3 {
-        f.put(&two_threads(k));
+    let samples = sampled(3, |f, k| {
         f.machine(k * 50, 0);
-        samples.push(pin(probe.sample(&targets), k));
-    }
+        move |s| pin(s, k)
+    });
     let frame = Model::new().step(&samples[1], &samples[2]);
     assert_eq!(frame.workloads[0].migrations_per_sec, None);
     assert_eq!(samples[2].workloads[0].health, Health::Ok);

@@ -11,7 +11,8 @@ use schedlab::ui::form::Value as FieldValue;
 use schedlab::ui::picker::TEMPLATES;
 use schedlab::workload::registry::{Absent, Flag, Kind, Param, Ty, Value, KINDS};
 
-const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
+mod common;
+use common::BIN;
 
 /// The values just outside a parameter's range, as text, with the message each must get.
 fn just_outside(p: &Param) -> Vec<(String, String)> {
@@ -105,13 +106,7 @@ fn command_line(kind: &Kind, p: &Param, text: &str) -> Vec<String> {
 }
 
 fn from_command_line(args: &[String]) -> String {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::spawn_schedlab(args, Stdio::null());
     // Refused before anything starts: a bound against a hang, not a figure.
     let deadline = Instant::now() + Duration::from_secs(20);
     while child.try_wait().unwrap().is_none() {

@@ -20,6 +20,33 @@ use schedlab::ui::app::{App, Mode};
 use schedlab::ui::theme::Theme;
 use schedlab::ui::{draw, input};
 
+/// Draws `app` at `w`x`h`, checks that each of `must` is on the screen and the screen against its
+/// snapshot (named after the test unless a name is given); the screen's text. Written
+/// `shows!(&app, 80 x 24, [...])`, which rustfmt leaves as written.
+macro_rules! shows {
+    ($name:literal, $app:expr, $w:literal x $h:literal, $must:expr) => {{
+        let term = screen($app, $w, $h);
+        let text = must_show(&term, $must);
+        insta::assert_snapshot!($name, term.backend());
+        text
+    }};
+    ($app:expr, $w:literal x $h:literal, $must:expr) => {{
+        let term = screen($app, $w, $h);
+        let text = must_show(&term, $must);
+        insta::assert_snapshot!(term.backend());
+        text
+    }};
+}
+
+/// The text of `term`, which holds each of `must`.
+fn must_show<'a>(term: &Terminal<TestBackend>, must: impl IntoIterator<Item = &'a str>) -> String {
+    let text = text_of(term);
+    for must in must {
+        assert!(text.contains(must), "{must} missing from\n{text}");
+    }
+    text
+}
+
 fn ref_job(t: f64, wobble: f64) -> WorkloadFrame {
     WorkloadFrame {
         id: 1,
@@ -205,6 +232,12 @@ fn key(app: &mut App, code: KeyCode) {
     input::on_key(app, KeyEvent::new(code, KeyModifiers::NONE));
 }
 
+/// The screen's text at `w`x`h` after the key `c`.
+fn text_after(app: &mut App, c: char, w: u16, h: u16) -> String {
+    key(app, KeyCode::Char(c));
+    text_of(&screen(app, w, h))
+}
+
 fn text_of(term: &Terminal<TestBackend>) -> String {
     let buf = term.backend().buffer();
     let mut s = String::new();
@@ -220,33 +253,14 @@ fn text_of(term: &Terminal<TestBackend>) -> String {
 #[test]
 fn default_layout_80x24() {
     let app = seed_app();
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in [
-        "Throughput",
-        "CPU %",
-        "Switches/s",
-        "ref-job",
-        "fork_load",
-        "STARVED",
-        "autogrp on",
-        "PSI 61.2",
-        "self 0.8%",
-    ] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
+    shows!(&app, 80 x 24, ["Throughput", "CPU %", "Switches/s", "ref-job", "fork_load",
+        "STARVED", "autogrp on", "PSI 61.2", "self 0.8%"]);
 }
 
 #[test]
 fn default_layout_160x48() {
     let app = seed_app();
-    let term = screen(&app, 160, 48);
-    let text = text_of(&term);
-    for must in ["LAST RUN", "WEIGHT", "GROUP", "autogroup on", "Jain 0.74"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
+    shows!(&app, 160 x 48, ["LAST RUN", "WEIGHT", "GROUP", "autogroup on", "Jain 0.74"]);
 }
 
 #[test]
@@ -375,8 +389,7 @@ fn too_small_terminal_says_so() {
 #[test]
 fn frozen_view_stays_put_while_frames_arrive() {
     let mut app = seed_app();
-    key(&mut app, KeyCode::Char(' '));
-    let before = text_of(&screen(&app, 80, 24));
+    let before = text_after(&mut app, ' ', 80, 24);
     let mut f = frame(61.0);
     f.workloads[1].cpu_received = 0.4;
     f.workloads[1].fairness_ratio = 1.0;
@@ -384,8 +397,7 @@ fn frozen_view_stays_put_while_frames_arrive() {
     let after = text_of(&screen(&app, 80, 24));
     assert_eq!(before, after);
     assert!(after.contains("FROZEN"));
-    key(&mut app, KeyCode::Char(' '));
-    assert!(!text_of(&screen(&app, 80, 24)).contains("FROZEN"));
+    assert!(!text_after(&mut app, ' ', 80, 24).contains("FROZEN"));
 }
 
 #[test]
@@ -523,17 +535,12 @@ fn replay_keys_ask_the_engine_and_a_seek_rebuilds_the_history() {
     app.on_event(Event::Frame(recording[24].clone()));
     assert_eq!(app.workloads[1].series.len(), 25);
     assert!(app.outbox.is_empty());
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in ["paused", "12.5/60.0 s", "space pause", "PgUp PgDn seek"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!("paused_replay_80x24", term.backend());
+    shows!("paused_replay_80x24", &app, 80 x 24, ["paused", "12.5/60.0 s", "space pause",
+        "PgUp PgDn seek"]);
     let wide = text_of(&screen(&app, 160, 48));
     assert!(wide.contains("replay 12.5 s / 60.0 s"), "{wide}");
     // The help of a replay lists its keys, and not the ones that change workloads.
-    key(&mut app, KeyCode::Char('?'));
-    let help = text_of(&screen(&app, 80, 24));
+    let help = text_after(&mut app, '?', 80, 24);
     for keys in ["PgUp  PgDn", ",  .", "space  f", "q  Ctrl-C"] {
         assert!(help.contains(keys), "{keys} missing from\n{help}");
     }
@@ -694,53 +701,28 @@ fn latency_panel_80x24() {
     // The table has its p99 column, with its unit, at 80 columns.
     assert!(text_of(&screen(&app, 80, 24)).contains("P99"));
     key(&mut app, KeyCode::Char('L'));
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in ["Latency", "p99.9", "fork cycle", "1ms"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
+    let text = shows!(&app, 80 x 24, ["Latency", "p99.9", "fork cycle", "1ms"]);
     // The reference job times nothing: no words, no line.
     assert!(!text.contains("■ref-job "), "{text}");
-    insta::assert_snapshot!(term.backend());
-    key(&mut app, KeyCode::Char('L'));
-    assert!(text_of(&screen(&app, 80, 24)).contains("Throughput"));
+    assert!(text_after(&mut app, 'L', 80, 24).contains("Throughput"));
 }
 
 #[test]
 fn latency_panel_160x48() {
     let mut app = latency_app();
     // Wide enough: beside the three charts, without a key.
-    let term = screen(&app, 160, 48);
-    let text = text_of(&term);
-    for must in [
-        "Throughput",
-        "Latency",
-        "round trip",
-        "delivery: latency unavailable",
-        "timer wakeup",
-        "thread wakeup",
-        "P99",
-        "n/a",
-    ] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
+    let text = shows!(&app, 160 x 48, ["Throughput", "Latency", "round trip",
+        "delivery: latency unavailable", "timer wakeup", "thread wakeup", "P99", "n/a"]);
     assert!(!text.contains("■ref-job round"), "{text}");
-    insta::assert_snapshot!(term.backend());
     // Its key hides it there.
-    key(&mut app, KeyCode::Char('L'));
-    assert!(!text_of(&screen(&app, 160, 48)).contains("Latency"));
+    assert!(!text_after(&mut app, 'L', 160, 48).contains("Latency"));
 }
 
 #[test]
 fn latency_mix_80x24() {
     let mut app = latency_app();
     key(&mut app, KeyCode::Char('L'));
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in ["latency unavailable", "round trip", "n/a", "3.0µs"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
+    shows!(&app, 80 x 24, ["latency unavailable", "round trip", "n/a", "3.0µs"]);
 }
 
 #[test]
@@ -748,18 +730,9 @@ fn cpu_view_80x24() {
     let mut app = seed_app();
     key(&mut app, KeyCode::Char('c'));
     assert!(app.cpu_view);
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in [
-        "CPUs over the last 500ms",
-        "cpu0",
-        "cpu1",
-        "moves between CPUs",
-    ] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
+    let text =
+        shows!(&app, 80 x 24, ["CPUs over the last 500ms", "cpu0", "cpu1", "moves between CPUs"]);
     assert!(!text.contains("Throughput"), "{text}");
-    insta::assert_snapshot!(term.backend());
     // The latency key leaves it for the latency panel.
     key(&mut app, KeyCode::Char('L'));
     assert!(!app.cpu_view);
@@ -770,19 +743,9 @@ fn cpu_view_80x24() {
 fn cpu_view_160x48() {
     let mut app = seed_app();
     key(&mut app, KeyCode::Char('c'));
-    let term = screen(&app, 160, 48);
-    let text = text_of(&term);
-    for must in [
-        "■ref-job 99% (2 tasks)",
-        "(1 task)",
-        "MIG/s",
-        "moves between CPUs",
-    ] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
-    key(&mut app, KeyCode::Char('c'));
-    assert!(text_of(&screen(&app, 160, 48)).contains("Throughput"));
+    shows!(&app, 160 x 48, ["■ref-job 99% (2 tasks)", "(1 task)", "MIG/s",
+        "moves between CPUs"]);
+    assert!(text_after(&mut app, 'c', 160, 48).contains("Throughput"));
 }
 
 /// 64 CPUs at 80x24: in columns of bars alone, and what does not fit is counted.
@@ -800,10 +763,5 @@ fn cpu_view_of_many_cpus() {
         .collect();
     app.on_event(Event::Frame(f));
     key(&mut app, KeyCode::Char('c'));
-    let term = screen(&app, 80, 24);
-    let text = text_of(&term);
-    for must in ["cpu0 ", "cpu10", "cpu46", "+17 more CPUs"] {
-        assert!(text.contains(must), "{must} missing from\n{text}");
-    }
-    insta::assert_snapshot!(term.backend());
+    shows!(&app, 80 x 24, ["cpu0 ", "cpu10", "cpu46", "+17 more CPUs"]);
 }

@@ -248,16 +248,7 @@ fn draw_log_chart(
         .map(|p| p.1);
     let hi = all.fold(0.0_f64, f64::max).ceil().max(1.0);
     let lo = 0.0;
-    // Labels only on whole decades: a middle one when there is a decade between the ends.
-    let mut labels = vec![Span::raw(decade(lo))];
-    if hi - lo >= 2.0 {
-        labels.push(Span::raw(decade(((lo + hi) / 2.0).round())));
-    }
-    labels.push(Span::raw(decade(hi)));
-    let y = Axis::default()
-        .bounds([lo, hi])
-        .labels(labels)
-        .style(app.theme.dim());
+    let y = decade_axis(app, lo, hi, decade);
     let sets = datasets(app, lines);
     f.render_widget(
         chart(app, sets, block(app, title, key, lines, area.width), y),
@@ -266,6 +257,20 @@ fn draw_log_chart(
 }
 
 /// 10^e as people write it: 1, 10, 100, 1k, 10k, 100k, 1M...
+/// A log-scale y axis from decade `lo` to decade `hi`, labelled by `label` only on whole decades:
+/// a middle one when there is a decade between the ends.
+pub(super) fn decade_axis(app: &App, lo: f64, hi: f64, label: fn(f64) -> String) -> Axis<'static> {
+    let mut labels = vec![Span::raw(label(lo))];
+    if hi - lo >= 2.0 {
+        labels.push(Span::raw(label(((lo + hi) / 2.0).round())));
+    }
+    labels.push(Span::raw(label(hi)));
+    Axis::default()
+        .bounds([lo, hi])
+        .labels(labels)
+        .style(app.theme.dim())
+}
+
 fn decade(e: f64) -> String {
     let e = e.round().max(0.0) as u32;
     let (base, suffix) = match e {

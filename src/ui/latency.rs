@@ -9,13 +9,13 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+use ratatui::widgets::{Chart, Dataset, GraphType, Paragraph};
 use ratatui::Frame as TermFrame;
 
 use crate::model::Latency;
 
 use super::app::{App, WorkloadView};
-use super::charts::{thin, titled_block, x_axis};
+use super::charts::{decade_axis, thin, titled_block, x_axis};
 use super::fmt::{clip, latency as dur};
 
 /// Lines the chart keeps however many workloads the words below it name.
@@ -129,15 +129,7 @@ fn draw_chart(f: &mut TermFrame, area: Rect, app: &App, lines: &[Lines]) {
         // Nothing timed in the window yet: 1 µs to 1 ms.
         (0.0, 3.0)
     };
-    let mut labels = vec![Span::raw(decade_us(lo))];
-    if hi - lo >= 2.0 {
-        labels.push(Span::raw(decade_us(((lo + hi) / 2.0).round())));
-    }
-    labels.push(Span::raw(decade_us(hi)));
-    let y = Axis::default()
-        .bounds([lo, hi])
-        .labels(labels)
-        .style(app.theme.dim());
+    let y = decade_axis(app, lo, hi, decade_us);
 
     let mut sets = Vec::new();
     // p50 and p99.9 first and dimmed, so each workload's p99 is drawn over them.
@@ -260,12 +252,10 @@ mod tests {
 
     #[test]
     fn decades_in_time_units() {
-        assert_eq!(decade_us(-1.0), "100ns");
-        assert_eq!(decade_us(0.0), "1µs");
-        assert_eq!(decade_us(2.0), "100µs");
-        assert_eq!(decade_us(3.0), "1ms");
-        assert_eq!(decade_us(5.0), "100ms");
-        assert_eq!(decade_us(6.0), "1s");
-        assert_eq!(decade_us(8.0), "100s");
+        let want = [(-1.0, "100ns"), (0.0, "1µs"), (2.0, "100µs"), (3.0, "1ms")];
+        let more = [(5.0, "100ms"), (6.0, "1s"), (8.0, "100s")];
+        for (e, text) in want.into_iter().chain(more) {
+            assert_eq!(decade_us(e), text, "decade {e}");
+        }
     }
 }

@@ -171,109 +171,172 @@ pub static KINDS: [&Kind; 9] = [
     &COMMAND,
 ];
 
-const fn count(
-    key: &'static str,
-    flag: Flag,
-    range: RangeInclusive<u32>,
-    absent: Absent,
-    help: &'static str,
-) -> Param {
-    Param {
-        key,
-        label: key,
-        help,
-        unit: "",
-        ty: Ty::Count {
-            range,
-            absent,
-            why_max: None,
-        },
-        flag,
-    }
-}
-
-/// `p`, with what its upper limit is.
-const fn capped(p: Param, why: &'static str) -> Param {
-    match p.ty {
-        Ty::Count { range, absent, .. } => Param {
+impl Param {
+    /// A count in `range`, `default` when absent (until [`Param::auto`] or
+    /// [`Param::absent_is`] says otherwise), with no help yet.
+    const fn count(
+        key: &'static str,
+        flag: Flag,
+        range: RangeInclusive<u32>,
+        default: u32,
+    ) -> Param {
+        Param {
+            key,
+            label: key,
+            help: "",
+            unit: "",
             ty: Ty::Count {
                 range,
-                absent,
-                why_max: Some(why),
+                absent: Absent::Is(default),
+                why_max: None,
             },
-            ..p
-        },
-        _ => panic!("only a count has an upper limit to explain"),
+            flag,
+        }
+    }
+
+    /// A switch `flag`, off when absent.
+    const fn switch(key: &'static str, flag: &'static str, help: &'static str) -> Param {
+        Param {
+            key,
+            label: key,
+            help,
+            unit: "",
+            ty: Ty::Switch,
+            flag: Flag::Named(flag),
+        }
+    }
+
+    /// One of `words`, `default` when absent.
+    const fn choice(
+        key: &'static str,
+        flag: &'static str,
+        words: &'static [&'static str],
+        default: &'static str,
+    ) -> Param {
+        Param {
+            ty: Ty::Choice { words, default },
+            ..Param::switch(key, flag, "")
+        }
+    }
+
+    /// A number more than 0 and at most `max`, `default` when absent.
+    const fn amount(key: &'static str, flag: &'static str, max: f64, default: f64) -> Param {
+        Param {
+            ty: Ty::Amount { max, default },
+            ..Param::switch(key, flag, "")
+        }
+    }
+
+    const fn help(self, help: &'static str) -> Param {
+        Param { help, ..self }
+    }
+
+    const fn label(self, label: &'static str) -> Param {
+        Param { label, ..self }
+    }
+
+    const fn unit(self, unit: &'static str) -> Param {
+        Param { unit, ..self }
+    }
+
+    /// A count decided when the run starts when absent: `means` says how; `word`, when there is
+    /// one, asks for it explicitly.
+    const fn auto(self, word: Option<&'static str>, means: &'static str) -> Param {
+        self.absent_is(Absent::Auto { word, means })
+    }
+
+    const fn absent_is(self, absent: Absent) -> Param {
+        match self.ty {
+            Ty::Count { range, why_max, .. } => Param {
+                ty: Ty::Count {
+                    range,
+                    absent,
+                    why_max,
+                },
+                ..self
+            },
+            _ => panic!("only a count is absent in more than one way"),
+        }
+    }
+
+    /// What its upper limit is.
+    const fn why_max(self, why: &'static str) -> Param {
+        match self.ty {
+            Ty::Count { range, absent, .. } => Param {
+                ty: Ty::Count {
+                    range,
+                    absent,
+                    why_max: Some(why),
+                },
+                ..self
+            },
+            _ => panic!("only a count has an upper limit to explain"),
+        }
     }
 }
 
 const fn runs(help: &'static str) -> Param {
-    capped(
-        count(
-            "runs",
-            Flag::Named("--runs"),
-            RUNS,
-            Absent::Omitted(1),
-            help,
-        ),
-        COUNT_WHY,
-    )
+    Param::count("runs", Flag::Named("--runs"), RUNS, 1)
+        .absent_is(Absent::Omitted(1))
+        .help(help)
+        .why_max(COUNT_WHY)
 }
 
-const fn switch(key: &'static str, flag: &'static str, help: &'static str) -> Param {
-    Param {
-        key,
-        label: key,
-        help,
-        unit: "",
-        ty: Ty::Switch,
-        flag: Flag::Named(flag),
+/// Threads of one process, or processes (hackbench's and ping-pong's `--threads`).
+const THREADS: Param = Param::switch(
+    "threads",
+    "--threads",
+    "threads of one process instead of forked processes",
+);
+
+/// The picker's entry of a kind with nothing fixed.
+const fn pick(label: &'static str, about: &'static str) -> Pick {
+    Pick {
+        label,
+        about,
+        fixed: &[],
     }
 }
 
+/// In contest, a finite workload repeats until stopped.
+const REPEATED: &[(&str, Setting)] = &[("runs", Setting::Count(0))];
+
 pub static CHAT: Kind = Kind {
     word: "chat",
-    also: &[],
-    subcommand: Some("chat-bench"),
     params: &[
-        Param {
-            key: "rooms",
-            label: "rooms",
-            help: "chat rooms of 20 users each: 10 rooms = 400 client threads",
-            unit: "rooms",
-            ty: Ty::Count {
-                range: 1..=i32::MAX as u32,
-                absent: Absent::Is(protocol::DEFAULT_ROOMS),
-                why_max: Some("the protocol sends the room count as a signed 32-bit number"),
-            },
-            flag: Flag::Positional,
-        },
-        Param {
-            key: "messages",
-            label: "messages",
-            help: "messages each user sends per run",
-            unit: "messages",
-            ty: Ty::Count {
-                range: 1..=protocol::MAX_MESSAGES,
-                absent: Absent::Is(protocol::DEFAULT_MESSAGES),
-                why_max: Some(
-                    "the server hands each message to its send thread through a SysV \
-                     semaphore, and that is the most one holds",
-                ),
-            },
-            flag: Flag::Positional,
-        },
+        Param::count(
+            "rooms",
+            Flag::Positional,
+            1..=i32::MAX as u32,
+            protocol::DEFAULT_ROOMS,
+        )
+        .help("chat rooms of 20 users each: 10 rooms = 400 client threads")
+        .unit("rooms")
+        .why_max("the protocol sends the room count as a signed 32-bit number"),
+        Param::count(
+            "messages",
+            Flag::Positional,
+            1..=protocol::MAX_MESSAGES,
+            protocol::DEFAULT_MESSAGES,
+        )
+        .help("messages each user sends per run")
+        .unit("messages")
+        .why_max(
+            "the server hands each message to its send thread through a SysV \
+             semaphore, and that is the most one holds",
+        ),
         runs("runs of the benchmark; 0 = repeat until stopped"),
     ],
+    also: &[],
+    subcommand: Some("chat-bench"),
     ends: Ends::AfterRuns,
-    picks: &[Pick {
-        label: "chat",
-        about: "chatroom benchmark: 20 users per room over loopback TCP",
-        fixed: &[],
-    }],
+    picks: &[pick(
+        "chat",
+        "chatroom benchmark: 20 users per room over loopback TCP",
+    )],
     loads: &[Load {
         name: "chat",
-        set: &[("runs", Setting::Count(0))],
+        set: REPEATED,
     }],
     build: |v| WorkloadKind::Chat {
         rooms: v.count("rooms"),
@@ -285,11 +348,7 @@ pub static CHAT: Kind = Kind {
             rooms,
             messages,
             runs,
-        } => vec![
-            Value::Count(Some(*rooms)),
-            Value::Count(Some(*messages)),
-            Value::Count(*runs),
-        ],
+        } => vec![known(rooms), known(messages), Value::Count(*runs)],
         _ => unreachable!(),
     },
     demand: |v, _| Demand::threads(u64::from(v.count("rooms")) * THREADS_PER_ROOM * 2),
@@ -297,68 +356,35 @@ pub static CHAT: Kind = Kind {
 
 pub static HACKBENCH: Kind = Kind {
     word: "hackbench",
-    also: &[],
-    subcommand: Some("hackbench"),
     params: &[
-        capped(
-            count(
-                "groups",
-                Flag::Named("-g"),
-                1..=MAX_TASK_PAIRS,
-                Absent::Is(10),
-                "groups of senders and receivers",
-            ),
-            PID_LIMIT_WHY,
-        ),
-        capped(
-            count(
-                "loops",
-                Flag::Named("-l"),
-                1..=i32::MAX as u32,
-                Absent::Is(100),
-                "messages each sender writes to each receiver of its group",
-            ),
-            "the original's loop count is a C int",
-        ),
-        Param {
-            key: "datasize",
-            label: "data size",
-            help: "bytes per message",
-            unit: "bytes",
-            ty: Ty::Count {
-                range: 1..=1 << 20,
-                absent: Absent::Is(100),
-                why_max: Some("the kernel's default fs.pipe-max-size; one pipe buffer at most"),
-            },
-            flag: Flag::Named("-s"),
-        },
-        capped(
-            count(
-                "fds",
-                Flag::Named("-f"),
-                1..=MAX_TASK_PAIRS,
-                Absent::Is(20),
-                "senders (and receivers) per group",
-            ),
-            PID_LIMIT_WHY,
-        ),
-        switch("pipe", "--pipe", "pipes instead of UNIX socket pairs"),
-        switch(
-            "threads",
-            "--threads",
-            "threads of one process instead of forked processes",
-        ),
+        Param::count("groups", Flag::Named("-g"), 1..=MAX_TASK_PAIRS, 10)
+            .help("groups of senders and receivers")
+            .why_max(PID_LIMIT_WHY),
+        Param::count("loops", Flag::Named("-l"), 1..=i32::MAX as u32, 100)
+            .help("messages each sender writes to each receiver of its group")
+            .why_max("the original's loop count is a C int"),
+        Param::count("datasize", Flag::Named("-s"), 1..=1 << 20, 100)
+            .label("data size")
+            .help("bytes per message")
+            .unit("bytes")
+            .why_max("the kernel's default fs.pipe-max-size; one pipe buffer at most"),
+        Param::count("fds", Flag::Named("-f"), 1..=MAX_TASK_PAIRS, 20)
+            .help("senders (and receivers) per group")
+            .why_max(PID_LIMIT_WHY),
+        Param::switch("pipe", "--pipe", "pipes instead of UNIX socket pairs"),
+        THREADS,
         runs("runs, one `Time:` line each; 0 = repeat until stopped"),
     ],
+    also: &[],
+    subcommand: Some("hackbench"),
     ends: Ends::AfterRuns,
-    picks: &[Pick {
-        label: "hackbench",
-        about: "groups of 20 senders x 20 receivers over sockets or pipes",
-        fixed: &[],
-    }],
+    picks: &[pick(
+        "hackbench",
+        "groups of 20 senders x 20 receivers over sockets or pipes",
+    )],
     loads: &[Load {
         name: "hackbench",
-        set: &[("runs", Setting::Count(0))],
+        set: REPEATED,
     }],
     build: |v| WorkloadKind::Hackbench {
         groups: v.count("groups"),
@@ -379,10 +405,10 @@ pub static HACKBENCH: Kind = Kind {
             threads,
             runs,
         } => vec![
-            Value::Count(Some(*groups)),
-            Value::Count(Some(*loops)),
-            Value::Count(Some(*datasize)),
-            Value::Count(Some(*fds)),
+            known(groups),
+            known(loops),
+            known(datasize),
+            known(fds),
             Value::Switch(*pipe),
             Value::Switch(*threads),
             Value::Count(*runs),
@@ -397,24 +423,18 @@ pub static HACKBENCH: Kind = Kind {
 
 pub static FORK_LOAD: Kind = Kind {
     word: "fork-load",
+    params: &[
+        Param::count("forkers", Flag::Named("--forkers"), 1..=PER_CPU_MAX, 0)
+            .auto(Some(CPUS), "one per usable CPU, as contest's fork_load")
+            .help("parallel fork loops"),
+    ],
     also: &[],
     subcommand: Some("fork-load"),
-    params: &[count(
-        "forkers",
-        Flag::Named("--forkers"),
-        1..=PER_CPU_MAX,
-        Absent::Auto {
-            word: Some(CPUS),
-            means: "one per usable CPU, as contest's fork_load",
-        },
-        "parallel fork loops",
-    )],
     ends: Ends::Never,
-    picks: &[Pick {
-        label: "fork_load",
-        about: "contest's fork_load: fork, exec nil, wait, repeat",
-        fixed: &[],
-    }],
+    picks: &[pick(
+        "fork_load",
+        "contest's fork_load: fork, exec nil, wait, repeat",
+    )],
     loads: &[Load {
         name: "fork_load",
         set: &[],
@@ -432,35 +452,20 @@ pub static FORK_LOAD: Kind = Kind {
 
 pub static REF_JOB: Kind = Kind {
     word: "ref-job",
-    also: &[],
-    subcommand: Some("ref-job"),
     params: &[
-        count(
-            "jobs",
-            Flag::Named("-j"),
-            1..=PER_CPU_MAX,
-            Absent::Is(4),
-            "parallel worker processes, like make -j",
-        ),
-        Param {
-            key: "work",
-            label: "work",
-            help: "amount of work per run: 1.0 takes about 10 s with -j4 on 2 CPUs",
-            unit: "",
-            ty: Ty::Amount {
-                max: 3600.0,
-                default: 1.0,
-            },
-            flag: Flag::Named("--work"),
-        },
+        Param::count("jobs", Flag::Named("-j"), 1..=PER_CPU_MAX, 4)
+            .help("parallel worker processes, like make -j"),
+        Param::amount("work", "--work", 3600.0, 1.0)
+            .help("amount of work per run: 1.0 takes about 10 s with -j4 on 2 CPUs"),
         runs("runs, one report each; 0 = repeat until stopped"),
     ],
+    also: &[],
+    subcommand: Some("ref-job"),
     ends: Ends::AfterRuns,
-    picks: &[Pick {
-        label: "reference job",
-        about: "fixed parallel CPU work standing in for make -j4",
-        fixed: &[],
-    }],
+    picks: &[pick(
+        "reference job",
+        "fixed parallel CPU work standing in for make -j4",
+    )],
     loads: &[],
     build: |v| WorkloadKind::RefJob {
         jobs: v.count("jobs"),
@@ -468,11 +473,9 @@ pub static REF_JOB: Kind = Kind {
         runs: v.optional("runs"),
     },
     values: |k| match k {
-        WorkloadKind::RefJob { jobs, work, runs } => vec![
-            Value::Count(Some(*jobs)),
-            Value::Amount(*work),
-            Value::Count(*runs),
-        ],
+        WorkloadKind::RefJob { jobs, work, runs } => {
+            vec![known(jobs), Value::Amount(*work), Value::Count(*runs)]
+        }
         _ => unreachable!(),
     },
     // The workers and the process that waits for them.
@@ -481,21 +484,14 @@ pub static REF_JOB: Kind = Kind {
 
 pub static CPU_HOG: Kind = Kind {
     word: "cpu-hog",
+    params: &[
+        Param::count("threads", Flag::Named("--threads"), 1..=PER_CPU_MAX, 1)
+            .help("spinning threads"),
+    ],
     also: &[],
     subcommand: Some("cpu-hog"),
-    params: &[count(
-        "threads",
-        Flag::Named("--threads"),
-        1..=PER_CPU_MAX,
-        Absent::Is(1),
-        "spinning threads",
-    )],
     ends: Ends::Never,
-    picks: &[Pick {
-        label: "CPU hog",
-        about: "threads that only spin",
-        fixed: &[],
-    }],
+    picks: &[pick("CPU hog", "threads that only spin")],
     loads: &[Load {
         name: "cpu_hog",
         set: &[("threads", Setting::OnlineCpus)],
@@ -504,7 +500,7 @@ pub static CPU_HOG: Kind = Kind {
         threads: v.count("threads"),
     },
     values: |k| match k {
-        WorkloadKind::CpuHog { threads } => vec![Value::Count(Some(*threads))],
+        WorkloadKind::CpuHog { threads } => vec![known(threads)],
         _ => unreachable!(),
     },
     demand: |v, _| Demand::threads(u64::from(v.count("threads"))),
@@ -512,47 +508,19 @@ pub static CPU_HOG: Kind = Kind {
 
 pub static PINGPONG: Kind = Kind {
     word: "pingpong",
+    params: &[
+        Param::choice("ipc", "--kind", &["msg", "sem", "pipe"], "msg")
+            .help("msg: SysV message queue; sem: SysV semaphores; pipe: two pipes"),
+        Param::choice("pin", "--pin", &["same", "cross", "none"], "same")
+            .label("pinning")
+            .help("same: both of pair k on CPU k; cross: on CPUs k and k+1; none"),
+        Param::count("pairs", Flag::Named("--pairs"), 1..=PER_CPU_MAX, 0)
+            .auto(Some(CPUS), "one pair per usable CPU")
+            .help("pairs of tasks passing a token"),
+        THREADS,
+    ],
     also: &["ipc-pingpong"],
     subcommand: Some("ipc-pingpong"),
-    params: &[
-        Param {
-            key: "ipc",
-            label: "ipc",
-            help: "msg: SysV message queue; sem: SysV semaphores; pipe: two pipes",
-            unit: "",
-            ty: Ty::Choice {
-                words: &["msg", "sem", "pipe"],
-                default: "msg",
-            },
-            flag: Flag::Named("--kind"),
-        },
-        Param {
-            key: "pin",
-            label: "pinning",
-            help: "same: both of pair k on CPU k; cross: on CPUs k and k+1; none",
-            unit: "",
-            ty: Ty::Choice {
-                words: &["same", "cross", "none"],
-                default: "same",
-            },
-            flag: Flag::Named("--pin"),
-        },
-        count(
-            "pairs",
-            Flag::Named("--pairs"),
-            1..=PER_CPU_MAX,
-            Absent::Auto {
-                word: Some(CPUS),
-                means: "one pair per usable CPU",
-            },
-            "pairs of tasks passing a token",
-        ),
-        switch(
-            "threads",
-            "--threads",
-            "threads of one process instead of forked processes",
-        ),
-    ],
     ends: Ends::Never,
     picks: &[
         Pick {
@@ -638,41 +606,23 @@ pub static PINGPONG: Kind = Kind {
 
 pub static MSGBENCH: Kind = Kind {
     word: "msgbench",
+    params: &[
+        Param::count("batches", Flag::Named("-n"), 1..=u32::MAX, 10)
+            .help("batches of msgget, msgsnd, msgctl over every queue")
+            .why_max(COUNT_WHY),
+        Param::count("queues", Flag::Named("--queues"), 1..=1 << 24, 0)
+            .auto(None, "as many as kernel.msgmni leaves free, at most 32768")
+            .help("message queues each batch creates")
+            .unit("queues")
+            .why_max("the kernel's largest kernel.msgmni, with ipcmni_extend"),
+    ],
     also: &[],
     subcommand: Some("msgbench"),
-    params: &[
-        capped(
-            count(
-                "batches",
-                Flag::Named("-n"),
-                1..=u32::MAX,
-                Absent::Is(10),
-                "batches of msgget, msgsnd, msgctl over every queue",
-            ),
-            COUNT_WHY,
-        ),
-        Param {
-            key: "queues",
-            label: "queues",
-            help: "message queues each batch creates",
-            unit: "queues",
-            ty: Ty::Count {
-                range: 1..=1 << 24,
-                absent: Absent::Auto {
-                    word: None,
-                    means: "as many as kernel.msgmni leaves free, at most 32768",
-                },
-                why_max: Some("the kernel's largest kernel.msgmni, with ipcmni_extend"),
-            },
-            flag: Flag::Named("--queues"),
-        },
-    ],
     ends: Ends::Always,
-    picks: &[Pick {
-        label: "msgbench",
-        about: "timed batches of msgget/msgsnd/msgctl over many queues",
-        fixed: &[],
-    }],
+    picks: &[pick(
+        "msgbench",
+        "timed batches of msgget/msgsnd/msgctl over many queues",
+    )],
     loads: &[],
     build: |v| WorkloadKind::Msgbench {
         batches: v.count("batches"),
@@ -680,7 +630,7 @@ pub static MSGBENCH: Kind = Kind {
     },
     values: |k| match k {
         WorkloadKind::Msgbench { batches, queues } => {
-            vec![Value::Count(Some(*batches)), Value::Count(*queues)]
+            vec![known(batches), Value::Count(*queues)]
         }
         _ => unreachable!(),
     },
@@ -689,57 +639,28 @@ pub static MSGBENCH: Kind = Kind {
 
 pub static WAKEUP_PROBE: Kind = Kind {
     word: "wakeup-probe",
-    also: &[],
-    subcommand: Some("wakeup-probe"),
     params: &[
-        count(
-            "timers",
-            Flag::Named("--timers"),
-            0..=PER_CPU_MAX,
-            Absent::Is(1),
-            "threads woken by a timer every period, each timing how late it ran",
-        ),
-        count(
-            "pairs",
-            Flag::Named("--pairs"),
-            0..=PER_CPU_MAX,
-            Absent::Is(1),
+        Param::count("timers", Flag::Named("--timers"), 0..=PER_CPU_MAX, 1)
+            .help("threads woken by a timer every period, each timing how late it ran"),
+        Param::count("pairs", Flag::Named("--pairs"), 0..=PER_CPU_MAX, 1).help(
             "pairs of a waker and a thread it wakes every period, which times how long it took to run",
         ),
-        Param {
-            key: "period",
-            label: "period",
-            help: "time between two wakeups of each thread, in µs",
-            unit: "",
-            ty: Ty::Count {
-                range: 20..=1_000_000,
-                absent: Absent::Is(1000),
-                why_max: Some("a probe thread looks at its stop flag once a period"),
-            },
-            flag: Flag::Named("--period"),
-        },
-        Param {
-            key: "cpu",
-            label: "CPU",
-            help: "the CPU the woken threads run on (the wakers run on the others)",
-            unit: "",
-            ty: Ty::Count {
-                range: 0..=PER_CPU_MAX - 1,
-                absent: Absent::Auto {
-                    word: Some("none"),
-                    means: "not pinned",
-                },
-                why_max: Some("the highest CPU number an affinity mask holds"),
-            },
-            flag: Flag::Named("--cpu"),
-        },
+        Param::count("period", Flag::Named("--period"), 20..=1_000_000, 1000)
+            .help("time between two wakeups of each thread, in µs")
+            .why_max("a probe thread looks at its stop flag once a period"),
+        Param::count("cpu", Flag::Named("--cpu"), 0..=PER_CPU_MAX - 1, 0)
+            .auto(Some("none"), "not pinned")
+            .label("CPU")
+            .help("the CPU the woken threads run on (the wakers run on the others)")
+            .why_max("the highest CPU number an affinity mask holds"),
     ],
+    also: &[],
+    subcommand: Some("wakeup-probe"),
     ends: Ends::Never,
-    picks: &[Pick {
-        label: "wakeup probe",
-        about: "threads woken by a timer and by a thread, timing how late they run",
-        fixed: &[],
-    }],
+    picks: &[pick(
+        "wakeup probe",
+        "threads woken by a timer and by a thread, timing how late they run",
+    )],
     loads: &[Load {
         name: "wakeup_probe",
         set: &[],
@@ -757,9 +678,9 @@ pub static WAKEUP_PROBE: Kind = Kind {
             period,
             cpu,
         } => vec![
-            Value::Count(Some(*timers)),
-            Value::Count(Some(*pairs)),
-            Value::Count(Some(*period)),
+            known(timers),
+            known(pairs),
+            known(period),
             Value::Count(*cpu),
         ],
         _ => unreachable!(),
@@ -772,8 +693,6 @@ pub static WAKEUP_PROBE: Kind = Kind {
 
 pub static COMMAND: Kind = Kind {
     word: "command",
-    also: &[],
-    subcommand: None,
     params: &[Param {
         key: "argv",
         label: "command",
@@ -782,12 +701,13 @@ pub static COMMAND: Kind = Kind {
         ty: Ty::Words,
         flag: Flag::Positional,
     }],
+    also: &[],
+    subcommand: None,
     ends: Ends::Always,
-    picks: &[Pick {
-        label: "any command",
-        about: "any program, e.g. make -j4 (looked up in PATH)",
-        fixed: &[],
-    }],
+    picks: &[pick(
+        "any command",
+        "any program, e.g. make -j4 (looked up in PATH)",
+    )],
     loads: &[],
     build: |v| WorkloadKind::Command {
         argv: v.words("argv").to_vec(),
@@ -798,6 +718,11 @@ pub static COMMAND: Kind = Kind {
     },
     demand: |_, _| Demand::processes(1),
 };
+
+/// The value of a count that always has one.
+fn known(n: &u32) -> Value {
+    Value::Count(Some(*n))
+}
 
 fn tasks(n: u64, threads: bool) -> Demand {
     if threads {

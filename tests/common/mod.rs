@@ -31,6 +31,20 @@ pub fn schedlab() -> Command {
     Command::new(BIN)
 }
 
+/// The real schedlab binary started with `args`: no stdin, stderr piped, stdout as given.
+pub fn spawn_schedlab<S: AsRef<std::ffi::OsStr>>(
+    args: impl IntoIterator<Item = S>,
+    stdout: std::process::Stdio,
+) -> std::process::Child {
+    schedlab()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {BIN}: {e}"))
+}
+
 /// Runs `cmd` to its end, asserts it succeeded, and returns its stdout.
 pub fn stdout_of(cmd: &mut Command) -> String {
     let out = cmd

@@ -559,24 +559,47 @@ fn start_room(
     senders: &mut Vec<Worker>,
 ) -> Result<(), String> {
     for user in 0..USERS_PER_ROOM {
-        let (r, f, slot) = (
-            room.clone(),
-            flags.clone(),
-            pool.take().map_err(|e| format!("{e:#}"))?,
-        );
+        let seat = || Seat {
+            room: room.clone(),
+            user,
+            flags: flags.clone(),
+            messages,
+        };
+        let (receiver, slot) = (seat(), pool.take().map_err(|e| format!("{e:#}"))?);
         receivers.push(limits::spawn("chat-s-recv", move || {
-            receive_thread(&r, user, &f, slot, messages)
+            receiver.thread(slot, receive_loop)
         })?);
-        let (r, f, slot) = (
-            room.clone(),
-            flags.clone(),
-            pool.take().map_err(|e| format!("{e:#}"))?,
-        );
+        let (sender, slot) = (seat(), pool.take().map_err(|e| format!("{e:#}"))?);
         senders.push(limits::spawn("chat-s-send", move || {
-            send_thread(&r, user, &f, slot, messages)
+            sender.thread(slot, send_loop)
         })?);
     }
     Ok(())
+}
+
+/// One user of a room, as its receive thread and its send thread both see it.
+struct Seat {
+    room: Arc<Room>,
+    user: usize,
+    flags: Arc<RunFlags>,
+    /// Messages the user sends in a run.
+    messages: u64,
+}
+
+impl Seat {
+    /// Runs `body`, the thread's loop, counting into `slot`; the thread counts as finished
+    /// however it ends. The slot and what the loop added to it.
+    fn thread(
+        &self,
+        slot: CounterSlot,
+        body: fn(&Self, CounterSlot) -> CounterSlot,
+    ) -> (CounterSlot, u64) {
+        let _finish = FinishGuard(&self.flags);
+        let before = slot.get();
+        let slot = body(self, slot);
+        let n = slot.get() - before;
+        (slot, n)
+    }
 }
 
 /// Why the control connection woke us during a run: the client closed it (vanished) or sent
@@ -647,15 +670,11 @@ fn watch(
     }
 }
 
-fn receive_thread(
-    room: &Room,
-    user: usize,
-    flags: &RunFlags,
-    slot: CounterSlot,
-    messages: u64,
-) -> (CounterSlot, u64) {
-    let _finish = FinishGuard(flags);
-    let before = slot.get();
+/// A receive thread: each message of each of the other users, read whole, then handed to the
+/// send thread.
+fn receive_loop(seat: &Seat, slot: CounterSlot) -> CounterSlot {
+    let (room, flags): (&Room, &RunFlags) = (&seat.room, &seat.flags);
+    let (user, messages) = (seat.user, seat.messages);
     let fd = room.streams[user].as_raw_fd();
     let buf = room.bufs[user].ptr();
     for i in 0..messages {
@@ -674,19 +693,13 @@ fn receive_thread(
             break;
         }
     }
-    let n = slot.get() - before;
-    (slot, n)
+    slot
 }
 
-fn send_thread(
-    room: &Room,
-    user: usize,
-    flags: &RunFlags,
-    slot: CounterSlot,
-    messages: u64,
-) -> (CounterSlot, u64) {
-    let _finish = FinishGuard(flags);
-    let before = slot.get();
+/// A send thread: each message the receive thread hands it, relayed to every other user.
+fn send_loop(seat: &Seat, slot: CounterSlot) -> CounterSlot {
+    let (room, flags): (&Room, &RunFlags) = (&seat.room, &seat.flags);
+    let (user, messages) = (seat.user, seat.messages);
     let buf = room.bufs[user].ptr();
     'run: for _ in 0..messages {
         if let Err(err) = room.sems.op(user as u16, -1) {
@@ -709,6 +722,5 @@ fn send_thread(
             slot.add(1);
         }
     }
-    let n = slot.get() - before;
-    (slot, n)
+    slot
 }
