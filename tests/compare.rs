@@ -8,6 +8,7 @@ use common::{schedlab, stdout_of};
 use schedlab::cli::compare::{
     compare, compare_many, parse_gate, regressions, to_markdown, Verdict,
 };
+use schedlab::record::latency::{Figure, LatencyResult};
 use schedlab::record::results::{
     Host, Metric, MetricResult, RunResults, ScenarioInfo, WorkloadResult,
 };
@@ -32,6 +33,7 @@ fn results(kernel: &str, throughput: Vec<f64>) -> RunResults {
         kind: "chat".into(),
         ops_unit: "msg".into(),
         metrics: vec![MetricResult::new(Metric::Throughput, "msg", throughput).unwrap()],
+        latency: vec![],
     });
     r
 }
@@ -331,5 +333,162 @@ fn the_exit_status_says_whether_a_threshold_was_crossed() {
     assert!(
         run(&[base], &[]).status.code() == Some(2),
         "two files at least"
+    );
+}
+
+/// One repeat's distribution of round trips: 980 of 3 µs and 20 of `p99_us`, whose p99 is
+/// therefore `p99_us` (its bucket's midpoint).
+fn repeat_of(p99_us: f64) -> schedlab::model::latency::Distribution {
+    let mut values = vec![3_000u64; 980];
+    values.extend(vec![(p99_us * 1000.0) as u64; 20]);
+    let mut counts = std::collections::BTreeMap::new();
+    for &v in &values {
+        *counts
+            .entry(schedlab::sys::histogram::bucket_of(v) as u16)
+            .or_insert(0u64) += 1;
+    }
+    schedlab::model::latency::Distribution::cumulative(&schedlab::probe::LatencySample {
+        unit: "round trip".into(),
+        samples: values.len() as u64,
+        sum_ns: values.iter().sum(),
+        rejected: 0,
+        buckets: counts.into_iter().collect(),
+    })
+}
+
+/// A result file of a ping-pong whose repeats had these p99s (µs), and 300,000 rt/s each.
+fn pingpong(kernel: &str, p99s: &[f64]) -> RunResults {
+    let mut r = results(kernel, vec![300_000.0; p99s.len()]);
+    let w = &mut r.workloads[0];
+    w.name = "pp".into();
+    let dists: Vec<_> = p99s.iter().map(|&p| repeat_of(p)).collect();
+    w.latency = vec![LatencyResult::from_repeats("round trip", &dists)];
+    r
+}
+
+const P99: [f64; 6] = [100.0, 104.0, 98.0, 102.0, 110.0, 96.0];
+
+#[test]
+fn a_p99_that_doubled_is_flagged_and_one_within_noise_is_not() {
+    let base = pingpong("6.17", &P99);
+    let doubled = pingpong("6.18-rc", &P99.map(|p| p * 2.0));
+    let noise = pingpong("6.18", &[103.0, 99.0, 101.0, 107.0, 97.0, 100.0]);
+    let c = compare_many(&[&base, &noise, &doubled]);
+    let row = |candidate, figure| {
+        c.latency
+            .iter()
+            .find(|r| r.candidate == candidate && r.figure == figure)
+            .unwrap()
+    };
+    let p99 = row(2, Figure::P99);
+    assert_eq!(p99.unit, "round trip");
+    assert_eq!(p99.verdict, Verdict::Significant, "{p99:?}");
+    assert_eq!(p99.judgement(), "significant, worse");
+    let t = p99.rank_test.as_ref().unwrap();
+    assert!(t.exact && t.p_value < 0.01, "{t:?}");
+    assert!((p99.diff_pct.unwrap() - 100.0).abs() < 3.2, "{p99:?}");
+    // The shift's interval: about +100 µs, and away from zero.
+    assert!(t.ci95_low.unwrap() > 50.0 && t.shift > 90.0, "{t:?}");
+    // The p50 did not move (every repeat's is the 3 µs bucket): no difference at all.
+    let p50 = row(2, Figure::P50);
+    assert_eq!(p50.verdict, Verdict::WithinNoise);
+    assert_eq!(p50.rank_test.as_ref().unwrap().p_value, 1.0);
+    assert_eq!(row(1, Figure::P99).verdict, Verdict::WithinNoise);
+
+    let labels: Vec<String> = ["6.17", "6.18", "6.18-rc"].map(String::from).into();
+    let gate = |s: &str| parse_gate(s).unwrap();
+    let r = regressions(&c, &[gate("latency_p99:10")], &labels);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(
+        (r[0].candidate, r[0].unit.as_deref()),
+        (2, Some("round trip"))
+    );
+    assert!(regressions(&c, &[gate("latency_p99:150")], &labels).is_empty());
+    assert!(regressions(&c, &[gate("latency_p50:0")], &labels).is_empty());
+    // Better is not worse: the doubled file as the baseline improves.
+    let back = compare(&doubled, &base);
+    let improved = back
+        .latency
+        .iter()
+        .find(|r| r.figure == Figure::P99)
+        .unwrap();
+    assert_eq!(improved.judgement(), "significant, better");
+    assert!(regressions(&back, &[gate("latency_p99:0")], &labels).is_empty());
+}
+
+#[test]
+fn three_runs_a_side_cannot_tell_and_the_threshold_alone_decides() {
+    let c = compare(
+        &pingpong("a", &P99[..3]),
+        &pingpong("b", &P99[..3].iter().map(|p| p * 2.0).collect::<Vec<_>>()),
+    );
+    let p99 = c.latency.iter().find(|r| r.figure == Figure::P99).unwrap();
+    assert_eq!(p99.verdict, Verdict::CannotTell);
+    assert_eq!(p99.judgement(), "cannot tell (needs 4+ runs each)");
+    let labels: Vec<String> = ["a", "b"].map(String::from).into();
+    let r = regressions(&c, &[parse_gate("latency_p99:10").unwrap()], &labels);
+    assert_eq!(r.len(), 1);
+}
+
+#[test]
+fn the_command_reports_latency_in_every_format_and_fails_on_its_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, r: RunResults| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, r.to_json()).unwrap();
+        p
+    };
+    let base = write("6.17.json", pingpong("6.17", &P99));
+    let slower = write("6.18-rc.json", pingpong("6.18-rc", &P99.map(|p| p * 2.0)));
+    let run = |extra: &[&str]| {
+        schedlab()
+            .arg("compare")
+            .args([&base, &slower])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("  p99 round trip (µs)"), "{text}");
+    assert!(text.contains("significant, worse"), "{text}");
+    assert!(
+        text.contains("latency (µs, lower is better): Mann–Whitney rank test"),
+        "{text}"
+    );
+
+    let out = run(&["--markdown"]);
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        md.contains("| pp | p99 round trip (µs, lower is better) | "),
+        "{md}"
+    );
+    assert!(md.contains("Mann–Whitney rank test"), "{md}");
+
+    let out = run(&["--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["latency_test"], "mann_whitney");
+    let rows = v["latency_rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "p50, p99, p99.9 and mean");
+    let p99 = rows.iter().find(|r| r["figure"] == "p99_us").unwrap();
+    assert_eq!(p99["verdict"], "significant");
+    assert!(p99["rank_test"]["p_value"].as_f64().unwrap() < 0.01);
+
+    let out = run(&["--fail-on-regression", "latency_p99:10"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with(
+            "schedlab compare: regression: pp in 6.18-rc: latency_p99 (round trip) 100.0% worse"
+        ),
+        "{err}"
+    );
+    let out = run(&["--fail-on-regression", "latency_p50:5"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let e = parse_gate("latency_p95:5").unwrap_err();
+    assert!(
+        e.contains("latency_p50, latency_p99, latency_p999, latency_mean"),
+        "{e}"
     );
 }

@@ -10,7 +10,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use schedlab::probe::{LatencySample, Sample, WorkloadSample};
 use schedlab::record::metrics::{common_labels, MetricsServer};
+use schedlab::sys::histogram::bucket_of;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0";
 
@@ -74,7 +76,7 @@ fn parse(body: &str, openmetrics: bool) -> BTreeMap<String, Family> {
             let family = families.get_mut(name).unwrap();
             match what {
                 "TYPE" => {
-                    assert!(["counter", "gauge"].contains(&text), "{line}");
+                    assert!(["counter", "gauge", "histogram"].contains(&text), "{line}");
                     family.kind = text.to_owned();
                 }
                 "UNIT" => {
@@ -96,12 +98,21 @@ fn parse(body: &str, openmetrics: bool) -> BTreeMap<String, Family> {
             "{line}"
         );
         let family = families.get_mut(&current).expect("a sample after its TYPE");
-        let want = if openmetrics && family.kind == "counter" {
-            format!("{current}_total")
+        if family.kind == "histogram" {
+            let part = name.strip_prefix(current.as_str()).unwrap_or("");
+            assert!(
+                ["_bucket", "_sum", "_count"].contains(&part),
+                "sample of another family: {line}"
+            );
+            assert!(value >= 0.0, "a histogram counts: {line}");
         } else {
-            current.clone()
-        };
-        assert_eq!(name, want, "sample of another family: {line}");
+            let want = if openmetrics && family.kind == "counter" {
+                format!("{current}_total")
+            } else {
+                current.clone()
+            };
+            assert_eq!(name, want, "sample of another family: {line}");
+        }
         if family.kind == "counter" {
             assert!(value >= 0.0, "a counter is never negative: {line}");
         }
@@ -277,6 +288,113 @@ fn counters_accumulate_and_both_formats_say_the_same() {
     assert!(resp.starts_with("HTTP/1.1 405"), "{resp}");
 }
 
+/// Samples of the fork loop of `common::frames()` with its fork cycles timed: `values` (ns)
+/// recorded so far by the process led by `leader`.
+fn timed(leader: u32, values: &[u64]) -> Sample {
+    let mut counts = BTreeMap::new();
+    for &v in values {
+        *counts.entry(bucket_of(v) as u16).or_insert(0u64) += 1;
+    }
+    Sample {
+        workloads: vec![WorkloadSample {
+            id: 1,
+            name: "fork \"loop\"".into(),
+            leader,
+            latency: vec![LatencySample {
+                unit: "fork cycle".into(),
+                samples: values.len() as u64,
+                sum_ns: values.iter().sum(),
+                rejected: 0,
+                buckets: counts.into_iter().collect(),
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// A server that has seen the common Frames and, beside them, fork cycles: 900 of 1 ms, 90 of
+/// 3 ms and 10 of 50 ms, then a restarted fork loop's 100 of 1 ms.
+fn server_with_latency() -> MetricsServer {
+    let server = server();
+    let mut values: Vec<u64> = Vec::new();
+    server.publish_latency(&timed(100, &values));
+    for (k, f) in common::frames().iter().enumerate() {
+        if k < 5 {
+            values.extend(vec![1_000_000; 180]);
+            values.extend(vec![3_000_000; 18]);
+            values.extend(vec![50_000_000; 2]);
+            server.publish_latency(&timed(100, &values));
+        } else if k == 5 {
+            server.publish_latency(&timed(200, &[1_000_000; 100]));
+        }
+        server.publish(f);
+    }
+    server
+}
+
+#[test]
+fn latency_is_a_histogram_of_the_in_band_buckets() {
+    let server = server_with_latency();
+    let addr = server.local_addr();
+    let (_, om_body) = get(addr, "/metrics", OPENMETRICS);
+    let (_, text_body) = get(addr, "/metrics", "text/plain");
+    let (om, text) = (parse(&om_body, true), parse(&text_body, false));
+    for families in [&om, &text] {
+        let h = &families["schedlab_latency_seconds"];
+        assert_eq!(h.kind, "histogram");
+        let labels = r#"workload="fork \"loop\"",unit="fork cycle""#;
+        let buckets: Vec<(f64, f64)> = h
+            .samples
+            .iter()
+            .filter(|(n, l, _)| n.ends_with("_bucket") && l.contains(labels))
+            .map(|(_, l, v)| {
+                let le = l.rsplit_once("le=\"").unwrap().1.trim_end_matches('"');
+                (
+                    if le == "+Inf" {
+                        f64::INFINITY
+                    } else {
+                        le.parse().unwrap()
+                    },
+                    *v,
+                )
+            })
+            .collect();
+        assert_eq!(buckets.len(), 56, "55 bounds and +Inf");
+        assert!(buckets
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        // 1,100 cycles in all: the restart counts on. At or below 1.048576 ms: the 1 ms ones.
+        let at = |le: f64| buckets.iter().find(|b| b.0 == le).unwrap().1;
+        assert_eq!(at(0.000786432), 0.0);
+        assert_eq!(at(0.001048576), 1_000.0);
+        assert_eq!(at(0.003145728), 1_090.0);
+        assert_eq!(at(0.050331648), 1_100.0);
+        assert_eq!(at(f64::INFINITY), 1_100.0);
+        let count = h
+            .samples
+            .iter()
+            .find(|(n, _, _)| n.ends_with("_count"))
+            .unwrap()
+            .2;
+        let sum = h
+            .samples
+            .iter()
+            .find(|(n, _, _)| n.ends_with("_sum"))
+            .unwrap()
+            .2;
+        assert_eq!(count, 1_100.0);
+        // The exact sum: 1,000 × 1 ms + 90 × 3 ms + 10 × 50 ms.
+        assert!(close(sum, 1.0 + 0.27 + 0.5), "{sum}");
+    }
+    assert_eq!(
+        value(&om, "schedlab_latency_rejected", &["unit=\"fork cycle\""]),
+        0.0
+    );
+    // A workload that times nothing has no histogram.
+    assert!(!text_body.contains("schedlab_latency_seconds_count{host=\"lab1\",kernel=\"6.18.0-test\",scenario=\"contest\",workload=\"ref-job\""));
+}
+
 #[test]
 fn the_real_host_and_kernel_label_every_series() {
     let server = MetricsServer::start("127.0.0.1:0", "s").unwrap();
@@ -314,11 +432,12 @@ fn the_text_format_passes_promtool() {
     let Some(mut promtool) = promtool() else {
         return;
     };
-    let server = server();
-    for f in common::frames() {
-        server.publish(&f);
-    }
+    let server = server_with_latency();
     let (_, body) = get(server.local_addr(), "/metrics", "text/plain");
+    assert!(
+        body.contains("# TYPE schedlab_latency_seconds histogram"),
+        "{body}"
+    );
     let mut child = promtool
         .args(["check", "metrics"])
         .stdin(Stdio::piped())

@@ -2,9 +2,10 @@
 //! .ci/run installs): the test starts Prometheus on a loopback port with its own config and
 //! data directory and a 1 s scrape interval, lets it scrape a headless `schedlab run` for
 //! several seconds, and asks it through its HTTP API for `rate()` of the CPU counter per
-//! workload: that must agree with the run's own results within 5%. Prometheus is killed and its
-//! data directory removed on every path; without the binary the test says so loudly and
-//! skips.
+//! workload: that must agree with the run's own results within 5%; and, from the latency
+//! histogram, the wakeup probe's median, which must fall in the bucket of the run's own. Prometheus
+//! is killed and its data directory removed on every path; without the binary the test says so
+//! loudly and skips.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -202,7 +203,8 @@ fn start_prometheus(
 }
 
 /// One CPU hog in a cgroup of weight 10000, so the share it gets hardly depends on what else
-/// the machine runs; and a sleeper, which gets next to nothing.
+/// the machine runs; a sleeper, which gets next to nothing; and a wakeup probe's timer thread,
+/// which times a wakeup every millisecond.
 const SCENARIO: &str = include_str!("scenarios/prometheus-check.toml");
 
 #[test]
@@ -278,7 +280,7 @@ fn prometheus_rate_of_the_cpu_counter_agrees_with_the_run() {
         "schedlab_workload_cpu_received_seconds_total[10m]",
         now,
     );
-    assert_eq!(raw.len(), 2, "one series per workload: {raw:?}");
+    assert_eq!(raw.len(), 3, "one series per workload: {raw:?}");
     let hog = raw
         .iter()
         .find(|s| s["metric"]["workload"] == "hog")
@@ -303,7 +305,7 @@ fn prometheus_rate_of_the_cpu_counter_agrees_with_the_run() {
         &format!("rate(schedlab_workload_cpu_received_seconds_total[{span_ms}ms])"),
         t_last,
     );
-    assert_eq!(rates.len(), 2, "{rates:?}");
+    assert_eq!(rates.len(), 3, "{rates:?}");
     for r in &rates {
         let name = r["metric"]["workload"].as_str().unwrap();
         let prometheus = number(&r["value"][1]);
@@ -338,6 +340,52 @@ fn prometheus_rate_of_the_cpu_counter_agrees_with_the_run() {
     let entry = &meta["data"]["schedlab_workload_cpu_received_seconds"][0];
     assert_eq!(entry["type"], "counter", "{body}");
     assert_eq!(entry["unit"], "seconds", "{body}");
+    // The latency histogram: the probe's median wakeup over the scraped span is read off a
+    // bucket whose bounds are at most 1.5 times apart, and the run's own median (the fine
+    // in-band buckets, without the first second) lies in the same one, give or take the spans'
+    // difference: within a factor of 1.6 of each other.
+    let probe = run.workloads.iter().find(|w| w.name == "probe").unwrap();
+    let own = probe
+        .latency
+        .iter()
+        .find(|l| l.unit == "timer wakeup")
+        .unwrap();
+    let median = query(
+        prom_addr,
+        &format!(
+            "histogram_quantile(0.5, rate(schedlab_latency_seconds_bucket{{workload=\"probe\",unit=\"timer wakeup\"}}[{span_ms}ms]))"
+        ),
+        t_last,
+    );
+    assert_eq!(median.len(), 1, "{median:?}");
+    let prometheus_us = number(&median[0]["value"][1]) * 1e6;
+    let own_us = own.pooled.p50_us;
+    eprintln!("probe: Prometheus histogram_quantile(0.5) {prometheus_us:.1} usec, the run's p50 {own_us:.1} usec");
+    assert!(
+        own_us / 1.6 <= prometheus_us && prometheus_us <= own_us * 1.6,
+        "Prometheus's median {prometheus_us} usec against the run's {own_us} usec"
+    );
+    let wakeups = query(
+        prom_addr,
+        &format!("rate(schedlab_latency_seconds_count{{workload=\"probe\"}}[{span_ms}ms])"),
+        t_last,
+    );
+    let per_sec = number(&wakeups[0]["value"][1]);
+    assert!(
+        0.0 < per_sec && per_sec <= 1050.0,
+        "one wakeup a millisecond at most: {per_sec}/s"
+    );
+    let (code, body) = http_get(
+        prom_addr,
+        "/api/v1/metadata?metric=schedlab_latency_seconds",
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    let meta: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let entry = &meta["data"]["schedlab_latency_seconds"][0];
+    assert_eq!(entry["type"], "histogram", "{body}");
+    assert_eq!(entry["unit"], "seconds", "{body}");
+
     let up = query(prom_addr, "up", t_last);
     assert_eq!(
         number(&up[0]["value"][1]),

@@ -231,3 +231,74 @@ fn plot_draws_a_recording() {
     assert_eq!(rec.sample_count(), 2);
     drop(w);
 }
+
+/// Sample k with fork cycles timed: 100 a second, all of about 1 ms, so far.
+fn timed_sample(k: u64) -> Sample {
+    let mut s = sample(k);
+    let bucket = schedlab::sys::histogram::bucket_of(1_000_000) as u16;
+    s.workloads[0].latency = vec![schedlab::probe::LatencySample {
+        unit: "fork cycle".into(),
+        samples: 100 * k,
+        sum_ns: 100 * k * 1_000_000,
+        rejected: 0,
+        buckets: if k == 0 {
+            vec![]
+        } else {
+            vec![(bucket, 100 * k)]
+        },
+    }];
+    s
+}
+
+#[test]
+fn latency_in_a_recording_replays_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timed.jsonl");
+    let mut w = RecordingWriter::create(&path).unwrap();
+    w.header(&Header::new(&Scenario::builtin_default(), 2, true))
+        .unwrap();
+    w.start_repeat(1).unwrap();
+    for k in 0..5 {
+        w.sample(&timed_sample(k)).unwrap();
+    }
+    w.finish().unwrap();
+
+    let frames = &Recording::read(&path).unwrap().frames_per_repeat()[0];
+    assert_eq!(frames.len(), 4);
+    for f in frames {
+        let l = f.workloads[0].latency.as_ref().unwrap();
+        assert_eq!((l.unit.as_str(), l.samples), ("fork cycle", 100));
+        // The bucket's midpoint: within 1.6% of the 1 ms recorded.
+        assert!((l.p99_us - 1_000.0).abs() < 16.0, "{l:?}");
+        assert_eq!(l.mean_us, 1_000.0, "the mean is exact");
+    }
+
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let p = path.to_str().unwrap();
+    let csv = run(&["replay", "--format", "csv", p]);
+    let rows: Vec<_> = csv.lines().collect();
+    assert!(
+        rows[0].ends_with(
+            ",latency_unit,latency_samples,latency_available,p50_us,p99_us,p999_us,mean_us"
+        ),
+        "{}",
+        rows[0]
+    );
+    assert!(rows[1].contains(",fork cycle,100,true,"), "{}", rows[1]);
+    let text = run(&["replay", "--format", "text", p]);
+    assert!(text.lines().nth(1).unwrap().ends_with("p99 µs"), "{text}");
+
+    let png = dir.path().join("timed.png");
+    run(&["plot", p, "-o", png.to_str().unwrap()]);
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    assert_eq!(h, 360 * 5 + 60, "the latency panel and its distribution");
+}

@@ -3,7 +3,22 @@
 
 mod common;
 
+use schedlab::model::latency::Distribution;
+use schedlab::probe::LatencySample;
+use schedlab::record::latency::LatencyResult;
 use schedlab::record::results::{Host, RunResults, ScenarioInfo, SCHEMA_VERSION};
+
+/// A repeat's fork cycles: `n` of 1 ms and one of 40 ms.
+fn fork_cycles(n: u64) -> Distribution {
+    let bucket = |ns| schedlab::sys::histogram::bucket_of(ns) as u16;
+    Distribution::cumulative(&LatencySample {
+        unit: "fork cycle".into(),
+        samples: n + 1,
+        sum_ns: n * 1_000_000 + 40_000_000,
+        rejected: 0,
+        buckets: vec![(bucket(1_000_000), n), (bucket(40_000_000), 1)],
+    })
+}
 
 fn example() -> RunResults {
     let frames = common::frames();
@@ -11,7 +26,7 @@ fn example() -> RunResults {
     for f in &mut second {
         f.workloads[0].ops_per_sec *= 1.1;
     }
-    RunResults::from_repeats(
+    let mut r = RunResults::from_repeats(
         Host {
             kernel: "6.18.0-test".into(),
             cpus: 2,
@@ -28,7 +43,12 @@ fn example() -> RunResults {
             ("fork \"loop\"".into(), "fork_load".into(), "fork".into()),
         ],
         &[frames, second],
-    )
+    );
+    r.workloads[1].latency = vec![LatencyResult::from_repeats(
+        "fork cycle",
+        &[fork_cycles(4_400), fork_cycles(4_000)],
+    )];
+    r
 }
 
 fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
@@ -89,6 +109,13 @@ fn output_round_trips_through_the_strict_reader() {
     );
     // Two runs 10% apart: far above the 5% threshold.
     assert!(m.warning.as_deref().unwrap().contains("too noisy"));
+    let l = &back.workloads[1].latency[0];
+    assert_eq!(
+        (l.unit.as_str(), l.samples.as_slice()),
+        ("fork cycle", &[4_401, 4_001][..])
+    );
+    assert_eq!(l.pooled.samples, 8_402);
+    assert!((l.pooled.p50_us - 1_000.0).abs() < 16.0, "{l:?}");
 }
 
 #[test]
@@ -97,6 +124,19 @@ fn strays_and_other_versions_are_refused() {
     v["workloads"][0]["metrics"][0]["median"] = 1.into();
     let e = RunResults::from_json(&v.to_string(), "x.json").unwrap_err();
     assert!(format!("{e:#}").contains("unknown field `median`"), "{e:#}");
+    let mut v = serde_json::to_value(example()).unwrap();
+    v["workloads"][1]["latency"][0]["figures"][0]["median"] = 1.into();
+    let e = RunResults::from_json(&v.to_string(), "x.json").unwrap_err();
+    assert!(format!("{e:#}").contains("unknown field `median`"), "{e:#}");
+    let mut v = serde_json::to_value(example()).unwrap();
+    v["workloads"][1]["latency"][0]["pooled"]["p95_us"] = 1.into();
+    let e = RunResults::from_json(&v.to_string(), "x.json").unwrap_err();
+    assert!(format!("{e:#}").contains("unknown field `p95_us`"), "{e:#}");
+    // Schema 2, without latency, is still read.
+    let mut v = serde_json::to_value(example()).unwrap();
+    v["schema_version"] = 2.into();
+    v["workloads"][1].as_object_mut().unwrap().remove("latency");
+    assert!(RunResults::from_json(&v.to_string(), "x.json").is_ok());
     let mut v = serde_json::to_value(example()).unwrap();
     v["schema_version"] = 99.into();
     let e = RunResults::from_json(&v.to_string(), "x.json").unwrap_err();
@@ -108,13 +148,22 @@ fn strays_and_other_versions_are_refused() {
 fn csv_has_a_row_per_workload_and_metric() {
     let csv = example().to_csv();
     let lines: Vec<_> = csv.lines().collect();
-    assert_eq!(lines.len(), 1 + 2 * 6);
+    assert_eq!(
+        lines.len(),
+        1 + 2 * 6 + 4,
+        "and the fork cycles' four figures"
+    );
     assert!(lines[0].starts_with("workload,kind,metric,unit,n,mean,std_dev"));
     assert!(lines[1].starts_with("ref-job,ref-job,throughput,unit/s,2,"));
     assert!(
         lines[7].starts_with("\"fork \"\"loop\"\"\",fork_load,throughput,fork/s,2,885,0,"),
         "{}",
         lines[7]
+    );
+    assert!(
+        lines[13].starts_with("\"fork \"\"loop\"\"\",fork_load,latency_p50,µs (fork cycle),2,"),
+        "{}",
+        lines[13]
     );
 }
 

@@ -2,7 +2,10 @@
 //! the first, the baseline. Per workload and metric: each file's `%change ± %stddev` against
 //! the baseline and whether the change is significant or within noise (Welch's t-test,
 //! Welch–Satterthwaite degrees of freedom), as a table, JSON or a Markdown table for a mailing
-//! list; `--fail-on-regression METRIC:PCT` turns a regression into an exit status.
+//! list; `--fail-on-regression METRIC:PCT` turns a regression into an exit status. Latency
+//! percentiles are compared by a rank test on the repeats' values instead (Mann–Whitney, with
+//! the Hodges–Lehmann shift's interval): few, skewed and tied values, which a t-test misjudges
+//! and whose spread a bootstrap over so few repeats understates.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -11,8 +14,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use crate::model::rank::{self, RankTest};
 use crate::model::stats::{self, Summary, Welch};
-use crate::record::results::{num, Better, Metric, RunResults};
+use crate::record::latency::Figure;
+use crate::record::results::{num, Better, Metric, RunResults, WorkloadResult};
 
 /// The exit status when a `--fail-on-regression` threshold was crossed (1 is an error, 2 a
 /// usage error).
@@ -42,9 +47,10 @@ pub struct Args {
     #[arg(long, conflicts_with = "format")]
     pub markdown: bool,
     /// Exit with status 3 when METRIC got worse than the baseline by more than PCT percent in
-    /// any workload of any file, and the change is significant (or cannot be tested: fewer
-    /// than two runs). Metrics: throughput (higher is better), runq_wait_pct (lower is better),
-    /// fairness_ratio (closer to 1 is better; PCT in points of the ratio). Repeatable.
+    /// any workload of any file, and the change is significant (or cannot be tested: too few
+    /// runs). Metrics: throughput (higher is better), runq_wait_pct (lower is better),
+    /// fairness_ratio (closer to 1 is better; PCT in points of the ratio), latency_p50,
+    /// latency_p99, latency_p999, latency_mean (lower is better). Repeatable.
     #[arg(long, value_name = "METRIC:PCT", value_parser = parse_gate)]
     pub fail_on_regression: Vec<Gate>,
 }
@@ -56,27 +62,58 @@ pub enum Format {
     Markdown,
 }
 
+/// What a `--fail-on-regression` threshold watches: a metric, or a latency figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gated {
+    Metric(Metric),
+    /// Lower is better.
+    Latency(Figure),
+}
+
+impl Gated {
+    /// As the command line and the JSON report name it: `throughput`, `latency_p99`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Gated::Metric(m) => m.name(),
+            Gated::Latency(f) => f.gate_name(),
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Gated> {
+        Metric::from_name(name)
+            .map(Gated::Metric)
+            .or_else(|| Figure::from_gate_name(name).map(Gated::Latency))
+    }
+}
+
+impl Serialize for Gated {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 /// A `--fail-on-regression` threshold.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Gate {
-    pub metric: Metric,
+    pub metric: Gated,
     /// How much worse, in percent, is still tolerated.
     pub pct: f64,
 }
 
-/// `METRIC:PCT`, for a metric with a better direction.
+/// `METRIC:PCT`, for a metric with a better direction or a latency figure.
 pub fn parse_gate(s: &str) -> Result<Gate, String> {
     let gated: Vec<&str> = Metric::ALL
         .iter()
         .filter(|m| m.better() != Better::Neither)
         .map(|m| m.name())
+        .chain(Figure::ALL.iter().map(|f| f.gate_name()))
         .collect();
     let (name, pct) = s
         .split_once(':')
         .ok_or_else(|| format!("`{s}` is not METRIC:PCT (e.g. throughput:5)"))?;
-    let metric = Metric::from_name(name.trim())
+    let metric = Gated::from_name(name.trim())
         .ok_or_else(|| format!("no metric `{}`; one of {}", name.trim(), gated.join(", ")))?;
-    if metric.better() == Better::Neither {
+    if matches!(metric, Gated::Metric(m) if m.better() == Better::Neither) {
         return Err(format!(
             "{} has no better direction to regress from; one of {}",
             metric.name(),
@@ -100,7 +137,8 @@ pub enum Verdict {
     Significant,
     /// The runs' spread covers the difference.
     WithinNoise,
-    /// Fewer than two runs on a side: no spread to test against.
+    /// Too few runs on a side to test: fewer than two (Welch's test), fewer than four (the
+    /// rank test of latency figures; three against five will do).
     CannotTell,
 }
 
@@ -153,13 +191,65 @@ impl Row {
     }
 }
 
+/// One latency figure (p50, p99, p99.9 or mean) of one workload and unit of one file against
+/// the baseline, by the rank test on the repeats' values.
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyRow {
+    /// Which file, by its place on the command line (1 = the first after the baseline).
+    pub candidate: usize,
+    pub workload: String,
+    /// What was timed: "round trip", "fork cycle", ...
+    pub unit: String,
+    pub figure: Figure,
+    /// The baseline's repeats, and this file's (µs).
+    pub a: Summary,
+    pub b: Summary,
+    /// (B - A) / |A| of the means in percent, when A's mean is not zero.
+    pub diff_pct: Option<f64>,
+    /// B's own standard deviation in percent of its mean.
+    pub pct_std_dev: Option<f64>,
+    /// Mann–Whitney on the repeats' values; None with too few runs to test.
+    pub rank_test: Option<RankTest>,
+    pub verdict: Verdict,
+}
+
+/// A latency verdict that cannot be given: the rank test needs more runs than Welch's.
+const LATENCY_CANNOT_TELL: &str = "cannot tell (needs 4+ runs each)";
+
+impl LatencyRow {
+    /// How much higher (worse) than the baseline, in percent of its mean.
+    pub fn worse_pct(&self) -> Option<f64> {
+        Better::Lower.worse_pct(self.a.mean, self.b.mean)
+    }
+
+    pub fn judgement(&self) -> String {
+        match (self.verdict, self.worse_pct()) {
+            (Verdict::Significant, Some(w)) if w > 0.0 => "significant, worse".into(),
+            (Verdict::Significant, Some(w)) if w < 0.0 => "significant, better".into(),
+            (Verdict::CannotTell, _) => LATENCY_CANNOT_TELL.into(),
+            (v, _) => v.text().into(),
+        }
+    }
+}
+
+/// A verdict in words, for what it was given on.
+fn verdict_text(what: Gated, v: Verdict) -> &'static str {
+    match (what, v) {
+        (Gated::Latency(_), Verdict::CannotTell) => LATENCY_CANNOT_TELL,
+        (_, v) => v.text(),
+    }
+}
+
 /// A threshold crossed.
 #[derive(Clone, Debug, Serialize)]
 pub struct Regression {
     pub candidate: usize,
     pub file: String,
     pub workload: String,
-    pub metric: Metric,
+    /// The latency unit of a latency figure ("round trip"); absent for a metric.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    pub metric: Gated,
     /// How much worse than the baseline, in percent.
     pub worse_pct: f64,
     /// The threshold it crossed.
@@ -174,6 +264,41 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     /// Workloads present in only some of the files, said in words.
     pub unmatched: Vec<String>,
+    /// One row per file after the baseline, workload, latency unit and figure in both.
+    pub latency: Vec<LatencyRow>,
+}
+
+/// A workload's latency figures of one file against the baseline's, unit by unit.
+fn pair_latency(wa: &WorkloadResult, wb: &WorkloadResult, candidate: usize, c: &mut Comparison) {
+    for la in &wa.latency {
+        let Some(lb) = wb.latency.iter().find(|l| l.unit == la.unit) else {
+            continue;
+        };
+        for fa in &la.figures {
+            let Some(fb) = lb.figure(fa.figure) else {
+                continue;
+            };
+            let test = rank::mann_whitney(&fa.runs, &fb.runs);
+            let verdict = match &test {
+                Some(t) if t.significant => Verdict::Significant,
+                Some(_) => Verdict::WithinNoise,
+                None => Verdict::CannotTell,
+            };
+            let (sa, sb) = (fa.summary.clone(), fb.summary.clone());
+            c.latency.push(LatencyRow {
+                candidate,
+                workload: wa.name.clone(),
+                unit: la.unit.clone(),
+                figure: fa.figure,
+                diff_pct: stats::pct_change(sa.mean, sb.mean),
+                pct_std_dev: sb.pct_std_dev(),
+                a: sa,
+                b: sb,
+                rank_test: test,
+                verdict,
+            });
+        }
+    }
 }
 
 /// One file against the baseline: workloads paired by name, metrics by kind, each
@@ -212,6 +337,7 @@ fn pair(base: &RunResults, other: &RunResults, candidate: usize, c: &mut Compari
                 verdict,
             });
         }
+        pair_latency(wa, wb, candidate, c);
     }
     for wb in &other.workloads {
         if !base.workloads.iter().any(|w| w.name == wb.name) {
@@ -233,6 +359,7 @@ pub fn compare_many(files: &[&RunResults]) -> Comparison {
     let mut c = Comparison {
         rows: Vec::new(),
         unmatched: Vec::new(),
+        latency: Vec::new(),
     };
     if let Some((base, others)) = files.split_first() {
         for (i, other) in others.iter().enumerate() {
@@ -246,7 +373,10 @@ pub fn compare_many(files: &[&RunResults]) -> Comparison {
 pub fn regressions(c: &Comparison, gates: &[Gate], labels: &[String]) -> Vec<Regression> {
     let mut out = Vec::new();
     for row in &c.rows {
-        for gate in gates.iter().filter(|g| g.metric == row.metric) {
+        for gate in gates
+            .iter()
+            .filter(|g| g.metric == Gated::Metric(row.metric))
+        {
             let Some(worse) = row.worse_pct() else {
                 continue;
             };
@@ -255,7 +385,30 @@ pub fn regressions(c: &Comparison, gates: &[Gate], labels: &[String]) -> Vec<Reg
                     candidate: row.candidate,
                     file: labels.get(row.candidate).cloned().unwrap_or_default(),
                     workload: row.workload.clone(),
-                    metric: row.metric,
+                    unit: None,
+                    metric: Gated::Metric(row.metric),
+                    worse_pct: worse,
+                    threshold_pct: gate.pct,
+                    verdict: row.verdict,
+                });
+            }
+        }
+    }
+    // A latency figure that rose beyond its interval (or could not be tested) by more than
+    // the threshold, in any unit the workload times.
+    for row in &c.latency {
+        let what = Gated::Latency(row.figure);
+        for gate in gates.iter().filter(|g| g.metric == what) {
+            let Some(worse) = row.worse_pct() else {
+                continue;
+            };
+            if worse > gate.pct && row.verdict != Verdict::WithinNoise {
+                out.push(Regression {
+                    candidate: row.candidate,
+                    file: labels.get(row.candidate).cloned().unwrap_or_default(),
+                    workload: row.workload.clone(),
+                    unit: Some(row.unit.clone()),
+                    metric: what,
                     worse_pct: worse,
                     threshold_pct: gate.pct,
                     verdict: row.verdict,
@@ -367,6 +520,9 @@ pub fn to_text(c: &Comparison, files: &[RunResults], labels: &[String]) -> Strin
     let mut current = None;
     for (workload, _, rows) in groups(c, base) {
         if current != Some(workload) {
+            if let Some(done) = current {
+                latency_text(&mut out, c, done, labels, width);
+            }
             current = Some(workload);
             let _ = writeln!(out, "\n{workload}");
             let _ = writeln!(
@@ -407,11 +563,112 @@ pub fn to_text(c: &Comparison, files: &[RunResults], labels: &[String]) -> Strin
             );
         }
     }
+    if let Some(done) = current {
+        latency_text(&mut out, c, done, labels, width);
+    }
     for u in &c.unmatched {
         let _ = writeln!(out, "\nnot compared: {u}");
     }
     let _ = writeln!(out, "\n{TEST_NOTE}");
+    if !c.latency.is_empty() {
+        let _ = writeln!(out, "{LATENCY_NOTE}");
+    }
     out
+}
+
+const LATENCY_NOTE: &str = "latency (µs, lower is better): Mann–Whitney rank test on the repeats' values, exact, two-sided p < 0.05 (needs 4+ runs each); its CI is that of the Hodges–Lehmann shift";
+
+/// A workload's latency figures, grouped by unit and figure as the metrics are.
+fn latency_groups<'a>(c: &'a Comparison, workload: &str) -> Vec<Vec<&'a LatencyRow>> {
+    let mut out: Vec<Vec<&LatencyRow>> = Vec::new();
+    for row in c.latency.iter().filter(|r| r.workload == workload) {
+        match out
+            .iter_mut()
+            .find(|g| g[0].unit == row.unit && g[0].figure == row.figure)
+        {
+            Some(g) => g.push(row),
+            None => out.push(vec![row]),
+        }
+    }
+    out
+}
+
+/// The latency rows of `workload` in the text table: the baseline's mean, then each file's.
+fn latency_text(out: &mut String, c: &Comparison, workload: &str, labels: &[String], width: usize) {
+    for rows in latency_groups(c, workload) {
+        let first = rows[0];
+        let _ = writeln!(
+            out,
+            "  {:<26} {:<width$} {:>11} {:>11} {:>18}",
+            format!("{} {} (µs)", first.figure.label(), first.unit),
+            labels.first().map_or("", |l| l.as_str()),
+            num(first.a.mean),
+            "",
+            spread(first.a.pct_std_dev()),
+        );
+        for row in rows {
+            let (ci, p) = match &row.rank_test {
+                Some(t) => (
+                    match (t.ci95_low, t.ci95_high) {
+                        (Some(lo), Some(hi)) => format!("{} .. {}", signed(lo), signed(hi)),
+                        _ => "-".into(),
+                    },
+                    format!("{:.3}", t.p_value),
+                ),
+                None => ("-".into(), "-".into()),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<26} {:<width$} {:>11} {:>11} {:>18} {:>25} {:>7}  {}",
+                "",
+                labels.get(row.candidate).map_or("", |l| l.as_str()),
+                num(row.b.mean),
+                signed(row.b.mean - row.a.mean),
+                format!("{} {}", pct(row.diff_pct), spread(row.pct_std_dev)),
+                ci,
+                p,
+                row.judgement()
+            );
+        }
+    }
+}
+
+/// The latency rows of `workload` in the Markdown table.
+fn latency_markdown(out: &mut String, c: &Comparison, workload: &str, labels: &[String]) {
+    for rows in latency_groups(c, workload) {
+        let first = rows[0];
+        let _ = write!(
+            out,
+            "| {} | {} {} (µs, lower is better) | {} {} |",
+            cell(workload),
+            first.figure.label(),
+            cell(&first.unit),
+            num(first.a.mean),
+            spread(first.a.pct_std_dev())
+        );
+        for candidate in 1..labels.len() {
+            let text = match rows.iter().find(|r| r.candidate == candidate) {
+                None => "-".to_owned(),
+                Some(r) => format!(
+                    "{} {}{}",
+                    pct(r.diff_pct),
+                    spread(r.pct_std_dev),
+                    mark(r.verdict)
+                ),
+            };
+            let _ = write!(out, " {text} |");
+        }
+        let _ = writeln!(out);
+    }
+}
+
+/// A Markdown cell's mark for a verdict.
+fn mark(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Significant => " *",
+        Verdict::WithinNoise => "",
+        Verdict::CannotTell => " ?",
+    }
 }
 
 /// Markdown cells must not contain a bare `|`.
@@ -447,7 +704,12 @@ pub fn to_markdown(c: &Comparison, files: &[RunResults], labels: &[String]) -> S
         out.push_str(" ---: |");
     }
     let _ = writeln!(out);
+    let mut current = None;
     for (workload, metric, rows) in groups(c, base) {
+        if let Some(done) = current.filter(|w| *w != workload) {
+            latency_markdown(&mut out, c, done, labels);
+        }
+        current = Some(workload);
         let first = rows[0];
         let direction = match first.better {
             Better::Higher => ", higher is better",
@@ -467,18 +729,19 @@ pub fn to_markdown(c: &Comparison, files: &[RunResults], labels: &[String]) -> S
         for candidate in 1..labels.len() {
             let text = match rows.iter().find(|r| r.candidate == candidate) {
                 None => "-".to_owned(),
-                Some(r) => {
-                    let mark = match r.verdict {
-                        Verdict::Significant => " *",
-                        Verdict::WithinNoise => "",
-                        Verdict::CannotTell => " ?",
-                    };
-                    format!("{} {}{mark}", pct(r.diff_pct), spread(r.pct_std_dev))
-                }
+                Some(r) => format!(
+                    "{} {}{}",
+                    pct(r.diff_pct),
+                    spread(r.pct_std_dev),
+                    mark(r.verdict)
+                ),
             };
             let _ = write!(out, " {text} |");
         }
         let _ = writeln!(out);
+    }
+    if let Some(done) = current {
+        latency_markdown(&mut out, c, done, labels);
     }
     let _ = writeln!(out);
     let _ = writeln!(
@@ -486,6 +749,13 @@ pub fn to_markdown(c: &Comparison, files: &[RunResults], labels: &[String]) -> S
         "`*` significant, Welch's t-test, two-sided p < 0.05; `?` cannot tell, fewer than two runs; \
          no mark: within noise. %stddev is each file's own standard deviation in percent of its mean."
     );
+    if !c.latency.is_empty() {
+        let _ = writeln!(
+            out,
+            "Latency rows (µs): `*` significant by a Mann–Whitney rank test on the repeats' values, \
+             exact, two-sided p < 0.05; `?` cannot tell, fewer than four runs a side."
+        );
+    }
     for u in &c.unmatched {
         let _ = writeln!(out, "\nNot compared: {}", cell(u));
     }
@@ -498,6 +768,8 @@ struct Report<'a> {
     files: Vec<FileInfo<'a>>,
     test: &'static str,
     rows: &'a [Row],
+    latency_test: &'static str,
+    latency_rows: &'a [LatencyRow],
     unmatched: &'a [String],
     regressions: &'a [Regression],
 }
@@ -550,6 +822,8 @@ pub fn main(args: Args) -> Result<()> {
                     .collect(),
                 test: "welch",
                 rows: &c.rows,
+                latency_test: "mann_whitney",
+                latency_rows: &c.latency,
                 unmatched: &c.unmatched,
                 regressions: &regressed,
             };
@@ -567,14 +841,15 @@ pub fn main(args: Args) -> Result<()> {
         return Ok(());
     }
     for r in &regressed {
+        let unit = r.unit.as_ref().map_or(String::new(), |u| format!(" ({u})"));
         crate::errln!(
-            "schedlab compare: regression: {} in {}: {} {:.1}% worse than the baseline (threshold {}%), {}",
+            "schedlab compare: regression: {} in {}: {}{unit} {:.1}% worse than the baseline (threshold {}%), {}",
             r.workload,
             r.file,
             r.metric.name(),
             r.worse_pct,
             r.threshold_pct,
-            r.verdict.text()
+            verdict_text(r.metric, r.verdict)
         );
     }
     // A status of its own, so a script (or `git bisect run`) tells a regression from an error.

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::record::plot::plot;
+use crate::record::latency::{pooled, RepeatLatency};
+use crate::record::plot::plot_run;
 use crate::record::recording::Recording;
 
 /// Arguments of `schedlab plot`.
@@ -28,5 +29,7 @@ pub fn plot_main(args: PlotArgs) -> Result<()> {
         if h.autogroup { "on" } else { "off" },
         if rec.complete { "" } else { " (cut short)" }
     );
-    plot(&rec.frames(), &title, &args.output)
+    // The run's latency distributions, as its results merge them: each repeat's steady part.
+    let repeats: Vec<RepeatLatency> = rec.repeats.iter().map(|r| RepeatLatency::of(r)).collect();
+    plot_run(&rec.frames(), &pooled(&repeats), &title, &args.output)
 }

@@ -72,11 +72,13 @@ pub fn dashboard(path: &Path) -> Result<()> {
     })
 }
 
-/// The time series as CSV, one row per workload per interval, for a spreadsheet.
+/// The time series as CSV, one row per workload per interval, for a spreadsheet; the last
+/// columns are the interval's latency (its first unit; empty when it times nothing).
 pub fn frames_csv(frames: &[crate::model::Frame]) -> String {
     let mut out = String::from(
         "t,interval,workload,ops_per_sec,ops_unit,cpu_received,cpu_demand,cpu_fair,fairness_ratio,\
-         voluntary_cs_per_sec,involuntary_cs_per_sec,runq_wait_pct,tasks\n",
+         voluntary_cs_per_sec,involuntary_cs_per_sec,runq_wait_pct,tasks,\
+         latency_unit,latency_samples,latency_available,p50_us,p99_us,p999_us,mean_us\n",
     );
     for f in frames {
         for w in &f.workloads {
@@ -85,9 +87,15 @@ pub fn frames_csv(frames: &[crate::model::Frame]) -> String {
             } else {
                 w.name.clone()
             };
+            let latency = w.latency.as_ref().map_or(",,,,,,".to_owned(), |l| {
+                format!(
+                    "{},{},{},{},{},{},{}",
+                    l.unit, l.samples, l.available, l.p50_us, l.p99_us, l.p999_us, l.mean_us
+                )
+            });
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{latency}",
                 f.t,
                 f.interval,
                 name,
@@ -129,14 +137,19 @@ pub fn replay_text(replay: &Replay) -> String {
     );
     let _ = writeln!(
         out,
-        "{:>8}  {:<16} {:>12} {:>8} {:>8} {:>7} {:>11} {:>8}",
-        "t (s)", "workload", "ops/s", "CPU", "fair", "ratio", "switches/s", "wait %"
+        "{:>8}  {:<16} {:>12} {:>8} {:>8} {:>7} {:>11} {:>8} {:>9}",
+        "t (s)", "workload", "ops/s", "CPU", "fair", "ratio", "switches/s", "wait %", "p99 µs"
     );
     for f in replay.frames() {
         for w in &f.workloads {
+            let p99 = match &w.latency {
+                Some(l) if !l.available => "n/a".to_owned(),
+                Some(l) if l.samples > 0 => num(l.p99_us),
+                _ => "-".to_owned(),
+            };
             let _ = writeln!(
                 out,
-                "{:>8.2}  {:<16} {:>12} {:>8} {:>8} {:>7} {:>11} {:>8}",
+                "{:>8.2}  {:<16} {:>12} {:>8} {:>8} {:>7} {:>11} {:>8} {:>9}",
                 f.t,
                 w.name,
                 format!("{} {}", num(w.ops_per_sec), w.ops_unit),
@@ -144,7 +157,8 @@ pub fn replay_text(replay: &Replay) -> String {
                 num(w.cpu_fair),
                 num(w.fairness_ratio),
                 num(w.voluntary_cs_per_sec + w.involuntary_cs_per_sec),
-                num(w.runq_wait_pct)
+                num(w.runq_wait_pct),
+                p99
             );
         }
     }

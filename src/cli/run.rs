@@ -1,7 +1,8 @@
 //! `schedlab run SCENARIO`: runs a scenario without the dashboard, N times, and prints per
 //! workload and metric the mean, spread, 95% confidence interval and coefficient of variation,
-//! warning when a figure is too noisy to trust. Optionally records raw Samples and serves live
-//! metrics while it runs.
+//! warning when a figure is too noisy to trust, and the same for each workload's latency
+//! percentiles, from its histograms merged over each repeat. Optionally records raw Samples
+//! and serves live metrics while it runs.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::engine::lab::Lab;
 use crate::model::{Frame, WorkloadState};
 use crate::record::atomic::AtomicFile;
+use crate::record::latency::RepeatLatency;
 use crate::record::metrics::MetricsServer;
 use crate::record::recording::{kernel_release, Header, RecordingWriter};
 use crate::record::results::{Host, RunResults, ScenarioInfo};
@@ -153,12 +155,13 @@ pub fn main(args: Args) -> Result<()> {
 
     let progress = progress_bar(limit);
     let mut repeats = Vec::new();
+    let mut latencies = Vec::new();
     let mut host = None;
     let mut ran = || -> Result<()> {
         for k in 1..=args.repeat {
             progress.set_message(format!("{} repeat {k}/{}", scenario.name, args.repeat));
             progress.set_position(0);
-            let frames = run_once(
+            let (frames, latency) = run_once(
                 &Plan {
                     scenario: &scenario,
                     limit,
@@ -172,6 +175,7 @@ pub fn main(args: Args) -> Result<()> {
             )
             .with_context(|| format!("repeat {k}"))?;
             repeats.push(frames);
+            latencies.push(latency);
         }
         Ok(())
     };
@@ -207,7 +211,7 @@ pub fn main(args: Args) -> Result<()> {
         interval_ms: scenario.interval_ms,
         duration_s: limit,
     };
-    let results = RunResults::from_repeats(
+    let mut results = RunResults::from_repeats(
         host.unwrap_or_else(|| Host {
             kernel: kernel_release(),
             cpus: crate::supervisor::online_cpus(),
@@ -217,6 +221,7 @@ pub fn main(args: Args) -> Result<()> {
         &workloads,
         &repeats,
     );
+    results.add_latency(&latencies);
     let text = match args.format {
         Format::Text => results.to_text(),
         Format::Json => results.to_json(),
@@ -287,7 +292,6 @@ fn said(w: &crate::engine::lab::WorkloadInfo) -> String {
     format!(": {last}")
 }
 
-/// One repeat: starts the workloads, ticks until the limit or until they all ended.
 /// What every repeat runs, and how.
 struct Plan<'a> {
     scenario: &'a Scenario,
@@ -296,6 +300,8 @@ struct Plan<'a> {
     sampler: SamplerPriority,
 }
 
+/// One repeat: starts the workloads, ticks until the limit or until they all ended. Returns
+/// its Frames and its latency histograms (which the Frames hold only as percentiles).
 fn run_once(
     plan: &Plan,
     repeat: u32,
@@ -303,7 +309,7 @@ fn run_once(
     metrics: Option<&MetricsServer>,
     progress: &ProgressBar,
     host: &mut Option<Host>,
-) -> Result<Vec<Frame>> {
+) -> Result<(Vec<Frame>, RepeatLatency)> {
     let (sc, limit) = (plan.scenario, plan.limit);
     let interval = Duration::from_millis(sc.interval_ms);
     let mut lab = Lab::new(interval)?;
@@ -318,6 +324,10 @@ fn run_once(
     }
     let start = Instant::now();
     let first = lab.tick();
+    let mut latency = RepeatLatency::default();
+    if let Some(s) = lab.last_sample() {
+        latency.add(s);
+    }
     let h = host.get_or_insert_with(|| Host {
         kernel: kernel_release(),
         cpus: first.machine.cpus,
@@ -343,9 +353,13 @@ fn run_once(
         }
         let frame = lab.tick();
         crate::engine::live::publish_live(&lab);
-        if let Some(rec) = recording.as_mut() {
-            if let Some(s) = lab.last_sample() {
+        if let Some(s) = lab.last_sample() {
+            latency.add(s);
+            if let Some(rec) = recording.as_mut() {
                 rec.sample(s)?;
+            }
+            if let Some(m) = metrics {
+                m.publish_latency(s);
             }
         }
         if let Some(m) = metrics {
@@ -372,7 +386,7 @@ fn run_once(
             break;
         }
     }
-    Ok(frames)
+    Ok((frames, latency))
 }
 
 #[cfg(test)]

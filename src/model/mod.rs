@@ -1,6 +1,6 @@
 //! Pure functions from Samples to Frames: rates, CPU share, context-switch rates, run-queue
 //! wait, fair share, Jain's index, latency percentiles, where tasks ran, and statistics over
-//! repeated runs. No I/O.
+//! repeated runs (means and Welch's test; a rank test for percentiles). No I/O.
 
 pub mod account;
 pub mod cpus;
@@ -13,6 +13,7 @@ pub mod fair;
 pub mod frame;
 pub mod latency;
 pub mod migrations;
+pub mod rank;
 pub mod solver;
 pub mod stats;
 pub mod tree;

@@ -22,7 +22,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
+use crate::model::latency::Distribution;
 use crate::model::{Frame, WorkloadFrame};
+use crate::probe::Sample;
+use crate::record::latency::Tally;
 
 /// A counter: what one interval of `dt` seconds adds to it.
 struct Counter<T: 'static> {
@@ -213,10 +216,23 @@ struct WorkloadTotals {
     levels: [Option<f64>; WORKLOAD_GAUGES.len()],
 }
 
+/// One workload's latency of one unit, from every Sample published so far.
+#[derive(Clone, Debug)]
+struct LatencyTotals {
+    workload: String,
+    unit: String,
+    /// The buckets, merged interval by interval (so a restart or the next repeat counts on).
+    dist: Distribution,
+    /// Seconds: each interval's exact mean times its values, added up (never goes down).
+    sum_s: f64,
+}
+
 /// The counters accumulated from every Frame published so far, and the latest levels.
 #[derive(Clone, Debug, Default)]
 pub struct Totals {
     workloads: Vec<WorkloadTotals>,
+    latency: Vec<LatencyTotals>,
+    tally: Tally,
     machine: [f64; MACHINE_COUNTERS.len()],
     /// None before the first Frame.
     machine_levels: Option<[Option<f64>; MACHINE_GAUGES.len()]>,
@@ -274,6 +290,127 @@ impl Totals {
             }
         }
         self.machine_levels = Some(std::array::from_fn(|i| (MACHINE_GAUGES[i].get)(f)));
+    }
+}
+
+impl Totals {
+    /// Adds what each workload's latency histograms recorded since the previous Sample.
+    pub fn add_latency(&mut self, s: &Sample) {
+        for (workload, unit, d) in self.tally.step(s) {
+            let i = match self
+                .latency
+                .iter()
+                .position(|l| l.workload == workload && l.unit == unit)
+            {
+                Some(i) => i,
+                None => {
+                    self.latency.push(LatencyTotals {
+                        workload,
+                        unit,
+                        dist: Distribution::default(),
+                        sum_s: 0.0,
+                    });
+                    self.latency.len() - 1
+                }
+            };
+            let l = &mut self.latency[i];
+            l.dist.merge(&d);
+            l.sum_s += increment(d.mean_ns().unwrap_or(0.0) * d.count() as f64 / 1e9);
+        }
+    }
+}
+
+/// The histogram's bucket bounds in ns: 1.024 µs, then 1 and 1.5 times each power of two up
+/// to 2^37 ns (137 s, where the in-band histograms end). Each is an edge of the in-band
+/// buckets (each power of two is split in 32 there), so every count below is exact.
+pub fn latency_bounds_ns() -> impl Iterator<Item = u64> {
+    (10..37u32)
+        .flat_map(|k| [1u64 << k, 3u64 << (k - 1)])
+        .chain(std::iter::once(1u64 << 37))
+}
+
+/// ns as seconds, exactly: "0.000001536".
+fn seconds(ns: u64) -> String {
+    let s = format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+const LATENCY_HISTOGRAM: &str = "schedlab_latency_seconds";
+const LATENCY_HELP: &str = "How long the workload's own operations took, timed in-band (label unit: what was timed, such as round trip or fork cycle).";
+const LATENCY_REJECTED: &str = "schedlab_latency_rejected";
+const LATENCY_REJECTED_HELP: &str = "Operations whose stamp did not come back as sent (a peer that does not relay it); more of them than timed ones means latency unavailable.";
+
+/// The latency families: a histogram per workload and unit, and its rejected operations.
+fn latency_exposition(out: &mut String, totals: &Totals, common: &str, format: Format) {
+    let live: Vec<&LatencyTotals> = totals
+        .latency
+        .iter()
+        .filter(|l| {
+            totals
+                .workloads
+                .iter()
+                .any(|w| w.live && w.name == l.workload)
+        })
+        .collect();
+    let labels = |l: &LatencyTotals| {
+        format!(
+            "{common},workload=\"{}\",unit=\"{}\"",
+            escape(&l.workload),
+            escape(&l.unit)
+        )
+    };
+    metadata(
+        out,
+        format,
+        LATENCY_HISTOGRAM,
+        "histogram",
+        "seconds",
+        LATENCY_HELP,
+    );
+    for l in &live {
+        let labels = labels(l);
+        let mut steps = l.dist.buckets().peekable();
+        let mut below = 0u64;
+        for bound in latency_bounds_ns() {
+            while let Some((_, _, c)) = steps.next_if(|&(_, high, _)| high <= bound) {
+                below += c;
+            }
+            let le = seconds(bound);
+            sample(
+                out,
+                LATENCY_HISTOGRAM,
+                "_bucket",
+                &format!("{labels},le=\"{le}\""),
+                below as f64,
+            );
+        }
+        let count = l.dist.count() as f64;
+        sample(
+            out,
+            LATENCY_HISTOGRAM,
+            "_bucket",
+            &format!("{labels},le=\"+Inf\""),
+            count,
+        );
+        sample(out, LATENCY_HISTOGRAM, "_sum", &labels, l.sum_s);
+        sample(out, LATENCY_HISTOGRAM, "_count", &labels, count);
+    }
+    metadata(
+        out,
+        format,
+        LATENCY_REJECTED,
+        "counter",
+        "",
+        LATENCY_REJECTED_HELP,
+    );
+    for l in &live {
+        sample(
+            out,
+            LATENCY_REJECTED,
+            "_total",
+            &labels(l),
+            l.dist.rejected() as f64,
+        );
     }
 }
 
@@ -353,6 +490,7 @@ pub fn exposition(totals: &Totals, common: &str, format: Format) -> String {
             }
         }
     }
+    latency_exposition(&mut out, totals, common, format);
     for (i, c) in MACHINE_COUNTERS.iter().enumerate() {
         if i == 0 || MACHINE_COUNTERS[i - 1].name != c.name {
             metadata(&mut out, format, c.name, "counter", c.unit, c.help);
@@ -523,6 +661,12 @@ impl MetricsServer {
     /// Adds `frame` to the counters and makes its levels what the next scrape returns.
     pub fn publish(&self, frame: &Frame) {
         self.shared.totals().add(frame);
+    }
+
+    /// Adds the latency `sample`'s histograms recorded since the previous one (the Frame
+    /// holds only percentiles, which do not add up).
+    pub fn publish_latency(&self, sample: &Sample) {
+        self.shared.totals().add_latency(sample);
     }
 }
 
@@ -739,6 +883,23 @@ mod tests {
     }
 
     #[test]
+    fn latency_bounds_are_edges_of_the_in_band_buckets() {
+        use crate::sys::histogram::{bucket_range, BUCKETS};
+        let edges: Vec<u64> = (0..BUCKETS).map(|i| bucket_range(i).1).collect();
+        let bounds: Vec<u64> = latency_bounds_ns().collect();
+        assert_eq!(bounds.len(), 55);
+        assert!(bounds.windows(2).all(|w| w[0] < w[1]));
+        for b in &bounds {
+            assert!(edges.contains(b), "{b} ns is inside an in-band bucket");
+        }
+        assert_eq!(bounds[0], 1024);
+        assert_eq!(*bounds.last().unwrap(), crate::sys::histogram::TOP_NS);
+        assert_eq!(seconds(1536), "0.000001536");
+        assert_eq!(seconds(1 << 37), "137.438953472");
+        assert_eq!(seconds(3 << 29), "1.610612736");
+    }
+
+    #[test]
     fn help_texts_need_no_escaping() {
         // OpenMetrics escapes quotes in HELP and the text format does not: keep them out.
         let helps = WORKLOAD_COUNTERS
@@ -746,7 +907,8 @@ mod tests {
             .map(|c| c.help)
             .chain(MACHINE_COUNTERS.iter().map(|c| c.help))
             .chain(WORKLOAD_GAUGES.iter().map(|g| g.help))
-            .chain(MACHINE_GAUGES.iter().map(|g| g.help));
+            .chain(MACHINE_GAUGES.iter().map(|g| g.help))
+            .chain([LATENCY_HELP, LATENCY_REJECTED_HELP]);
         for h in helps {
             assert!(!h.contains(['"', '\\', '\n']), "{h}");
         }

@@ -2,6 +2,7 @@
 //! CSV, text), the OpenMetrics endpoint, and plots.
 
 pub mod atomic;
+pub mod latency;
 pub mod metrics;
 pub mod plot;
 pub mod recording;

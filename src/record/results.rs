@@ -9,12 +9,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::stats::{self, Noise, Summary, CONFIDENCE, NOISY_CV};
 use crate::model::{Frame, WorkloadState};
+use crate::record::latency::{self, LatencyResult, RepeatLatency};
 
 /// Bumped on any change that could break a reader; additions bump it too, because readers
 /// are strict (unknown fields are refused).
-pub const SCHEMA_VERSION: u32 = 2;
-/// Versions this schedlab reads (2 added the observer's own figures).
-pub const READS_VERSIONS: [u32; 2] = [1, 2];
+pub const SCHEMA_VERSION: u32 = 3;
+/// Versions this schedlab reads (2 added the observer's own figures, 3 each workload's
+/// latency and migrations).
+pub const READS_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// The metrics reported per workload, in output order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,16 +34,20 @@ pub enum Metric {
     CsPerSec,
     /// Time its tasks spent runnable but waiting, in % of one task-interval summed over tasks.
     RunqWaitPct,
+    /// Moves of its threads to another CPU per second, summed over threads (schema 3; absent
+    /// where the kernel has no per-task sched file).
+    MigrationsPerSec,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Throughput,
         Metric::CpuReceived,
         Metric::CpuFair,
         Metric::FairnessRatio,
         Metric::CsPerSec,
         Metric::RunqWaitPct,
+        Metric::MigrationsPerSec,
     ];
 
     pub fn name(self) -> &'static str {
@@ -52,6 +58,7 @@ impl Metric {
             Metric::FairnessRatio => "fairness_ratio",
             Metric::CsPerSec => "cs_per_sec",
             Metric::RunqWaitPct => "runq_wait_pct",
+            Metric::MigrationsPerSec => "migrations_per_sec",
         }
     }
 
@@ -68,8 +75,10 @@ impl Metric {
             Metric::FairnessRatio => Better::TowardOne,
             // More CPU for one workload is less for another; the fair share is the model's
             // answer, not a performance; a switch is overhead for a hog but the work itself
-            // for a ping-pong.
-            Metric::CpuReceived | Metric::CpuFair | Metric::CsPerSec => Better::Neither,
+            // for a ping-pong; a migration costs a thread its cache but may buy it an idle CPU.
+            Metric::CpuReceived | Metric::CpuFair | Metric::CsPerSec | Metric::MigrationsPerSec => {
+                Better::Neither
+            }
         }
     }
 
@@ -82,6 +91,7 @@ impl Metric {
             Metric::FairnessRatio => "ratio".into(),
             Metric::CsPerSec => "switches/s".into(),
             Metric::RunqWaitPct => "%".into(),
+            Metric::MigrationsPerSec => "migrations/s".into(),
         }
     }
 
@@ -93,6 +103,8 @@ impl Metric {
             Metric::FairnessRatio => w.fairness_ratio,
             Metric::CsPerSec => w.voluntary_cs_per_sec + w.involuntary_cs_per_sec,
             Metric::RunqWaitPct => w.runq_wait_pct,
+            // Not a number while unknown: the repeat's mean leaves such intervals out.
+            Metric::MigrationsPerSec => w.migrations_per_sec.unwrap_or(f64::NAN),
         }
     }
 }
@@ -203,6 +215,9 @@ pub struct WorkloadResult {
     /// What one operation is ("msg", "fork", "rt", ...).
     pub ops_unit: String,
     pub metrics: Vec<MetricResult>,
+    /// Its latency per unit it times, over each repeat's steady part (schema 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<LatencyResult>,
 }
 
 /// The whole result file.
@@ -337,7 +352,7 @@ impl RunResults {
         let mut r = RunResults::new(host, scenario, repeats.len());
         r.observer = ObserverResult::from_repeats(repeats);
         for (name, kind, unit) in workloads {
-            let per_run: Vec<[f64; 6]> = repeats
+            let per_run: Vec<[f64; Metric::ALL.len()]> = repeats
                 .iter()
                 .filter_map(|frames| repeat_values(frames, name))
                 .collect();
@@ -347,7 +362,9 @@ impl RunResults {
                 // A workload without counters (a plain command) has no throughput to report.
                 .filter(|(_, m)| !(**m == Metric::Throughput && unit.is_empty()))
                 .filter_map(|(i, m)| {
-                    MetricResult::new(*m, unit, per_run.iter().map(|v| v[i]).collect())
+                    // A repeat that could not measure it (not a number) is left out.
+                    let runs = per_run.iter().map(|v| v[i]).filter(|x| x.is_finite());
+                    MetricResult::new(*m, unit, runs.collect())
                 })
                 .collect();
             r.workloads.push(WorkloadResult {
@@ -355,9 +372,17 @@ impl RunResults {
                 kind: kind.clone(),
                 ops_unit: unit.clone(),
                 metrics,
+                latency: Vec::new(),
             });
         }
         r
+    }
+
+    /// Adds each workload's latency from each repeat's histograms (one per repeat, in order).
+    pub fn add_latency(&mut self, repeats: &[RepeatLatency]) {
+        for w in &mut self.workloads {
+            w.latency = latency::results_of(&w.name, repeats);
+        }
     }
 
     /// Reads a result file written by `schedlab run --format json`, strictly.
@@ -371,7 +396,7 @@ impl RunResults {
         match v.schema_version {
             Some(v) if READS_VERSIONS.contains(&v) => {}
             Some(other) => bail!(
-                "{origin} has results schema version {other}; this schedlab reads versions 1 and {SCHEMA_VERSION}"
+                "{origin} has results schema version {other}; this schedlab reads versions 1 to {SCHEMA_VERSION}"
             ),
             None => bail!("{origin} is not a schedlab result file (no schema_version)"),
         }
@@ -390,27 +415,24 @@ impl RunResults {
         let mut out = String::from(
             "workload,kind,metric,unit,n,mean,std_dev,min,max,ci95_low,ci95_high,cv,warning\n",
         );
-        let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
         for w in &self.workloads {
             for m in &w.metrics {
-                let s = &m.summary;
-                let _ = writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                    csv_field(&w.name),
-                    csv_field(&w.kind),
+                csv_row(
+                    &mut out,
+                    w,
                     m.metric.name(),
-                    csv_field(&m.unit),
-                    s.n,
-                    s.mean,
-                    opt(s.std_dev),
-                    s.min,
-                    s.max,
-                    opt(s.ci95_low),
-                    opt(s.ci95_high),
-                    opt(s.cv),
-                    csv_field(m.warning.as_deref().unwrap_or("")),
+                    &m.unit,
+                    &m.summary,
+                    &m.warning,
                 );
+            }
+            // Latency figures as rows of their own: `latency_p99`, in µs of the unit timed.
+            for l in &w.latency {
+                for f in &l.figures {
+                    let unit = format!("µs ({})", l.unit);
+                    let name = f.figure.gate_name();
+                    csv_row(&mut out, w, name, &unit, &f.summary, &f.warning);
+                }
             }
         }
         out
@@ -439,31 +461,25 @@ impl RunResults {
             );
             let mut noisy = Vec::new();
             let mut single = false;
-            for m in &w.metrics {
-                let s = &m.summary;
-                let ci = match (s.ci95_low, s.ci95_high) {
-                    (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
-                    _ => "-".into(),
-                };
-                let label = format!("{} ({})", m.metric.name(), m.unit);
-                let _ = writeln!(
-                    out,
-                    "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
-                    label,
-                    num(s.mean),
-                    s.std_dev.map_or("-".into(), num),
-                    num(s.min),
-                    num(s.max),
-                    ci,
-                    s.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
-                );
+            let mut rows: Vec<(String, String, Summary)> = w
+                .metrics
+                .iter()
+                .map(|m| {
+                    let label = format!("{} ({})", m.metric.name(), m.unit);
+                    (label, m.metric.name().to_owned(), m.summary.clone())
+                })
+                .collect();
+            rows.extend(latency::text_rows(&w.latency));
+            for (label, name, s) in &rows {
+                text_row(&mut out, label, s);
                 match s.noise() {
                     Some(Noise::SingleRun) => single = true,
-                    Some(Noise::HighCv(cv)) => {
-                        noisy.push(format!("{} {:.1}%", m.metric.name(), cv * 100.0))
-                    }
+                    Some(Noise::HighCv(cv)) => noisy.push(format!("{name} {:.1}%", cv * 100.0)),
                     None => {}
                 }
+            }
+            for l in &w.latency {
+                let _ = writeln!(out, "  {}", latency::text_line(l));
             }
             if single {
                 let _ = writeln!(
@@ -491,7 +507,7 @@ impl RunResults {
 /// which the workload was alive. Throughput is operations done / time from the first interval
 /// with a counted operation to the last one, so a chat run's connection set-up does not dilute
 /// it (chat_c's own clock also starts after set-up).
-pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; 6]> {
+pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; Metric::ALL.len()]> {
     let alive: Vec<(f64, &crate::model::WorkloadFrame)> = frames
         .iter()
         .filter(|f| f.interval.is_finite() && f.interval > 0.0)
@@ -525,8 +541,25 @@ pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; 6]> {
         (Some(a), Some(b)) => &alive[a..=b],
         _ => &alive[..],
     };
+    // Migrations over the intervals in which they were read (their reading is slower than the
+    // sampling, and absent on kernels without the sched file: then not a number, left out).
+    let known = |m: Metric| -> Vec<(f64, &crate::model::WorkloadFrame)> {
+        alive
+            .iter()
+            .copied()
+            .filter(|(_, w)| m.of(w).is_finite())
+            .collect()
+    };
     Some(Metric::ALL.map(|m| match m {
         Metric::Throughput => mean(working, m),
+        Metric::MigrationsPerSec => {
+            let span = known(m);
+            if span.is_empty() {
+                f64::NAN
+            } else {
+                mean(&span, m)
+            }
+        }
         _ => mean(&alive, m),
     }))
 }
@@ -546,6 +579,54 @@ pub fn num(x: f64) -> String {
     } else {
         format!("{x:.3}")
     }
+}
+
+/// One metric's line in a workload's table.
+fn text_row(out: &mut String, label: &str, s: &Summary) {
+    let ci = match (s.ci95_low, s.ci95_high) {
+        (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
+        _ => "-".into(),
+    };
+    let _ = writeln!(
+        out,
+        "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
+        label,
+        num(s.mean),
+        s.std_dev.map_or("-".into(), num),
+        num(s.min),
+        num(s.max),
+        ci,
+        s.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+    );
+}
+
+/// One metric's CSV row.
+fn csv_row(
+    out: &mut String,
+    w: &WorkloadResult,
+    metric: &str,
+    unit: &str,
+    s: &Summary,
+    warning: &Option<String>,
+) {
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    let _ = writeln!(
+        out,
+        "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        csv_field(&w.name),
+        csv_field(&w.kind),
+        metric,
+        csv_field(unit),
+        s.n,
+        s.mean,
+        opt(s.std_dev),
+        s.min,
+        s.max,
+        opt(s.ci95_low),
+        opt(s.ci95_high),
+        opt(s.cv),
+        csv_field(warning.as_deref().unwrap_or("")),
+    );
 }
 
 fn csv_field(s: &str) -> String {
@@ -594,7 +675,25 @@ mod tests {
         // CPU over the whole time alive, set-up included: (0 + 0.5*0.5 + 1.5*0.5) / 2.5.
         assert_eq!(v[1], 0.4);
         assert_eq!(v[4], 15.0);
+        assert!(
+            v[6].is_nan(),
+            "no migrations read: not a number, so left out"
+        );
         assert!(repeat_values(&frames, "other").is_none());
+    }
+
+    #[test]
+    fn migrations_are_averaged_over_the_intervals_that_read_them() {
+        let mut frames = vec![
+            frame(0.5, 100.0, WorkloadState::Running),
+            frame(0.5, 100.0, WorkloadState::Running),
+            frame(1.0, 100.0, WorkloadState::Running),
+        ];
+        frames[1].workloads[0].migrations_per_sec = Some(40.0);
+        frames[2].workloads[0].migrations_per_sec = Some(10.0);
+        let v = repeat_values(&frames, "w").unwrap();
+        // (0.5 * 40 + 1.0 * 10) / 1.5: the first interval had no reading yet.
+        assert_eq!(v[6], 20.0);
     }
 
     #[test]
