@@ -335,9 +335,11 @@ fn the_default_scenario_is_due_the_whole_machine_steadily() {
             f.t
         );
         // Idle, it is due what it takes (its kernel threads, interrupts): nothing to judge
-        // below 0.02 CPU, 'fair' above.
+        // below 0.02 CPU, 'fair' above. In the kernel's root autogroup (CI) the test itself
+        // and cargo sit in the root group beside the hogs and really wait behind them, which
+        // may read 'short'; never 'STARVED', never 'ahead'.
         assert!(
-            matches!(f.machine.rest_verdict, Verdict::None | Verdict::Fair),
+            !matches!(f.machine.rest_verdict, Verdict::Starved | Verdict::Ahead),
             "an idle rest of the machine is judged {:?} at {:.1} s: {:?}",
             f.machine.rest_verdict,
             f.t,
