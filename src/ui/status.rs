@@ -43,11 +43,11 @@ fn width(spans: &[Span]) -> usize {
     spans.iter().map(|s| s.width()).sum()
 }
 
-pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
-    let t = &app.theme;
+/// The status line's items, each in its long and its short form (all fit in 80 columns in
+/// their short forms); an empty pair is an item left out.
+fn status_items(app: &App) -> Vec<(String, String)> {
     let m = app.shown().map(|fr| fr.machine.clone()).unwrap_or_default();
     let frame = app.shown();
-    // Each item: (long form, short form). All fit in 80 columns in their short forms.
     let mut items: Vec<(String, String)> = Vec::new();
     if let Some(r) = app.replay {
         let at = app.view_end();
@@ -111,6 +111,12 @@ pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
             _ => (String::new(), String::new()),
         },
     ]);
+    items
+}
+
+pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let items = status_items(app);
     let sep = Span::styled(" │ ", t.dim());
     // The verdict window's item (after the replay's position, the tick and the chart window).
     let optional = usize::from(app.replay.is_some()) + 2;
