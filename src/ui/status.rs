@@ -233,8 +233,35 @@ pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
         )),
     ];
 
-    // Then pieces that flow onto the lines left: the verdict, why it is due what it is due,
-    // and the run's story.
+    // Then pieces that flow onto the lines left.
+    let pieces = detail_pieces(app, w, wf);
+
+    let mut lines = vec![clip_line(first, width)];
+    let mut current: Vec<Span<'static>> = Vec::new();
+    for piece in pieces {
+        let sep = if current.is_empty() { "  " } else { " │ " };
+        if !current.is_empty() && self::width(&current) + sep.len() + self::width(&piece) > width {
+            lines.push(clip_line(std::mem::take(&mut current), width));
+        }
+        let sep = if current.is_empty() { "  " } else { " │ " };
+        current.push(Span::styled(sep, t.dim()));
+        current.extend(piece);
+    }
+    if !current.is_empty() {
+        lines.push(clip_line(current, width));
+    }
+    lines.truncate(area.height as usize);
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+/// The details' pieces that flow onto the lines below the first: the verdict, why it is due
+/// what it is due, and the run's story.
+fn detail_pieces(
+    app: &App,
+    w: &WorkloadView,
+    wf: Option<&WorkloadFrame>,
+) -> Vec<Vec<Span<'static>>> {
+    let t = &app.theme;
     let mut pieces: Vec<Vec<Span<'static>>> = Vec::new();
     // A failed workload's own last word comes first: it says why.
     if let Some(last) = wf.and_then(|wf| wf.stderr.last()) {
@@ -303,23 +330,7 @@ pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
             t.dim(),
         )]);
     }
-
-    let mut lines = vec![clip_line(first, width)];
-    let mut current: Vec<Span<'static>> = Vec::new();
-    for piece in pieces {
-        let sep = if current.is_empty() { "  " } else { " │ " };
-        if !current.is_empty() && self::width(&current) + sep.len() + self::width(&piece) > width {
-            lines.push(clip_line(std::mem::take(&mut current), width));
-        }
-        let sep = if current.is_empty() { "  " } else { " │ " };
-        current.push(Span::styled(sep, t.dim()));
-        current.extend(piece);
-    }
-    if !current.is_empty() {
-        lines.push(clip_line(current, width));
-    }
-    lines.truncate(area.height as usize);
-    f.render_widget(Paragraph::new(lines), area);
+    pieces
 }
 
 /// Cuts a line of spans to `width` columns.
