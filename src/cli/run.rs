@@ -194,6 +194,24 @@ pub fn main(args: Args) -> Result<()> {
         r.finish()?;
     }
 
+    let results = results_of(&scenario, file, limit, host, &repeats, &latencies);
+    let text = match args.format {
+        Format::Text => results.to_text(),
+        Format::Json => results.to_json(),
+        Format::Csv => results.to_csv(),
+    };
+    write_results(output.take(), &text)
+}
+
+/// The run's results from every repeat's Frames and latency.
+fn results_of(
+    scenario: &Scenario,
+    file: Option<String>,
+    limit: Option<f64>,
+    host: Option<Host>,
+    repeats: &[Vec<Frame>],
+    latencies: &[RepeatLatency],
+) -> RunResults {
     let workloads: Vec<(String, String, String)> = scenario
         .workloads
         .iter()
@@ -219,15 +237,15 @@ pub fn main(args: Args) -> Result<()> {
         }),
         info,
         &workloads,
-        &repeats,
+        repeats,
     );
-    results.add_latency(&latencies);
-    let text = match args.format {
-        Format::Text => results.to_text(),
-        Format::Json => results.to_json(),
-        Format::Csv => results.to_csv(),
-    };
-    match output.take() {
+    results.add_latency(latencies);
+    results
+}
+
+/// Writes the results to the output file (whole, or not at all) or to stdout.
+fn write_results(output: Option<AtomicFile>, text: &str) -> Result<()> {
+    match output {
         Some(mut out) => {
             use std::io::Write;
             out.file()
