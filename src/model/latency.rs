@@ -228,22 +228,7 @@ mod tests {
 
     /// A Sample holding `values` (ns), as a region would report them.
     fn sample(unit: &str, values: &[u64], rejected: u64) -> LatencySample {
-        let mut counts = vec![0u64; BUCKETS + 1];
-        for &v in values {
-            counts[bucket_of(v)] += 1;
-        }
-        LatencySample {
-            unit: unit.into(),
-            samples: values.len() as u64,
-            sum_ns: values.iter().sum(),
-            rejected,
-            buckets: counts
-                .iter()
-                .enumerate()
-                .filter(|(_, &c)| c > 0)
-                .map(|(i, &c)| (i as u16, c))
-                .collect(),
-        }
+        LatencySample::of_values(unit, values, rejected)
     }
 
     fn exact_quantile(sorted: &[u64], q: f64) -> f64 {

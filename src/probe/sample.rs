@@ -215,6 +215,30 @@ pub struct LatencySample {
     pub buckets: Vec<(u16, u64)>,
 }
 
+#[cfg(test)]
+impl LatencySample {
+    /// What a region would report after timing `values` (ns), for tests.
+    pub(crate) fn of_values(unit: &str, values: &[u64], rejected: u64) -> Self {
+        use crate::sys::histogram::{bucket_of, BUCKETS};
+        let mut counts = vec![0u64; BUCKETS + 1];
+        for &v in values {
+            counts[bucket_of(v)] += 1;
+        }
+        Self {
+            unit: unit.into(),
+            samples: values.len() as u64,
+            sum_ns: values.iter().sum(),
+            rejected,
+            buckets: counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c > 0)
+                .map(|(i, &c)| (i as u16, c))
+                .collect(),
+        }
+    }
+}
+
 impl From<crate::sys::counters::LatencyTotals> for LatencySample {
     fn from(t: crate::sys::counters::LatencyTotals) -> Self {
         Self {

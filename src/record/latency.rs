@@ -376,25 +376,9 @@ pub fn text_line(l: &LatencyResult) -> String {
 mod tests {
     use super::*;
     use crate::probe::WorkloadSample;
-    use crate::sys::histogram::{bucket_of, BUCKETS};
 
     fn hist(unit: &str, values: &[u64]) -> LatencySample {
-        let mut counts = vec![0u64; BUCKETS + 1];
-        for &v in values {
-            counts[bucket_of(v)] += 1;
-        }
-        LatencySample {
-            unit: unit.into(),
-            samples: values.len() as u64,
-            sum_ns: values.iter().sum(),
-            rejected: 0,
-            buckets: counts
-                .iter()
-                .enumerate()
-                .filter(|(_, &c)| c > 0)
-                .map(|(i, &c)| (i as u16, c))
-                .collect(),
-        }
+        LatencySample::of_values(unit, values, 0)
     }
 
     /// A Sample at `t_s` seconds in which workload "pp" (leader `leader`) has timed `values`
