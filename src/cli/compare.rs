@@ -646,23 +646,32 @@ fn latency_markdown(out: &mut String, c: &Comparison, workload: &str, labels: &[
             num(first.a.mean),
             spread(first.a.pct_std_dev())
         );
-        for candidate in 1..labels.len() {
-            let text = match rows.iter().find(|r| r.candidate == candidate) {
-                None => "-".to_owned(),
-                Some(r) => format!(
-                    "{} {}{}",
-                    pct(r.diff_pct),
-                    spread(r.pct_std_dev),
-                    mark(r.verdict)
-                ),
-            };
-            let _ = write!(out, " {text} |");
-        }
-        let _ = writeln!(out);
+        candidate_cells(&mut *out, labels.len(), |k| {
+            rows.iter()
+                .find(|r| r.candidate == k)
+                .map(|r| (r.diff_pct, r.pct_std_dev, r.verdict))
+        });
     }
 }
 
 /// A Markdown cell's mark for a verdict.
+/// A Markdown row's cells for each candidate file: its change, spread and mark, or "-" where
+/// the file has no such figure; then the row's end.
+fn candidate_cells(
+    out: &mut String,
+    files: usize,
+    figures: impl Fn(usize) -> Option<(Option<f64>, Option<f64>, Verdict)>,
+) {
+    for candidate in 1..files {
+        let text = match figures(candidate) {
+            None => "-".to_owned(),
+            Some((diff, sd, verdict)) => format!("{} {}{}", pct(diff), spread(sd), mark(verdict)),
+        };
+        let _ = write!(out, " {text} |");
+    }
+    let _ = writeln!(out);
+}
+
 fn mark(v: Verdict) -> &'static str {
     match v {
         Verdict::Significant => " *",
@@ -726,19 +735,11 @@ pub fn to_markdown(c: &Comparison, files: &[RunResults], labels: &[String]) -> S
             num(first.a.mean),
             spread(first.a.pct_std_dev())
         );
-        for candidate in 1..labels.len() {
-            let text = match rows.iter().find(|r| r.candidate == candidate) {
-                None => "-".to_owned(),
-                Some(r) => format!(
-                    "{} {}{}",
-                    pct(r.diff_pct),
-                    spread(r.pct_std_dev),
-                    mark(r.verdict)
-                ),
-            };
-            let _ = write!(out, " {text} |");
-        }
-        let _ = writeln!(out);
+        candidate_cells(&mut out, labels.len(), |k| {
+            rows.iter()
+                .find(|r| r.candidate == k)
+                .map(|r| (r.diff_pct, r.pct_std_dev, r.verdict))
+        });
     }
     if let Some(done) = current {
         latency_markdown(&mut out, c, done, labels);
