@@ -540,10 +540,7 @@ fn the_grafana_dashboard_asks_only_for_series_that_exist() {
     let dashboard: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
 
-    let server = server();
-    for f in common::frames() {
-        server.publish(&f);
-    }
+    let server = server_with_latency();
     let (_, body) = get(server.local_addr(), "/metrics", "text/plain");
     let exposed: BTreeSet<String> = parse(&body, false)
         .values()
@@ -579,7 +576,7 @@ fn the_grafana_dashboard_asks_only_for_series_that_exist() {
         }
     }
 
-    // Three panels per host: a row repeated for each host, holding them.
+    // Four panels per host: a row repeated for each host, holding them.
     let panels = dashboard["panels"].as_array().unwrap();
     let rows: Vec<_> = panels.iter().filter(|p| p["type"] == "row").collect();
     assert_eq!(rows.len(), 1);
@@ -588,7 +585,7 @@ fn the_grafana_dashboard_asks_only_for_series_that_exist() {
         .iter()
         .filter(|p| p["type"] == "timeseries")
         .collect();
-    assert_eq!(charts.len(), 3);
+    assert_eq!(charts.len(), 4);
     let titles: Vec<_> = charts
         .iter()
         .map(|p| p["title"].as_str().unwrap())
@@ -596,4 +593,5 @@ fn the_grafana_dashboard_asks_only_for_series_that_exist() {
     assert!(titles[0].starts_with("Throughput"), "{titles:?}");
     assert!(titles[1].starts_with("CPU share"), "{titles:?}");
     assert!(titles[2].starts_with("Context switches"), "{titles:?}");
+    assert!(titles[3].starts_with("Latency"), "{titles:?}");
 }

@@ -211,12 +211,12 @@ fn autogroup_name(id: u64) -> String {
 }
 
 fn autogroup_state() -> String {
-    match std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled") {
-        Ok(s) if s.trim() == "1" => {
+    match crate::sys::proc::sysctl_on("kernel.sched_autogroup_enabled") {
+        Some(true) => {
             "on (kernel.sched_autogroup_enabled = 1): fair share is split per session first".into()
         }
-        Ok(_) => "off (kernel.sched_autogroup_enabled = 0): fair share is per task".into(),
-        Err(_) => "not in this kernel: fair share is per task".into(),
+        Some(false) => "off (kernel.sched_autogroup_enabled = 0): fair share is per task".into(),
+        None => "not in this kernel: fair share is per task".into(),
     }
 }
 

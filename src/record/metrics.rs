@@ -568,7 +568,7 @@ pub fn common_labels(host: &str, kernel: &str, scenario: &str) -> String {
 
 /// This machine's name, as `uname -n` says it.
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
+    crate::sys::proc::sysctl_text("kernel.hostname")
         .map(|h| h.trim().to_owned())
         .ok()
         .filter(|h| !h.is_empty())

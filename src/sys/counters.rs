@@ -21,6 +21,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 
 use super::histogram::{self, Unit, BUCKETS, HISTOGRAM_BYTES};
+use super::shm::{self, Shareable, SharedMapping};
 
 /// Environment variable carrying the inherited descriptor of the region.
 pub const ENV_FD: &str = "SCHEDLAB_COUNTERS_FD";
@@ -60,25 +61,22 @@ const _: () = assert!(std::mem::size_of::<Header>() == LINE);
 const _: () = assert!(std::mem::size_of::<Slot>() == LINE);
 const _: () = assert!(HISTOGRAM_BYTES % LINE == 0);
 
+// SAFETY: Header is repr(C) and made of atomics only: valid for any bits, accessed atomically.
+unsafe impl Shareable for Header {}
+// SAFETY: Slot is repr(C) and made of one atomic: valid for any bits, accessed atomically.
+unsafe impl Shareable for Slot {}
+
+/// The region's memfd and its shared mapping, unmapped when the last slot, histogram and
+/// region holding it is dropped. The descriptor stays open as long, for children to inherit.
 struct Mapping {
-    base: *mut u8,
-    len: usize,
+    shared: SharedMapping,
     fd: OwnedFd,
 }
 
-// SAFETY: Send: a `Mapping` owns its mapping and descriptor, unmaps once in Drop, and the memory is
-// only ever reached through atomics, so any thread may own it.
-unsafe impl Send for Mapping {}
-// SAFETY: Sync: a shared `Mapping` gives out the memory only as `&AtomicU64` (Header, Slot,
-// histogram words), which is Sync.
-unsafe impl Sync for Mapping {}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: `base` and `len` are exactly what mmap returned in `map_raw`; every reference
-        // into the mapping borrows a region or holds this Arc (slots, histograms), so none
-        // outlives the unmap.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
+impl Mapping {
+    /// Where the region starts in this process.
+    fn base(&self) -> usize {
+        self.shared.addr()
     }
 }
 
@@ -118,7 +116,7 @@ impl CounterSlot {
     /// Where the slot lies in its region, in bytes: how a program exec'd with the region's
     /// descriptor finds it.
     pub fn offset(&self) -> usize {
-        self.value as usize - self._map.base as usize
+        self.value as usize - self._map.base()
     }
 }
 
@@ -174,7 +172,7 @@ impl Histogram {
     /// Where the histogram lies in its region, in bytes (for a program exec'd with the
     /// region's descriptor).
     pub fn offset(&self) -> usize {
-        self.words as usize - self._map.base as usize
+        self.words as usize - self._map.base()
     }
 }
 
@@ -284,30 +282,16 @@ impl CounterRegion {
 
     /// Creates a fresh region with room for `capacity` slots and `histograms` histograms.
     pub fn create_with(capacity: usize, histograms: usize) -> Result<Self> {
-        // SAFETY: the name is a NUL-terminated C string literal; memfd_create reads nothing else.
-        let raw = unsafe { libc::memfd_create(c"schedlab-counters".as_ptr(), libc::MFD_CLOEXEC) };
-        if raw < 0 {
-            return Err(std::io::Error::last_os_error()).context("memfd_create for counters");
-        }
-        // SAFETY: `raw` is the new descriptor memfd_create just returned (checked non-negative);
-        // nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let len = Self::len_for(capacity, histograms);
-        // SAFETY: `fd` is an open descriptor this function owns; ftruncate takes no pointer (the
-        // file stays sparse until written).
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("sizing the counter region");
-        }
-        let base = Self::map_raw(&fd, len)?;
-        let header = base as *const Header;
-        // SAFETY: the mapping is `len` bytes, at least one header line, and nobody else has
-        // it yet.
-        unsafe {
-            (*header).capacity.store(capacity as u64, Relaxed);
-            (*header).histograms.store(histograms as u64, Relaxed);
-            (*header).magic.store(MAGIC, Relaxed);
-        }
-        Ok(Self::wrap(fd, base, len, capacity, histograms))
+        // Sparse until written: a histogram costs memory only once a thread claims it.
+        let fd = shm::memfd(c"schedlab-counters", len).context("creating the counter region")?;
+        let region = Self::map(fd, len, capacity, histograms)?;
+        // Nobody else has the region yet: the magic, stored last, says it is ready.
+        let header = region.header();
+        header.capacity.store(capacity as u64, Relaxed);
+        header.histograms.store(histograms as u64, Relaxed);
+        header.magic.store(MAGIC, Relaxed);
+        Ok(region)
     }
 
     fn len_for(capacity: usize, histograms: usize) -> usize {
@@ -346,18 +330,12 @@ impl CounterRegion {
         if len < LINE {
             bail!("too short for a counter region");
         }
-        let base = Self::map_raw(&fd, len)?;
-        let header = base as *const Header;
-        // SAFETY: the mapping holds at least the header line (checked above).
-        let (magic, capacity, histograms) = unsafe {
-            (
-                (*header).magic.load(Relaxed),
-                (*header).capacity.load(Relaxed) as usize,
-                (*header).histograms.load(Relaxed) as usize,
-            )
-        };
-        // Wrapped first, so that an error below unmaps it.
-        let region = Self::wrap(fd, base, len, 0, 0);
+        // Mapped with no slots or histograms until the header is checked; an error unmaps it.
+        let region = Self::map(fd, len, 0, 0)?;
+        let header = region.header();
+        let magic = header.magic.load(Relaxed);
+        let capacity = header.capacity.load(Relaxed) as usize;
+        let histograms = header.histograms.load(Relaxed) as usize;
         let fits = capacity
             .checked_add(1)
             .and_then(|lines| lines.checked_mul(LINE))
@@ -382,53 +360,36 @@ impl CounterRegion {
         }
     }
 
-    fn map_raw(fd: &OwnedFd, len: usize) -> Result<*mut u8> {
-        // SAFETY: a new shared mapping (null hint) of `len` bytes of a descriptor we own: no
-        // existing memory is touched; MAP_FAILED is checked below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("mapping the counter region");
-        }
-        Ok(base.cast())
-    }
-
-    fn wrap(fd: OwnedFd, base: *mut u8, len: usize, capacity: usize, histograms: usize) -> Self {
-        Self {
-            map: Arc::new(Mapping { base, len, fd }),
+    /// The first `len` bytes of `fd`, shared (MAP_SHARED, page-aligned) with every process
+    /// that maps the memfd: the children it is handed to.
+    fn map(fd: OwnedFd, len: usize, capacity: usize, histograms: usize) -> Result<Self> {
+        let shared = SharedMapping::of_fd(&fd, len).context("mapping the counter region")?;
+        Ok(Self {
+            map: Arc::new(Mapping { shared, fd }),
             capacity,
             histograms,
-        }
+        })
     }
 
     fn header(&self) -> &Header {
-        // SAFETY: `base` is a live, page-aligned mapping of at least LINE bytes (create sizes it
-        // so, from_fd checks the file's length); Header is 64 bytes of atomics, valid for any bits.
-        unsafe { &*(self.map.base as *const Header) }
+        // At least LINE bytes: create sizes it so, from_fd checks the file's length.
+        self.map.shared.get(0)
     }
 
     fn slot(&self, i: usize) -> &Slot {
         debug_assert!(i < self.capacity);
-        // SAFETY: callers pass i < capacity, and the mapping holds LINE * (capacity + 1) bytes at
-        // least (create sizes it so, from_fd checks it): the slot lies inside the mapping, 64-byte
-        // aligned as the page is; atomics are valid for any bits.
-        unsafe { &*(self.map.base.add(LINE * (i + 1)) as *const Slot) }
+        // Line i + 1, after the header: inside the mapping, which holds LINE * (capacity + 1)
+        // bytes at least (create sizes it so, from_fd checks it).
+        self.map.shared.get(LINE * (i + 1))
     }
 
-    /// Histogram i's first word.
+    /// Histogram i's first word. Its owner records through the pointer, which the Arc the
+    /// owner holds keeps mapped.
     fn histogram_words(&self, i: usize) -> *const AtomicU64 {
         assert!(i < self.histograms);
         let offset = LINE * (self.capacity + 1) + HISTOGRAM_BYTES * i;
-        // SAFETY: inside the mapping, whose length was checked against `histograms`.
-        unsafe { self.map.base.add(offset) as *const AtomicU64 }
+        let words = HISTOGRAM_BYTES / std::mem::size_of::<AtomicU64>();
+        self.map.shared.slice::<AtomicU64>(offset, words).as_ptr()
     }
 
     /// Hands out the next free slot. Call once per thread, before the measured part.

@@ -3,7 +3,11 @@
 //! re-reads them (probe/reader.rs); everything else that needs /proc reads it here, and every
 //! /proc/PID/stat line, the sampler's too, goes through the one parser below.
 
+use std::io;
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use anyhow::Context;
 
 /// The fields of /proc/PID/stat (or task/TID/stat) the probe uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -136,9 +140,31 @@ pub fn read_u64(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// A sysctl by its dotted name ("kernel.pid_max"), from /proc/sys.
+/// The file that holds a sysctl: the dots of its name ("kernel.pid_max") are the
+/// directories under /proc/sys (/proc/sys/kernel/pid_max).
+pub fn sysctl_path(name: &str) -> String {
+    format!("/proc/sys/{}", name.replace('.', "/"))
+}
+
+/// A sysctl's text as the kernel prints it, trailing newline and all: every sysctl schedlab
+/// reads is read here.
+pub fn sysctl_text(name: &str) -> io::Result<String> {
+    std::fs::read_to_string(sysctl_path(name))
+}
+
+/// A sysctl that holds one number; the error names the file, and what it held when that was
+/// not a number.
+pub fn sysctl(name: &str) -> anyhow::Result<u64> {
+    let path = sysctl_path(name);
+    let text = sysctl_text(name).with_context(|| format!("reading {path}"))?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("{path} holds {text:?}"))
+}
+
+/// A sysctl's number, or None when the kernel has no such sysctl.
 pub fn sysctl_u64(name: &str) -> Option<u64> {
-    read_u64(&format!("/proc/sys/{}", name.replace('.', "/")))
+    sysctl(name).ok()
 }
 
 /// Whether a sysctl that holds 0 or 1 holds 1; None when the kernel has no such sysctl.
@@ -177,6 +203,26 @@ pub fn task_count() -> Option<u64> {
         .ok()
 }
 
+/// The descriptors this process holds open (the entries of /proc/self/fd, counting the one
+/// that lists them).
+pub fn own_open_files() -> Option<u64> {
+    entry_count("/proc/self/fd")
+}
+
+/// The memory maps this process holds (the lines of /proc/self/maps): vm.max_map_count caps
+/// them, and every thread's stack and guard page is one each.
+pub fn own_map_count() -> Option<u64> {
+    line_count("/proc/self/maps")
+}
+
+fn entry_count(dir: impl AsRef<Path>) -> Option<u64> {
+    Some(std::fs::read_dir(dir).ok()?.count() as u64)
+}
+
+fn line_count(path: impl AsRef<Path>) -> Option<u64> {
+    Some(std::fs::read_to_string(path).ok()?.lines().count() as u64)
+}
+
 /// This process's /proc/self/cgroup: one `id:controllers:path` line per hierarchy.
 pub fn own_cgroups() -> Option<String> {
     std::fs::read_to_string("/proc/self/cgroup").ok()
@@ -213,6 +259,55 @@ mod tests {
         assert!(mem_available().unwrap() > 0);
         assert!(task_count().unwrap() >= 1);
         assert!(sysctl_u64("kernel.pid_max").unwrap() > 1);
+    }
+
+    #[test]
+    fn a_sysctl_is_read_by_its_dotted_name() {
+        assert_eq!(sysctl_path("kernel.pid_max"), "/proc/sys/kernel/pid_max");
+        assert_eq!(
+            sysctl_path("vm.max_map_count"),
+            "/proc/sys/vm/max_map_count"
+        );
+        let raw = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
+        assert_eq!(sysctl_text("kernel.pid_max").unwrap(), raw);
+        assert_eq!(
+            sysctl("kernel.pid_max").unwrap(),
+            raw.trim().parse::<u64>().unwrap()
+        );
+        assert_eq!(sysctl_on("kernel.ostype"), None);
+    }
+
+    #[test]
+    fn a_sysctl_error_names_the_file_and_what_it_held() {
+        let missing = format!("{:#}", sysctl("kernel.no_such_sysctl").unwrap_err());
+        assert!(
+            missing.starts_with("reading /proc/sys/kernel/no_such_sysctl: "),
+            "{missing}"
+        );
+        assert_eq!(sysctl_u64("kernel.no_such_sysctl"), None);
+        let text = std::fs::read_to_string("/proc/sys/kernel/ostype").unwrap();
+        let not_a_number = sysctl("kernel.ostype").unwrap_err().to_string();
+        assert_eq!(
+            not_a_number,
+            format!("/proc/sys/kernel/ostype holds {text:?}")
+        );
+    }
+
+    #[test]
+    fn entries_and_lines_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["0", "1", "2"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        assert_eq!(entry_count(dir.path()), Some(3));
+        let maps = dir.path().join("2");
+        std::fs::write(&maps, "a-b rw-p 0 00:00 0\nc-d r--p 0 00:00 0\n").unwrap();
+        assert_eq!(line_count(&maps), Some(2));
+        assert_eq!(entry_count(dir.path().join("gone")), None);
+        assert_eq!(line_count(dir.path().join("gone")), None);
+        // This process has its code mapped and, while /proc/self/fd is listed, that listing open.
+        assert!(own_map_count().unwrap() > 1);
+        assert!(own_open_files().unwrap() >= 1);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use ledger::{KIND_MSG, KIND_SEM};
 pub use sweep::{
@@ -27,6 +27,20 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_comm = &stat[stat.rfind(')')? + 2..];
     after_comm.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Message queues that exist on the system now, anyone's (what `ipcs -q` lists).
+pub fn queues_in_use() -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/sysvipc/msg").context("reading /proc/sysvipc/msg")?;
+    Ok(table_rows(&text))
+}
+
+/// The rows of a /proc/sysvipc table: its lines after the header, but blank ones.
+fn table_rows(text: &str) -> u64 {
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .count() as u64
 }
 
 /// Tries of a new key when others hold the ones we pick (EEXIST), before giving up.
@@ -532,6 +546,18 @@ mod tests {
         assert_eq!(&back.text[..5], b"hello");
         drop(q);
         assert!(!exists_msg(id));
+    }
+
+    #[test]
+    fn queues_in_use_counts_the_rows_of_the_table() {
+        let header = "       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  cgid      stime      rtime      ctime\n";
+        assert_eq!(table_rows(header), 0);
+        let rows = "         0          3   600           0          0     0     0     0     0     0     0          0          0 1700000000\n\n 305419896          4   644           5          1    10    11     0     0     0     0 1700000001          0 1700000000\n";
+        assert_eq!(table_rows(&format!("{header}{rows}")), 2);
+        // Ours is among them while it lives, whatever other processes make or remove.
+        let q = MsgQueue::create().unwrap();
+        assert!(queues_in_use().unwrap() >= 1);
+        drop(q);
     }
 
     /// Key and mode (octal) of queue `id`, from /proc/sysvipc/msg.

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::sys::counters::{CounterRegion, CounterSlot};
+use crate::sys::proc::sysctl;
 use crate::sys::sysv::{self, LedgerRange, MsgQueue};
 use crate::workload::registry::MSGBENCH;
 
@@ -140,24 +141,6 @@ pub fn report(summaries: &[(Op, Summary)]) -> String {
     out
 }
 
-fn read_sysctl(name: &str) -> Result<u64> {
-    let path = format!("/proc/sys/{}", name.replace('.', "/"));
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    text.trim()
-        .parse()
-        .with_context(|| format!("{path} holds {text:?}"))
-}
-
-/// Message queues that exist on the system now (anyone's).
-fn queues_in_use() -> Result<u64> {
-    let text = std::fs::read_to_string("/proc/sysvipc/msg").context("reading /proc/sysvipc/msg")?;
-    Ok(text
-        .lines()
-        .skip(1)
-        .filter(|l| !l.trim().is_empty())
-        .count() as u64)
-}
-
 /// How many queues a batch may create: checked against kernel.msgmni before anything is made.
 pub fn choose_queues(requested: Option<u64>, msgmni: u64, in_use: u64) -> Result<usize> {
     let free = msgmni.saturating_sub(in_use);
@@ -209,8 +192,8 @@ pub fn main(args: Args) -> Result<()> {
         None => None,
     };
     sysv::sweep_orphans()?;
-    let msgmni = read_sysctl("kernel.msgmni")?;
-    let queues = choose_queues(requested, msgmni, queues_in_use()?)?;
+    let msgmni = sysctl("kernel.msgmni")?;
+    let queues = choose_queues(requested, msgmni, sysv::queues_in_use()?)?;
 
     let counters = CounterRegion::for_workload()?;
     let slot = counters.claim()?;
@@ -338,7 +321,7 @@ impl Bench<'_> {
     fn get_failed(&self, i: usize, err: std::io::Error) -> anyhow::Error {
         let n = self.ids.len();
         if err.raw_os_error() == Some(libc::ENOSPC) {
-            let others = queues_in_use().unwrap_or(0).saturating_sub(i as u64);
+            let others = sysv::queues_in_use().unwrap_or(0).saturating_sub(i as u64);
             anyhow::anyhow!(
                 "msgget: queue limit reached after {i} of {n} queues (kernel.msgmni = {}, {others} queues belong to others): raise kernel.msgmni or use fewer --queues",
                 self.msgmni

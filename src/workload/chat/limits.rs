@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 
 use super::protocol::USERS_PER_ROOM;
 use crate::sys::guard::free_tasks;
-use crate::sys::proc::{mem_available, read_u64};
+use crate::sys::proc::{mem_available, own_map_count, own_open_files, sysctl_u64};
 
 /// Stack of every chat thread: the originals used 16 KiB; Rust's formatting on an error path
 /// wants a little more. Small stacks are what let thousands of threads fit.
@@ -49,7 +49,7 @@ pub fn max_rooms() -> (u32, String) {
     if let Some((free, why)) = free_tasks() {
         consider(free / THREADS_PER_ROOM, why);
     }
-    if let (Some(max), Some(used)) = (read_u64("/proc/sys/vm/max_map_count"), own_maps()) {
+    if let (Some(max), Some(used)) = (sysctl_u64("vm.max_map_count"), own_map_count()) {
         let free = max.saturating_sub(used + 256);
         consider(
             free / (MAPS_PER_THREAD * THREADS_PER_ROOM),
@@ -120,21 +120,14 @@ fn nofile() -> Option<(u64, u64)> {
 fn nofile_ceiling(hard: u64) -> u64 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } == 0 {
-        read_u64("/proc/sys/fs/nr_open").unwrap_or(hard).max(hard)
+        sysctl_u64("fs.nr_open").unwrap_or(hard).max(hard)
     } else {
         hard
     }
 }
 
 fn open_files() -> u64 {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count() as u64)
-        .unwrap_or(16)
-}
-
-fn own_maps() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/maps").ok()?;
-    Some(text.lines().count() as u64)
+    own_open_files().unwrap_or(16)
 }
 
 /// Starts a chat thread with a small stack; a refusal names the limits that may be the cause.
