@@ -11,6 +11,7 @@
 //! rest of the machine is read once a second, within a budget of tasks.
 
 mod cgroups;
+mod latency;
 pub mod parse;
 mod reader;
 mod rest;
@@ -102,6 +103,8 @@ struct SweepPlan {
     status_due: bool,
     contended: bool,
     stride: u32,
+    /// Time since the last sweep, for the budgets a second.
+    gap_ns: u64,
 }
 
 #[derive(Default)]
@@ -109,6 +112,8 @@ struct GroupState {
     /// The leader's start time when first seen, to tell a reused pid.
     leader_start: Option<u64>,
     procs: HashMap<u32, ProcState>,
+    /// Its threads' latency histograms, as merged so far.
+    latency: latency::LatencyMerge,
 }
 
 impl GroupState {
@@ -370,6 +375,7 @@ impl Probe {
                     status_due,
                     contended,
                     stride,
+                    gap_ns: gap,
                 },
                 (&mut suspects, &mut sched),
                 t0,
@@ -572,6 +578,7 @@ impl Probe {
             status_due,
             contended,
             stride,
+            gap_ns: gap,
         } = plan;
         let mut problems: Vec<String> = Vec::new();
         if let Some(why) = self.unreadable.get(&target.leader) {
@@ -646,7 +653,8 @@ impl Probe {
             health,
             life: Life::Running,
             latency: target.counters.as_ref().map_or_else(Vec::new, |c| {
-                c.read_latency().into_iter().map(Into::into).collect()
+                let stride = latency::histogram_stride(c.histograms_claimed(), gap);
+                group.latency.read(c, stride, *sweeps)
             }),
             stderr: Vec::new(),
         }

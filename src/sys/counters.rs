@@ -430,11 +430,56 @@ impl CounterRegion {
         })
     }
 
+    /// Histograms handed out so far (each thread that times its operations has one).
+    pub fn histograms_claimed(&self) -> usize {
+        (self.header().histograms_claimed.load(Relaxed) as usize).min(self.histograms)
+    }
+
+    /// Reads histogram `i` alone into `out` (its buckets replaced, sorted by index, overflow
+    /// last as index `BUCKETS`): for an observer that reads a big workload's histograms in
+    /// rotation and merges them itself. False when `i` is not claimed or carries no unit yet.
+    pub fn read_histogram_into(&self, i: usize, out: &mut LatencyTotals) -> bool {
+        use histogram::{BUCKETS_PER_LINE, HEADER_WORDS, H_OVERFLOW, H_REJECTED, H_SAMPLES, H_SUM};
+        if i >= self.histograms_claimed() {
+            return false;
+        }
+        let words = self.histogram_words(i);
+        // SAFETY: a claimed histogram lies inside the mapping; every index used is within it,
+        // and reading only loads.
+        let word = |w: usize| unsafe { &*words.add(w) }.load(Relaxed);
+        let Some(unit) = Unit::from_code(word(histogram::H_UNIT)) else {
+            return false;
+        };
+        out.unit = Some(unit);
+        out.samples = word(H_SAMPLES);
+        out.sum_ns = word(H_SUM);
+        out.rejected = word(H_REJECTED);
+        out.buckets.clear();
+        for half in 0..2 {
+            let mut touched = word(histogram::H_TOUCHED + half);
+            while touched != 0 {
+                let line = half * 64 + touched.trailing_zeros() as usize;
+                touched &= touched - 1;
+                let first = line * BUCKETS_PER_LINE;
+                for b in first..first + BUCKETS_PER_LINE {
+                    let count = word(HEADER_WORDS + b);
+                    if count > 0 {
+                        out.buckets.push((b as u16, count));
+                    }
+                }
+            }
+        }
+        let overflow = word(H_OVERFLOW);
+        if overflow > 0 {
+            out.buckets.push((BUCKETS as u16, overflow));
+        }
+        true
+    }
+
     /// Every claimed histogram, merged per unit: raw cumulative counts, in unit order. Reads
     /// each histogram's header line and only the lines of buckets it ever wrote.
     pub fn read_latency(&self) -> Vec<LatencyTotals> {
-        let claimed =
-            (self.header().histograms_claimed.load(Relaxed) as usize).min(self.histograms);
+        let claimed = self.histograms_claimed();
         let mut merged: Vec<(LatencyTotals, Vec<u64>)> = Vec::new();
         for i in 0..claimed {
             let words = self.histogram_words(i);
