@@ -20,7 +20,7 @@ use super::frame::{Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, Workl
 use super::latency;
 use super::migrations::{self, MigrationMemo};
 use super::solver::{self, Class};
-use super::tree::Tree;
+use super::tree::{Placement, Tree};
 use super::window::{Means, Slot, Windows, DEFAULT_WINDOW};
 use crate::probe::{CgroupNode, Health, Life, Sample, WorkloadSample};
 
@@ -254,10 +254,13 @@ impl Model {
                 .cgroup
                 .as_ref()
                 .map(|c| (c.path.as_str(), c.weight.unwrap_or(1024.0)));
+            // Its own cgroup places tasks whose cgroup is unknown: not the last workload's.
+            all.last_placed = None;
             for c in &acc.claims {
                 all.push(c, own, Owner::Workload(k), autogroup_on, &self.cgroups);
             }
         }
+        all.last_placed = None;
         for (k, r) in self.rest.iter().enumerate() {
             all.push(&r.claim, None, Owner::Rest(k), autogroup_on, &self.cgroups);
         }
@@ -507,6 +510,9 @@ struct Claimants {
     owners: Vec<Owner>,
     received: Vec<f64>,
     cpu_of: Vec<Option<u32>>,
+    /// The last placement and its node: a process's threads share one, and placing a task
+    /// formats and looks up its group's names (a thousand times a tick otherwise).
+    last_placed: Option<(Placement, usize)>,
 }
 
 impl Claimants {
@@ -518,9 +524,16 @@ impl Claimants {
         autogroup_on: bool,
         cgroups: &HashMap<String, CgroupNode>,
     ) {
-        let node = self
-            .tree
-            .place(&claim.placement, autogroup_on, cgroups, own);
+        let node = match &self.last_placed {
+            Some((p, node)) if *p == claim.placement => *node,
+            _ => {
+                let node = self
+                    .tree
+                    .place(&claim.placement, autogroup_on, cgroups, own);
+                self.last_placed = Some((claim.placement.clone(), node));
+                node
+            }
+        };
         self.tasks.push(solver::Task {
             group: node,
             weight: claim.weight,
