@@ -392,18 +392,7 @@ impl Probe {
         }
         self.suspects_last = suspects.seen;
         if status_due || rest_due {
-            let mut paths: Vec<&str> = workloads
-                .iter()
-                .flat_map(|w| &w.processes)
-                .filter_map(|p| p.cgroup.as_deref())
-                .collect();
-            if let Some(r) = &machine.rest {
-                paths.extend(r.tasks.iter().filter_map(|t| t.cgroup.as_deref()));
-            }
-            paths.sort_unstable();
-            paths.dedup();
-            let nodes = self.cgroups.nodes(paths.into_iter(), &mut self.buf);
-            machine.cgroups = Some(nodes);
+            machine.cgroups = Some(self.cgroup_nodes(&workloads, machine.rest.as_ref()));
         }
 
         let t1 = monotonic_ns();
@@ -428,6 +417,26 @@ impl Probe {
 }
 
 impl Probe {
+    /// The cpu controller's groups the workloads' processes and the rest's tasks sit in,
+    /// with their ancestors.
+    fn cgroup_nodes(
+        &mut self,
+        workloads: &[WorkloadSample],
+        rest: Option<&RestSample>,
+    ) -> Vec<CgroupNode> {
+        let mut paths: Vec<&str> = workloads
+            .iter()
+            .flat_map(|w| &w.processes)
+            .filter_map(|p| p.cgroup.as_deref())
+            .collect();
+        if let Some(r) = rest {
+            paths.extend(r.tasks.iter().filter_map(|t| t.cgroup.as_deref()));
+        }
+        paths.sort_unstable();
+        paths.dedup();
+        self.cgroups.nodes(paths.into_iter(), &mut self.buf)
+    }
+
     fn read_machine(&mut self, now: u64) -> MachineSample {
         let mut m = MachineSample::default();
         if let Ok(b) = self.proc_stat.read(&mut self.buf) {
