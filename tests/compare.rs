@@ -157,17 +157,18 @@ fn three() -> [RunResults; 3] {
     ]
 }
 
+/// The first of `rows` that is `wanted`; the test fails without one.
+fn find_row<T>(rows: &[T], wanted: impl Fn(&T) -> bool) -> &T {
+    rows.iter().find(|r| wanted(r)).unwrap()
+}
+
 #[test]
 fn many_files_against_the_first_find_the_one_shift() {
     let files = three();
     let c = compare_many(&files.iter().collect::<Vec<_>>());
     assert_eq!(c.rows.len(), 4, "2 files x 2 metrics");
-    let row = |candidate, metric| {
-        c.rows
-            .iter()
-            .find(|r| r.candidate == candidate && r.metric == metric)
-            .unwrap()
-    };
+    let row =
+        |candidate, metric| find_row(&c.rows, |r| r.candidate == candidate && r.metric == metric);
     let noise = row(1, Metric::Throughput);
     assert_eq!(noise.verdict, Verdict::WithinNoise);
     assert!((noise.diff_pct.unwrap() + 1.0).abs() < 1e-9);
@@ -375,10 +376,9 @@ fn a_p99_that_doubled_is_flagged_and_one_within_noise_is_not() {
     let noise = pingpong("6.18", &[103.0, 99.0, 101.0, 107.0, 97.0, 100.0]);
     let c = compare_many(&[&base, &noise, &doubled]);
     let row = |candidate, figure| {
-        c.latency
-            .iter()
-            .find(|r| r.candidate == candidate && r.figure == figure)
-            .unwrap()
+        find_row(&c.latency, |r| {
+            r.candidate == candidate && r.figure == figure
+        })
     };
     let p99 = row(2, Figure::P99);
     assert_eq!(p99.unit, "round trip");

@@ -4,33 +4,19 @@
 //! checked (no network in tests). And every `schedlab COMMAND --flag` written in code exists:
 //! the command is one `schedlab --help` lists, and each flag is one its `--help` names.
 
+mod common;
+
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use common::tree::{files_under, repo};
 
 /// README.md and every Markdown file under docs/, as paths relative to the repository.
 fn pages() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<_> = fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "md") {
-                out.push(p.strip_prefix(repo()).unwrap().to_path_buf());
-            }
-        }
-    }
     let mut out = vec![PathBuf::from("README.md")];
-    walk(&repo().join("docs"), &mut out);
+    out.extend(files_under("docs", "md"));
     out
 }
 

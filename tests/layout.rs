@@ -7,31 +7,14 @@
 //! `help:` line is text for people, so neither counts. A literal that merely names a /proc file
 //! further in ("as /proc/stat says") is prose too and passes.
 
+mod common;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+
+use common::tree::{files_under, repo};
 
 /// Where /proc may be opened from, relative to the repository.
 const ALLOWED: [&str; 2] = ["src/probe", "src/sys"];
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Every .rs file under `dir`, sorted, as paths relative to the repository.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path.strip_prefix(repo()).unwrap().to_path_buf());
-        }
-    }
-}
 
 /// Whether a line of Rust is code with a literal that opens a /proc path.
 fn opens_proc(line: &str) -> bool {
@@ -63,8 +46,7 @@ fn the_rule_tells_code_from_prose() {
 
 #[test]
 fn only_the_probe_and_sys_open_proc() {
-    let mut files = Vec::new();
-    rust_files(&repo().join("src"), &mut files);
+    let files = files_under("src", "rs");
     assert!(
         files.len() > 50,
         "src/ holds only {} .rs files?",

@@ -371,18 +371,14 @@ fn latency_is_a_histogram_of_the_in_band_buckets() {
         assert_eq!(at(0.003145728), 1_090.0);
         assert_eq!(at(0.050331648), 1_100.0);
         assert_eq!(at(f64::INFINITY), 1_100.0);
-        let count = h
-            .samples
-            .iter()
-            .find(|(n, _, _)| n.ends_with("_count"))
-            .unwrap()
-            .2;
-        let sum = h
-            .samples
-            .iter()
-            .find(|(n, _, _)| n.ends_with("_sum"))
-            .unwrap()
-            .2;
+        let ending = |suffix: &str| {
+            h.samples
+                .iter()
+                .find(|(n, _, _)| n.ends_with(suffix))
+                .unwrap()
+                .2
+        };
+        let (count, sum) = (ending("_count"), ending("_sum"));
         assert_eq!(count, 1_100.0);
         // The exact sum: 1,000 × 1 ms + 90 × 3 ms + 10 × 50 ms.
         assert!(close(sum, 1.0 + 0.27 + 0.5), "{sum}");

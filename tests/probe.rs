@@ -39,7 +39,8 @@ fn forker(f: &FakeProc, k: u64, session: u32, autogroup: u64) {
     });
 }
 
-fn fork_load_frames(own_session: bool) -> Vec<Frame> {
+/// The Frame of fork_load's second second, against the jobs: in their session, or its own.
+fn fork_load_frame(own_session: bool) -> Frame {
     let f = FakeProc::new();
     let (session, group) = if own_session { (200, 8) } else { (100, 7) };
     let targets = [target(1, "ref-job", 100), target(2, "fork_load", 200)];
@@ -52,10 +53,26 @@ fn fork_load_frames(own_session: bool) -> Vec<Frame> {
         samples.push(pin(probe.sample(&targets), k));
     }
     let mut model = Model::new();
-    samples
-        .windows(2)
-        .map(|w| model.step(&w[0], &w[1]))
-        .collect()
+    model.step(&samples[0], &samples[1]);
+    model.step(&samples[1], &samples[2])
+}
+
+/// Makes `file` unreadable. Tests run as root, which permissions do not stop: a directory where
+/// a file should be gives the same kind of error (not ENOENT/ESRCH) as EACCES under hidepid
+/// would.
+fn unreadable(f: &FakeProc, file: &str) {
+    let path = f.root().join(file);
+    fs::remove_file(&path).unwrap();
+    fs::create_dir(&path).unwrap();
+}
+
+/// The sample's first workload's health in a word ("ok", "partial", "gone") and its reason.
+fn health(s: &Sample) -> (&'static str, &str) {
+    match &s.workloads[0].health {
+        Health::Ok => ("ok", ""),
+        Health::Partial(why) => ("partial", why),
+        Health::Gone(why) => ("gone", why),
+    }
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -64,8 +81,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn fork_load_in_one_session_is_due_two_fifths_of_a_cpu() {
-    let frames = fork_load_frames(false);
-    let f = &frames[1];
+    let f = &fork_load_frame(false);
     let (jobs, loop_) = (&f.workloads[0], &f.workloads[1]);
     assert!(close(jobs.cpu_received, 1.6), "{jobs:?}");
     assert!(close(jobs.cpu_fair, 1.6), "{jobs:?}");
@@ -84,8 +100,7 @@ fn fork_load_in_one_session_is_due_two_fifths_of_a_cpu() {
 
 #[test]
 fn fork_load_in_its_own_session_is_due_its_whole_demand() {
-    let frames = fork_load_frames(true);
-    let f = &frames[1];
+    let f = &fork_load_frame(true);
     let (jobs, loop_) = (&f.workloads[0], &f.workloads[1]);
     // Two autogroups of equal weight share 2 CPUs: the loop's group wants 0.8 CPU
     // (0.1 itself, its children 0.35 run + an estimated 0.35 wait), the hogs get the rest.
@@ -102,8 +117,7 @@ fn fork_load_in_its_own_session_is_due_its_whole_demand() {
 
 #[test]
 fn rates_wait_and_machine_counters() {
-    let frames = fork_load_frames(false);
-    let f = &frames[1];
+    let f = &fork_load_frame(false);
     let jobs = &f.workloads[0];
     assert_eq!(jobs.tasks, 4);
     // 4 threads × 0.6 s waiting per second.
@@ -188,15 +202,10 @@ fn an_unreadable_file_makes_the_workload_partial_with_the_reason() {
     let targets = [target(1, "ref-job", 100)];
     let mut probe = f.probe();
     hogs(&f, 1, 7);
-    // Tests run as root, which permissions do not stop: a directory where a file should be
-    // gives the same kind of error (not ENOENT/ESRCH) as EACCES under hidepid would.
-    let path = f.root().join("100/task/101/schedstat");
-    fs::remove_file(&path).unwrap();
-    fs::create_dir(&path).unwrap();
+    unreadable(&f, "100/task/101/schedstat");
     let s = probe.sample(&targets);
-    let Health::Partial(why) = &s.workloads[0].health else {
-        panic!("expected partial, got {:?}", s.workloads[0].health);
-    };
+    let (state, why) = health(&s);
+    assert_eq!(state, "partial", "{why}");
     assert!(
         why.contains("100/task/101/schedstat: Is a directory"),
         "{why}"
@@ -213,13 +222,10 @@ fn an_unreadable_file_makes_the_workload_partial_with_the_reason() {
 fn an_unreadable_leader_is_gone_with_the_reason() {
     let f = FakeProc::new();
     hogs(&f, 1, 7);
-    let path = f.root().join("100/stat");
-    fs::remove_file(&path).unwrap();
-    fs::create_dir(&path).unwrap();
+    unreadable(&f, "100/stat");
     let s = f.probe().sample(&[target(1, "ref-job", 100)]);
-    let Health::Gone(why) = &s.workloads[0].health else {
-        panic!("expected gone, got {:?}", s.workloads[0].health);
-    };
+    let (state, why) = health(&s);
+    assert_eq!(state, "gone", "{why}");
     assert!(why.contains("100/stat"), "{why}");
 }
 
@@ -238,9 +244,8 @@ fn a_dead_workload_is_gone_and_a_reused_pid_is_not_mistaken_for_it() {
         ..Proc::leader(100, 9999, 9, &[(100, 1, 1, 1, 0, 0)])
     });
     let s = probe.sample(&targets);
-    let Health::Gone(why) = &s.workloads[0].health else {
-        panic!("expected gone, got {:?}", s.workloads[0].health);
-    };
+    let (state, why) = health(&s);
+    assert_eq!(state, "gone", "{why}");
     assert!(why.contains("reused"), "{why}");
     assert!(s.workloads[0].processes.is_empty());
 }
@@ -333,15 +338,12 @@ fn an_unreadable_status_stays_reported_while_it_lasts() {
     let f = FakeProc::new();
     let targets = [target(1, "ref-job", 100)];
     hogs(&f, 1, 7);
-    let path = f.root().join("100/task/102/status");
-    fs::remove_file(&path).unwrap();
-    fs::create_dir(&path).unwrap();
+    unreadable(&f, "100/task/102/status");
     let mut probe = f.probe();
     for _ in 0..3 {
         let s = probe.sample(&targets);
-        let Health::Partial(why) = &s.workloads[0].health else {
-            panic!("expected partial, got {:?}", s.workloads[0].health);
-        };
+        let (state, why) = health(&s);
+        assert_eq!(state, "partial", "{why}");
         assert!(why.contains("102/status"), "{why}");
         // Its CPU is still read; only its switch counts are missing.
         assert_eq!(s.workloads[0].processes[0].threads.len(), 4);

@@ -133,6 +133,15 @@ fn query(prom: SocketAddr, promql: &str, time: f64) -> Vec<serde_json::Value> {
     v["data"]["result"].as_array().unwrap().clone()
 }
 
+/// What the metadata API says of `metric` (its first entry: type, unit), and the whole
+/// answer, for messages.
+fn metadata(prom: SocketAddr, metric: &str) -> (serde_json::Value, String) {
+    let (code, body) = http_get(prom, &format!("/api/v1/metadata?metric={metric}")).unwrap();
+    assert_eq!(code, 200, "{body}");
+    let meta: serde_json::Value = serde_json::from_str(&body).unwrap();
+    (meta["data"][metric][0].clone(), body)
+}
+
 fn number(v: &serde_json::Value) -> f64 {
     v.as_str().unwrap().parse().unwrap()
 }
@@ -330,14 +339,7 @@ fn prometheus_rate_of_the_cpu_counter_agrees_with_the_run() {
     }
 
     // Prometheus parsed OpenMetrics (it asks for it first): only that format declares units.
-    let (code, body) = http_get(
-        prom_addr,
-        "/api/v1/metadata?metric=schedlab_workload_cpu_received_seconds",
-    )
-    .unwrap();
-    assert_eq!(code, 200, "{body}");
-    let meta: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let entry = &meta["data"]["schedlab_workload_cpu_received_seconds"][0];
+    let (entry, body) = metadata(prom_addr, "schedlab_workload_cpu_received_seconds");
     assert_eq!(entry["type"], "counter", "{body}");
     assert_eq!(entry["unit"], "seconds", "{body}");
     // The latency histogram: the probe's median wakeup over the scraped span is read off a
@@ -375,14 +377,7 @@ fn prometheus_rate_of_the_cpu_counter_agrees_with_the_run() {
         0.0 < per_sec && per_sec <= 1050.0,
         "one wakeup a millisecond at most: {per_sec}/s"
     );
-    let (code, body) = http_get(
-        prom_addr,
-        "/api/v1/metadata?metric=schedlab_latency_seconds",
-    )
-    .unwrap();
-    assert_eq!(code, 200, "{body}");
-    let meta: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let entry = &meta["data"]["schedlab_latency_seconds"][0];
+    let (entry, body) = metadata(prom_addr, "schedlab_latency_seconds");
     assert_eq!(entry["type"], "histogram", "{body}");
     assert_eq!(entry["unit"], "seconds", "{body}");
 

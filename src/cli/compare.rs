@@ -531,37 +531,8 @@ pub fn to_text(c: &Comparison, files: &[RunResults], labels: &[String]) -> Strin
                 "metric", "file", "mean", "diff", "%change ± %stddev", "95% CI of diff", "p"
             );
         }
-        let first = rows[0];
-        let _ = writeln!(
-            out,
-            "  {:<26} {:<width$} {:>11} {:>11} {:>18}",
-            format!("{} ({})", first.metric.name(), first.unit),
-            labels.first().map_or("", |l| l.as_str()),
-            num(first.a.mean),
-            "",
-            spread(first.a.pct_std_dev()),
-        );
-        for row in rows {
-            let (ci, p) = match &row.welch {
-                Some(w) => (
-                    format!("{} .. {}", signed(w.ci95_low), signed(w.ci95_high)),
-                    format!("{:.3}", w.p_value),
-                ),
-                None => ("-".into(), "-".into()),
-            };
-            let _ = writeln!(
-                out,
-                "  {:<26} {:<width$} {:>11} {:>11} {:>18} {:>25} {:>7}  {}",
-                "",
-                labels.get(row.candidate).map_or("", |l| l.as_str()),
-                num(row.b.mean),
-                signed(row.b.mean - row.a.mean),
-                format!("{} {}", pct(row.diff_pct), spread(row.pct_std_dev)),
-                ci,
-                p,
-                row.judgement()
-            );
-        }
+        let name = format!("{} ({})", rows[0].metric.name(), rows[0].unit);
+        text_group(&mut out, name, &lines(&rows), labels, width);
     }
     if let Some(done) = current {
         latency_text(&mut out, c, done, labels, width);
@@ -596,40 +567,104 @@ fn latency_groups<'a>(c: &'a Comparison, workload: &str) -> Vec<Vec<&'a LatencyR
 /// The latency rows of `workload` in the text table: the baseline's mean, then each file's.
 fn latency_text(out: &mut String, c: &Comparison, workload: &str, labels: &[String], width: usize) {
     for rows in latency_groups(c, workload) {
-        let first = rows[0];
+        let name = format!("{} {} (µs)", rows[0].figure.label(), rows[0].unit);
+        text_group(out, name, &lines(&rows), labels, width);
+    }
+}
+
+/// What a table shows of one row against the baseline, a metric's or a latency figure's.
+struct Line<'a> {
+    candidate: usize,
+    a: &'a Summary,
+    b: &'a Summary,
+    diff_pct: Option<f64>,
+    pct_std_dev: Option<f64>,
+    verdict: Verdict,
+    judgement: String,
+    /// The test's 95% CI of the difference and its p, in words; "-" without a test.
+    test: (String, String),
+}
+
+/// Row and LatencyRow name alike the fields a line shows; only their tests differ.
+macro_rules! line_from {
+    ($row:ty, $test:ident) => {
+        impl<'a> From<&'a $row> for Line<'a> {
+            fn from(row: &'a $row) -> Line<'a> {
+                Line {
+                    candidate: row.candidate,
+                    a: &row.a,
+                    b: &row.b,
+                    diff_pct: row.diff_pct,
+                    pct_std_dev: row.pct_std_dev,
+                    verdict: row.verdict,
+                    judgement: row.judgement(),
+                    test: $test(row),
+                }
+            }
+        }
+    };
+}
+line_from!(Row, welch_cells);
+line_from!(LatencyRow, rank_cells);
+
+/// A group's rows as the tables show them.
+fn lines<'a, R>(rows: &[&'a R]) -> Vec<Line<'a>>
+where
+    Line<'a>: From<&'a R>,
+{
+    rows.iter().map(|&r| Line::from(r)).collect()
+}
+
+fn welch_cells(row: &Row) -> (String, String) {
+    match &row.welch {
+        Some(w) => (
+            format!("{} .. {}", signed(w.ci95_low), signed(w.ci95_high)),
+            format!("{:.3}", w.p_value),
+        ),
+        None => ("-".into(), "-".into()),
+    }
+}
+
+fn rank_cells(row: &LatencyRow) -> (String, String) {
+    match &row.rank_test {
+        Some(t) => (
+            match (t.ci95_low, t.ci95_high) {
+                (Some(lo), Some(hi)) => format!("{} .. {}", signed(lo), signed(hi)),
+                _ => "-".into(),
+            },
+            format!("{:.3}", t.p_value),
+        ),
+        None => ("-".into(), "-".into()),
+    }
+}
+
+/// A group in the text table: the baseline's mean and spread under the group's name, then one
+/// line per file with its mean, difference, `%change ± %stddev`, CI, p and verdict.
+fn text_group(out: &mut String, name: String, lines: &[Line], labels: &[String], width: usize) {
+    let first = &lines[0];
+    let _ = writeln!(
+        out,
+        "  {:<26} {:<width$} {:>11} {:>11} {:>18}",
+        name,
+        labels.first().map_or("", |l| l.as_str()),
+        num(first.a.mean),
+        "",
+        spread(first.a.pct_std_dev()),
+    );
+    for line in lines {
+        let (ci, p) = &line.test;
         let _ = writeln!(
             out,
-            "  {:<26} {:<width$} {:>11} {:>11} {:>18}",
-            format!("{} {} (µs)", first.figure.label(), first.unit),
-            labels.first().map_or("", |l| l.as_str()),
-            num(first.a.mean),
+            "  {:<26} {:<width$} {:>11} {:>11} {:>18} {:>25} {:>7}  {}",
             "",
-            spread(first.a.pct_std_dev()),
+            labels.get(line.candidate).map_or("", |l| l.as_str()),
+            num(line.b.mean),
+            signed(line.b.mean - line.a.mean),
+            format!("{} {}", pct(line.diff_pct), spread(line.pct_std_dev)),
+            ci,
+            p,
+            line.judgement
         );
-        for row in rows {
-            let (ci, p) = match &row.rank_test {
-                Some(t) => (
-                    match (t.ci95_low, t.ci95_high) {
-                        (Some(lo), Some(hi)) => format!("{} .. {}", signed(lo), signed(hi)),
-                        _ => "-".into(),
-                    },
-                    format!("{:.3}", t.p_value),
-                ),
-                None => ("-".into(), "-".into()),
-            };
-            let _ = writeln!(
-                out,
-                "  {:<26} {:<width$} {:>11} {:>11} {:>18} {:>25} {:>7}  {}",
-                "",
-                labels.get(row.candidate).map_or("", |l| l.as_str()),
-                num(row.b.mean),
-                signed(row.b.mean - row.a.mean),
-                format!("{} {}", pct(row.diff_pct), spread(row.pct_std_dev)),
-                ci,
-                p,
-                row.judgement()
-            );
-        }
     }
 }
 
@@ -646,32 +681,29 @@ fn latency_markdown(out: &mut String, c: &Comparison, workload: &str, labels: &[
             num(first.a.mean),
             spread(first.a.pct_std_dev())
         );
-        candidate_cells(&mut *out, labels.len(), |k| {
-            rows.iter()
-                .find(|r| r.candidate == k)
-                .map(|r| (r.diff_pct, r.pct_std_dev, r.verdict))
-        });
+        candidate_cells(&mut *out, labels.len(), &lines(&rows));
     }
 }
 
-/// A Markdown cell's mark for a verdict.
 /// A Markdown row's cells for each candidate file: its change, spread and mark, or "-" where
 /// the file has no such figure; then the row's end.
-fn candidate_cells(
-    out: &mut String,
-    files: usize,
-    figures: impl Fn(usize) -> Option<(Option<f64>, Option<f64>, Verdict)>,
-) {
+fn candidate_cells(out: &mut String, files: usize, lines: &[Line]) {
     for candidate in 1..files {
-        let text = match figures(candidate) {
+        let text = match lines.iter().find(|l| l.candidate == candidate) {
             None => "-".to_owned(),
-            Some((diff, sd, verdict)) => format!("{} {}{}", pct(diff), spread(sd), mark(verdict)),
+            Some(l) => format!(
+                "{} {}{}",
+                pct(l.diff_pct),
+                spread(l.pct_std_dev),
+                mark(l.verdict)
+            ),
         };
         let _ = write!(out, " {text} |");
     }
     let _ = writeln!(out);
 }
 
+/// A Markdown cell's mark for a verdict.
 fn mark(v: Verdict) -> &'static str {
     match v {
         Verdict::Significant => " *",
@@ -735,11 +767,7 @@ pub fn to_markdown(c: &Comparison, files: &[RunResults], labels: &[String]) -> S
             num(first.a.mean),
             spread(first.a.pct_std_dev())
         );
-        candidate_cells(&mut out, labels.len(), |k| {
-            rows.iter()
-                .find(|r| r.candidate == k)
-                .map(|r| (r.diff_pct, r.pct_std_dev, r.verdict))
-        });
+        candidate_cells(&mut out, labels.len(), &lines(&rows));
     }
     if let Some(done) = current {
         latency_markdown(&mut out, c, done, labels);

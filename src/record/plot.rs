@@ -9,6 +9,8 @@ use std::path::Path;
 use std::sync::Once;
 
 use anyhow::{anyhow, bail, Result};
+use plotters::chart::MeshStyle;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -172,7 +174,7 @@ where
         )
         .map_err(err)?;
     }
-    legend(&mut c).map_err(err)?;
+    legend(&mut c, SeriesLabelPosition::UpperRight).map_err(err)?;
 
     // Panel 2: CPU received (solid) against fair share (dashed, same colour).
     let ymax = top(&|s| &s.cpu).max(top(&|s| &s.fair));
@@ -194,7 +196,7 @@ where
         ))
         .map_err(err)?;
     }
-    legend(&mut c).map_err(err)?;
+    legend(&mut c, SeriesLabelPosition::UpperRight).map_err(err)?;
 
     // Panel 3: context switches, voluntary plus involuntary.
     let ymax = top(&|s| &s.cs);
@@ -202,7 +204,7 @@ where
     for (i, s) in all.iter().enumerate() {
         line(&mut c, &s.cs, COLOURS[i % COLOURS.len()], s.name.clone()).map_err(err)?;
     }
-    legend(&mut c).map_err(err)?;
+    legend(&mut c, SeriesLabelPosition::UpperRight).map_err(err)?;
 
     let mut next = 3;
     if !what.latency.is_empty() {
@@ -301,26 +303,17 @@ where
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
     let y = log_range(lat.iter().flat_map(|s| s.points.iter().flat_map(|p| p.1)));
-    let mut c = ChartBuilder::on(area)
-        .caption(
-            "Latency: p50 (dashed), p99 (solid), p99.9 (dotted)",
-            (FONT, 20),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(80)
+    let mut c = panel(area, "Latency: p50 (dashed), p99 (solid), p99.9 (dotted)")
         .build_cartesian_2d(x, y.log_scale())
         .map_err(err)?;
-    c.configure_mesh()
-        .x_desc("time (s)")
-        .y_desc("µs (log scale)")
-        .y_labels(8)
-        .y_label_formatter(&|v| crate::record::results::num(*v))
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 15))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(err)?;
+    draw_mesh(
+        c.configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("µs (log scale)")
+            .y_labels(8)
+            .y_label_formatter(&|v| crate::record::results::num(*v)),
+    )
+    .map_err(err)?;
     let colours = colours_for(lat.iter().map(|s| s.workload.as_str()), all);
     for (s, &col) in lat.iter().zip(&colours) {
         // Consecutive intervals with figures make one stretch of line; a gap breaks it.
@@ -350,9 +343,7 @@ where
             if n == 0 {
                 solid
                     .label(format!("{} ({})", s.workload, s.unit))
-                    .legend(move |(x, y)| {
-                        PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2))
-                    });
+                    .legend(swatch(col));
             }
             if stretch.len() == 1 {
                 // A lone interval draws no line: a dot says it was there.
@@ -361,13 +352,7 @@ where
             }
         }
     }
-    c.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font((FONT, 14))
-        .draw()
-        .map_err(err)?;
+    legend(&mut c, SeriesLabelPosition::UpperRight).map_err(err)?;
     Ok(())
 }
 
@@ -438,44 +423,25 @@ where
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
     let x = log_range(cdfs.iter().flat_map(|c| c.points.iter().map(|p| p.0)));
     let top = cdfs.iter().map(|c| c.top).fold(2.0, f64::max);
-    let mut c = ChartBuilder::on(area)
-        .caption(
-            "Latency distribution over the run (first second of each repeat left out)",
-            (FONT, 20),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(80)
+    let caption = "Latency distribution over the run (first second of each repeat left out)";
+    let mut c = panel(area, caption)
         .build_cartesian_2d(x.log_scale(), 0.0..top)
         .map_err(err)?;
-    c.configure_mesh()
-        .x_desc("µs (log scale)")
-        .y_desc("values at or below")
-        .x_label_formatter(&|v| crate::record::results::num(*v))
-        .y_labels(top as usize + 1)
-        .y_label_formatter(&|v| nines_label(*v))
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 15))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(err)?;
+    draw_mesh(
+        c.configure_mesh()
+            .x_desc("µs (log scale)")
+            .y_desc("values at or below")
+            .x_label_formatter(&|v| crate::record::results::num(*v))
+            .y_labels(top as usize + 1)
+            .y_label_formatter(&|v| nines_label(*v)),
+    )
+    .map_err(err)?;
     let colours = colours_for(cdfs.iter().map(|d| d.workload.as_str()), all);
     for (d, &col) in cdfs.iter().zip(&colours) {
-        c.draw_series(LineSeries::new(
-            d.points.iter().copied(),
-            col.stroke_width(2),
-        ))
-        .map_err(err)?
-        .label(format!("{} ({})", d.workload, d.unit))
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2)));
+        let label = format!("{} ({})", d.workload, d.unit);
+        line(&mut c, &d.points, col, label).map_err(err)?;
     }
-    c.configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font((FONT, 14))
-        .draw()
-        .map_err(err)?;
+    legend(&mut c, SeriesLabelPosition::LowerRight).map_err(err)?;
     Ok(())
 }
 
@@ -496,43 +462,76 @@ where
     DB::ErrorType: 'static,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
-    let mut c = ChartBuilder::on(area)
-        .caption(caption, (FONT, 20))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(80)
+    let mut c = panel(area, caption)
         .build_cartesian_2d(x, 0.0..ymax)
         .map_err(err)?;
-    c.configure_mesh()
-        .x_desc("time (s)")
-        .y_desc(ylabel)
-        .y_label_formatter(&|v| crate::record::results::num(*v))
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 15))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(err)?;
+    draw_mesh(
+        c.configure_mesh()
+            .x_desc("time (s)")
+            .y_desc(ylabel)
+            .y_label_formatter(&|v| crate::record::results::num(*v)),
+    )
+    .map_err(err)?;
     Ok(c)
 }
 
+/// A panel's caption, margin and room for its axes' labels, the same on every panel.
+fn panel<'a, 'b, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(area);
+    b.caption(caption, (FONT, 20))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(80);
+    b
+}
+
+/// Draws a panel's mesh, its axes described by the caller, in the fonts and faint grid of
+/// every panel.
+fn draw_mesh<X, Y, DB>(
+    mesh: &mut MeshStyle<'_, '_, X, Y, DB>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    X: Ranged + ValueFormatter<X::ValueType>,
+    Y: Ranged + ValueFormatter<Y::ValueType>,
+    DB: DrawingBackend,
+{
+    mesh.label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+}
+
 /// A workload's solid line in its colour, named in the legend.
-fn line<'a, DB: DrawingBackend + 'a>(
-    c: &mut Chart<'a, DB>,
+fn line<'a, DB, CT>(
+    c: &mut ChartContext<'a, DB, CT>,
     points: &[(f64, f64)],
     col: RGBColor,
     label: String,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
     c.draw_series(LineSeries::new(points.iter().copied(), col.stroke_width(2)))?
         .label(label)
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2)));
+        .legend(swatch(col));
     Ok(())
 }
 
-fn legend<'a, DB: DrawingBackend + 'a>(
-    c: &mut Chart<'a, DB>,
+/// The legend's sample of a workload's line: a short stroke in its colour.
+fn swatch(col: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2))
+}
+
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    c: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     c.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .label_font((FONT, 14))

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod tree;
 pub mod wait;
 
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! [`TIME_EVERY`]); against a server that does not relay what it is sent, they count it
 //! rejected.
 
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -335,6 +335,35 @@ fn wait_for_release(shared: &Shared) -> bool {
     !shared.flags.aborted()
 }
 
+/// A user's thread: it posts the room's done semaphore and marks the run finished however it
+/// ends; once the start barrier releases it, it moves `messages` messages, one `message` call
+/// each, counting each in `slot`, until the first error, which fails the run in the words of
+/// `failed(message number, error)`. Returns how many it moved. Generic and inlined, so the
+/// loop compiles as if written out in each thread.
+#[inline(always)]
+fn user_thread(
+    shared: &Shared,
+    room: u16,
+    slot: &CounterSlot,
+    messages: u64,
+    failed: impl Fn(u64, io::Error) -> String,
+    mut message: impl FnMut() -> io::Result<()>,
+) -> u64 {
+    let _done = DoneGuard { shared, room };
+    let _finish = FinishGuard(&shared.flags);
+    let before = slot.get();
+    if wait_for_release(shared) {
+        for i in 0..messages {
+            if let Err(err) = message() {
+                shared.flags.fail(failed(i + 1, err));
+                break;
+            }
+            slot.add(1);
+        }
+    }
+    slot.get() - before
+}
+
 /// A user's send thread. `STAMPED`: every message carries a stamp with its send time (the
 /// protocol treats the 100 bytes as opaque); otherwise the messages are the original's, and
 /// the loop is the one stamping is measured against.
@@ -345,31 +374,19 @@ fn send_thread<const STAMPED: bool>(
     slot: CounterSlot,
     messages: u64,
 ) -> (CounterSlot, u64) {
-    let _done = DoneGuard { shared, room };
-    let _finish = FinishGuard(&shared.flags);
-    let before = slot.get();
-    if wait_for_release(shared) {
-        let mut msg = [b'x'; MSG_SIZE];
-        if STAMPED {
-            stamp::prepare(&mut msg);
-        }
-        let fd = conn.as_raw_fd();
-        for i in 0..messages {
-            if STAMPED {
-                stamp::stamp(&mut msg, now_ns());
-            }
-            // SAFETY: `msg` is MSG_SIZE live bytes for the whole loop, which send_all only reads.
-            if let Err(err) = unsafe { net::send_all(fd, msg.as_ptr(), MSG_SIZE) } {
-                shared.flags.fail(format!(
-                    "sending message {} of {messages} to the server: {err}",
-                    i + 1
-                ));
-                break;
-            }
-            slot.add(1);
-        }
+    let mut msg = [b'x'; MSG_SIZE];
+    if STAMPED {
+        stamp::prepare(&mut msg);
     }
-    let n = slot.get() - before;
+    let fd = conn.as_raw_fd();
+    let failed = |i, err| format!("sending message {i} of {messages} to the server: {err}");
+    let n = user_thread(shared, room, &slot, messages, failed, || {
+        if STAMPED {
+            stamp::stamp(&mut msg, now_ns());
+        }
+        // SAFETY: `msg` is MSG_SIZE live bytes for the whole loop, which send_all only reads.
+        unsafe { net::send_all(fd, msg.as_ptr(), MSG_SIZE) }
+    });
     (slot, n)
 }
 
@@ -383,31 +400,20 @@ fn receive_thread(
     latency: Option<Histogram>,
     messages: u64,
 ) -> (CounterSlot, Option<Histogram>, u64) {
-    let _done = DoneGuard { shared, room };
-    let _finish = FinishGuard(&shared.flags);
-    let before = slot.get();
-    if wait_for_release(shared) {
-        let mut buf = [0u8; MSG_SIZE];
-        let mut sampler = Sampler::new(TIME_EVERY);
-        let fd = conn.as_raw_fd();
-        for i in 0..messages {
-            // SAFETY: `buf` is MSG_SIZE live, exclusively borrowed bytes, which recv_exact may
-            // write.
-            if let Err(err) = unsafe { net::recv_exact(fd, buf.as_mut_ptr(), MSG_SIZE) } {
-                shared.flags.fail(format!(
-                    "receiving message {} of {messages} from the server: {err}",
-                    i + 1
-                ));
-                break;
-            }
-            slot.add(1);
-            if let Some(h) = &latency {
-                if sampler.due() {
-                    stamp::take(&buf, h);
-                }
+    let mut buf = [0u8; MSG_SIZE];
+    let mut sampler = Sampler::new(TIME_EVERY);
+    let fd = conn.as_raw_fd();
+    let failed = |i, err| format!("receiving message {i} of {messages} from the server: {err}");
+    let n = user_thread(shared, room, &slot, messages, failed, || {
+        // SAFETY: `buf` is MSG_SIZE live, exclusively borrowed bytes, which recv_exact may
+        // write.
+        unsafe { net::recv_exact(fd, buf.as_mut_ptr(), MSG_SIZE) }?;
+        if let Some(h) = &latency {
+            if sampler.due() {
+                stamp::take(&buf, h);
             }
         }
-    }
-    let n = slot.get() - before;
+        Ok(())
+    });
     (slot, latency, n)
 }

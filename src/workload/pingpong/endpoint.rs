@@ -206,43 +206,43 @@ impl PipeEnd {
     }
 }
 
+/// One write or read of the whole token, `io` returning what the call returned, retried when
+/// a signal interrupted it; a read of nothing is end of file. Inlined with `io`, so each end
+/// compiles to its own loop around the one system call.
+#[inline(always)]
+fn whole_token(call: Call, mut io: impl FnMut() -> isize) -> Result<(), TaskError> {
+    loop {
+        let n = io();
+        if n == TOKEN_LEN as isize {
+            return Ok(());
+        }
+        if n == 0 && call == Call::Read {
+            return Err(TaskError { call, errno: 0 });
+        }
+        let err = TaskError::last(call);
+        if n >= 0 || err.errno != libc::EINTR {
+            return Err(err);
+        }
+    }
+}
+
 impl Endpoint for PipeEnd {
     #[inline]
     fn send(&mut self) -> Result<(), TaskError> {
-        loop {
+        whole_token(Call::Write, || {
             // SAFETY: `token` is TOKEN_LEN bytes, live for the call; write only reads them. A
             // closed fd is an error, not undefined behaviour.
-            let n = unsafe { libc::write(self.write_fd, self.token.as_ptr().cast(), TOKEN_LEN) };
-            if n == TOKEN_LEN as isize {
-                return Ok(());
-            }
-            let err = TaskError::last(Call::Write);
-            if n >= 0 || err.errno != libc::EINTR {
-                return Err(err);
-            }
-        }
+            unsafe { libc::write(self.write_fd, self.token.as_ptr().cast(), TOKEN_LEN) }
+        })
     }
 
     #[inline]
     fn recv(&mut self) -> Result<(), TaskError> {
-        loop {
+        whole_token(Call::Read, || {
             // SAFETY: `token` is TOKEN_LEN writable bytes, exclusively borrowed; read writes at
             // most that many.
-            let n = unsafe { libc::read(self.read_fd, self.token.as_mut_ptr().cast(), TOKEN_LEN) };
-            if n == TOKEN_LEN as isize {
-                return Ok(());
-            }
-            if n == 0 {
-                return Err(TaskError {
-                    call: Call::Read,
-                    errno: 0,
-                });
-            }
-            let err = TaskError::last(Call::Read);
-            if n > 0 || err.errno != libc::EINTR {
-                return Err(err);
-            }
-        }
+            unsafe { libc::read(self.read_fd, self.token.as_mut_ptr().cast(), TOKEN_LEN) }
+        })
     }
 }
 
