@@ -33,7 +33,8 @@ const REST_GROUPS_SHOWN: usize = 5;
 #[derive(Default)]
 struct StatusMemo {
     t_ns: u64,
-    counts: HashMap<(u32, u64, u32), (u64, u64)>,
+    /// Per thread: foldhash, a thousand lookups at each status sweep.
+    counts: foldhash::HashMap<(u32, u64, u32), (u64, u64)>,
     rates: (f64, f64),
 }
 
@@ -765,7 +766,8 @@ fn switch_rates(memo: &mut StatusMemo, cur: &Sample, w: &WorkloadSample) -> (f64
     if cur.status_t_ns == 0 || cur.status_t_ns == memo.t_ns {
         return memo.rates;
     }
-    let mut counts = HashMap::with_capacity(memo.counts.len());
+    let mut counts: foldhash::HashMap<_, _> =
+        foldhash::HashMapExt::with_capacity(memo.counts.len());
     let (mut dv, mut di) = (0u64, 0u64);
     for p in &w.processes {
         for th in &p.threads {
