@@ -136,12 +136,18 @@ fn benches(c: &mut Criterion) {
         let rounds = (20_000 / n as u32).max(5);
         // schedstat (+ process stat) only: what every tick costs.
         let mut fast = probe(Duration::from_secs(3600));
-        fast.sample(&targets);
-        let seen: usize = fast.sample(&targets).workloads[0]
-            .processes
-            .iter()
-            .map(|p| p.threads.len())
-            .sum();
+        // The probe takes in at most 500 new threads a listing: sweep until it has them all.
+        let seen_by = |p: &mut Probe| -> usize {
+            p.sample(&targets).workloads[0]
+                .processes
+                .iter()
+                .map(|p| p.threads.len())
+                .sum()
+        };
+        let mut seen = 0;
+        for _ in 0..n / 500 + 3 {
+            seen = seen_by(&mut fast);
+        }
         assert_eq!(seen, n, "the probe should see every thread");
         group.bench_with_input(
             BenchmarkId::new(format!("schedstat/{label}"), n),
@@ -162,7 +168,9 @@ fn benches(c: &mut Criterion) {
                     // one (all of them when they wake), plus per-thread nice. Sleep 150 ms between
                     // sweeps so the waking threads have run.
         let mut full = probe(Duration::ZERO);
-        full.sample(&targets);
+        for _ in 0..n / 500 + 3 {
+            full.sample(&targets);
+        }
         group.bench_with_input(
             BenchmarkId::new(format!("with_status/{label}"), n),
             &n,

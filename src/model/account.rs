@@ -117,7 +117,7 @@ fn cpus_of<'s>(th: &'s TaskSample, last: &mut Option<(&'s str, CpuSet)>) -> CpuS
 
 fn placement_of(p: &ProcessSample) -> Placement {
     Placement {
-        cgroup: p.cgroup.clone(),
+        cgroup: p.cgroup.as_deref().map(Into::into),
         autogroup: p.autogroup,
         session: p.session,
     }
@@ -452,7 +452,7 @@ pub fn rest_claims(
                     .unwrap_or_default(),
                 cpu: task.cpu,
                 placement: Placement {
-                    cgroup: task.cgroup.clone(),
+                    cgroup: task.cgroup.as_deref().map(Into::into),
                     autogroup: task.autogroup,
                     session: task.session,
                 },

@@ -20,7 +20,7 @@ use super::frame::{Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, Workl
 use super::latency;
 use super::migrations::{self, MigrationMemo};
 use super::solver::{self, Class};
-use super::tree::Tree;
+use super::tree::{Placement, Tree};
 use super::window::{Means, Slot, Windows, DEFAULT_WINDOW};
 use crate::probe::{CgroupNode, Health, Life, Sample, WorkloadSample};
 
@@ -33,7 +33,8 @@ const REST_GROUPS_SHOWN: usize = 5;
 #[derive(Default)]
 struct StatusMemo {
     t_ns: u64,
-    counts: HashMap<(u32, u64, u32), (u64, u64)>,
+    /// Per thread: foldhash, a thousand lookups at each status sweep.
+    counts: foldhash::HashMap<(u32, u64, u32), (u64, u64)>,
     rates: (f64, f64),
 }
 
@@ -254,10 +255,13 @@ impl Model {
                 .cgroup
                 .as_ref()
                 .map(|c| (c.path.as_str(), c.weight.unwrap_or(1024.0)));
+            // Its own cgroup places tasks whose cgroup is unknown: not the last workload's.
+            all.last_placed = None;
             for c in &acc.claims {
                 all.push(c, own, Owner::Workload(k), autogroup_on, &self.cgroups);
             }
         }
+        all.last_placed = None;
         for (k, r) in self.rest.iter().enumerate() {
             all.push(&r.claim, None, Owner::Rest(k), autogroup_on, &self.cgroups);
         }
@@ -507,6 +511,9 @@ struct Claimants {
     owners: Vec<Owner>,
     received: Vec<f64>,
     cpu_of: Vec<Option<u32>>,
+    /// The last placement and its node: a process's threads share one, and placing a task
+    /// formats and looks up its group's names (a thousand times a tick otherwise).
+    last_placed: Option<(Placement, usize)>,
 }
 
 impl Claimants {
@@ -518,9 +525,16 @@ impl Claimants {
         autogroup_on: bool,
         cgroups: &HashMap<String, CgroupNode>,
     ) {
-        let node = self
-            .tree
-            .place(&claim.placement, autogroup_on, cgroups, own);
+        let node = match &self.last_placed {
+            Some((p, node)) if *p == claim.placement => *node,
+            _ => {
+                let node = self
+                    .tree
+                    .place(&claim.placement, autogroup_on, cgroups, own);
+                self.last_placed = Some((claim.placement.clone(), node));
+                node
+            }
+        };
         self.tasks.push(solver::Task {
             group: node,
             weight: claim.weight,
@@ -752,7 +766,8 @@ fn switch_rates(memo: &mut StatusMemo, cur: &Sample, w: &WorkloadSample) -> (f64
     if cur.status_t_ns == 0 || cur.status_t_ns == memo.t_ns {
         return memo.rates;
     }
-    let mut counts = HashMap::with_capacity(memo.counts.len());
+    let mut counts: foldhash::HashMap<_, _> =
+        foldhash::HashMapExt::with_capacity(memo.counts.len());
     let (mut dv, mut di) = (0u64, 0u64);
     for p in &w.processes {
         for th in &p.threads {

@@ -19,7 +19,8 @@
 //! (all but the fair server's reserve), fair tasks share the rest, and real-time tasks take
 //! back whatever reserve the fair tasks did not want.
 
-use std::collections::HashMap;
+// foldhash, not SipHash: a CPU set is hashed per task per tick.
+use foldhash::{HashMap, HashMapExt};
 
 use super::cpuset::CpuSet;
 
@@ -156,17 +157,27 @@ impl<'a> Solver<'a> {
     fn new(machine: &Machine, tasks: &'a [Task]) -> Solver<'a> {
         let mut masks: Vec<CpuSet> = Vec::new();
         let mut mask_of: HashMap<CpuSet, usize> = HashMap::new();
+        // A process's threads nearly always share one list: the last one's mask is looked
+        // up once for all of them.
+        let mut last: Option<(&CpuSet, usize)> = None;
         let task_mask: Vec<usize> = tasks
             .iter()
             .map(|t| {
+                if let Some((cpus, k)) = last {
+                    if *cpus == t.cpus {
+                        return k;
+                    }
+                }
                 let mut m = t.cpus.intersection(&machine.cpus);
                 if m.is_empty() {
                     m = machine.cpus.clone();
                 }
-                *mask_of.entry(m.clone()).or_insert_with(|| {
+                let k = *mask_of.entry(m.clone()).or_insert_with(|| {
                     masks.push(m);
                     masks.len() - 1
-                })
+                });
+                last = Some((&t.cpus, k));
+                k
             })
             .collect();
         Solver {

@@ -13,8 +13,9 @@ use crate::probe::CgroupNode;
 /// Where a task's process sits, as the probe read it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Placement {
-    /// Its path in the cpu hierarchy ("/": root); None when unknown.
-    pub cgroup: Option<String>,
+    /// Its path in the cpu hierarchy ("/": root); None when unknown. Shared: every claim
+    /// of a process carries its process's placement.
+    pub cgroup: Option<std::sync::Arc<str>>,
     /// Its autogroup id and nice, when readable.
     pub autogroup: Option<(u64, i32)>,
     pub session: u32,

@@ -2,6 +2,8 @@
 //! replay runs the same model on them, so everything the model needs is here and nothing is
 //! derived.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// Everything the probe read in one sweep.
@@ -148,7 +150,7 @@ pub struct RestTask {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dl_bw: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<String>,
+    pub cpus: Option<Arc<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
     /// A kernel thread: it serves work queued by others, so the time it waits does not add
@@ -320,8 +322,10 @@ pub struct TaskSample {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
     /// The CPUs it may run on (status `Cpus_allowed_list`); None: unknown, taken as all.
+    /// Shared, not owned: a Sample copies every thread's at every sweep, and the list
+    /// nearly never changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<String>,
+    pub cpus: Option<Arc<str>>,
     /// Its real-time priority (1..=99 under SCHED_FIFO/RR).
     #[serde(default, skip_serializing_if = "is_zero32")]
     pub rt_priority: u32,

@@ -574,7 +574,7 @@ impl TaskState {
                 }
                 if let Some(list) = st.cpus_allowed {
                     if self.sample.cpus.as_deref() != Some(list) {
-                        self.sample.cpus = Some(list.to_string());
+                        self.sample.cpus = Some(list.into());
                     }
                 }
                 Ok(())

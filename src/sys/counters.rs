@@ -162,10 +162,9 @@ impl Histogram {
 
     /// Its counts so far, as [`CounterRegion::read_latency`] reads them.
     pub fn totals(&self) -> LatencyTotals {
-        let mut dense = vec![0; BUCKETS + 1];
+        let mut totals = LatencyTotals::default();
         // SAFETY: as in `record`; reading only loads.
-        let mut totals = unsafe { read_histogram(self.words, &mut dense) }.unwrap_or_default();
-        totals.buckets = sparse(&dense);
+        unsafe { read_histogram(self.words, &mut totals) };
         totals
     }
 
@@ -229,43 +228,48 @@ pub struct LatencyTotals {
     pub buckets: Vec<(u16, u64)>,
 }
 
-/// Reads the histogram at `words` into `dense` (added to it: one count per bucket, overflow
-/// last) and returns its header's figures; None when it carries no unit yet (claimed a moment
-/// ago). Reads the header line and only the lines of buckets it ever wrote.
+/// Reads the histogram at `words` into `out` (its buckets replaced, sorted by index, overflow
+/// last as index `BUCKETS`); false when it carries no unit yet (claimed a moment ago). Reads
+/// the header line and only the lines of buckets it ever wrote.
 ///
 /// # Safety
 /// `words` points to a histogram (`HISTOGRAM_BYTES` of mapped memory, 8-byte aligned).
-unsafe fn read_histogram(words: *const AtomicU64, dense: &mut [u64]) -> Option<LatencyTotals> {
+unsafe fn read_histogram(words: *const AtomicU64, out: &mut LatencyTotals) -> bool {
     use histogram::{BUCKETS_PER_LINE, HEADER_WORDS, H_OVERFLOW, H_REJECTED, H_SAMPLES, H_SUM};
-    // SAFETY: the caller vouches for `words`; every index used is within the histogram.
+    // SAFETY: the caller vouches for `words`; every index used is within the histogram, and
+    // reading only loads.
     let word = |w: usize| unsafe { &*words.add(w) }.load(Relaxed);
-    let unit = Unit::from_code(word(histogram::H_UNIT))?;
-    dense[BUCKETS] += word(H_OVERFLOW);
+    let Some(unit) = Unit::from_code(word(histogram::H_UNIT)) else {
+        return false;
+    };
+    out.unit = Some(unit);
+    out.samples = word(H_SAMPLES);
+    out.sum_ns = word(H_SUM);
+    out.rejected = word(H_REJECTED);
+    out.buckets.clear();
     for half in 0..2 {
         let mut touched = word(histogram::H_TOUCHED + half);
         while touched != 0 {
             let line = half * 64 + touched.trailing_zeros() as usize;
             touched &= touched - 1;
             let first = line * BUCKETS_PER_LINE;
-            for (b, count) in dense[first..first + BUCKETS_PER_LINE]
-                .iter_mut()
-                .enumerate()
-            {
-                *count += word(HEADER_WORDS + first + b);
+            for b in first..first + BUCKETS_PER_LINE {
+                let count = word(HEADER_WORDS + b);
+                if count > 0 {
+                    out.buckets.push((b as u16, count));
+                }
             }
         }
     }
-    Some(LatencyTotals {
-        unit: Some(unit),
-        samples: word(H_SAMPLES),
-        sum_ns: word(H_SUM),
-        rejected: word(H_REJECTED),
-        buckets: Vec::new(),
-    })
+    let overflow = word(H_OVERFLOW);
+    if overflow > 0 {
+        out.buckets.push((BUCKETS as u16, overflow));
+    }
+    true
 }
 
 /// The non-empty buckets of `dense`, as (index, count).
-fn sparse(dense: &[u64]) -> Vec<(u16, u64)> {
+pub(crate) fn sparse(dense: &[u64]) -> Vec<(u16, u64)> {
     dense
         .iter()
         .enumerate()
@@ -430,12 +434,28 @@ impl CounterRegion {
         })
     }
 
+    /// Histograms handed out so far (each thread that times its operations has one).
+    pub fn histograms_claimed(&self) -> usize {
+        (self.header().histograms_claimed.load(Relaxed) as usize).min(self.histograms)
+    }
+
+    /// Reads histogram `i` alone into `out` (its buckets replaced, sorted by index, overflow
+    /// last as index `BUCKETS`): for an observer that reads a big workload's histograms in
+    /// rotation and merges them itself. False when `i` is not claimed or carries no unit yet.
+    pub fn read_histogram_into(&self, i: usize, out: &mut LatencyTotals) -> bool {
+        if i >= self.histograms_claimed() {
+            return false;
+        }
+        // SAFETY: a claimed histogram lies inside the mapping.
+        unsafe { read_histogram(self.histogram_words(i), out) }
+    }
+
     /// Every claimed histogram, merged per unit: raw cumulative counts, in unit order. Reads
     /// each histogram's header line and only the lines of buckets it ever wrote.
     pub fn read_latency(&self) -> Vec<LatencyTotals> {
-        let claimed =
-            (self.header().histograms_claimed.load(Relaxed) as usize).min(self.histograms);
+        let claimed = self.histograms_claimed();
         let mut merged: Vec<(LatencyTotals, Vec<u64>)> = Vec::new();
+        let mut one = LatencyTotals::default();
         for i in 0..claimed {
             let words = self.histogram_words(i);
             // SAFETY: a claimed histogram lies inside the mapping; reading only loads.
@@ -459,10 +479,13 @@ impl CounterRegion {
             };
             let (totals, dense) = &mut merged[k];
             // SAFETY: as above.
-            if let Some(one) = unsafe { read_histogram(words, dense) } {
+            if unsafe { read_histogram(words, &mut one) } {
                 totals.samples += one.samples;
                 totals.sum_ns = totals.sum_ns.wrapping_add(one.sum_ns);
                 totals.rejected += one.rejected;
+                for &(b, c) in &one.buckets {
+                    dense[b as usize] += c;
+                }
             }
         }
         merged.sort_by_key(|(t, _)| t.unit);

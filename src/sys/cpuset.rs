@@ -3,10 +3,13 @@
 
 use std::fmt;
 
-/// CPU ids as a bitmap (bit k of word k/64 = CPU k).
+use smallvec::SmallVec;
+
+/// CPU ids as a bitmap (bit k of word k/64 = CPU k). Up to 256 CPUs without an allocation:
+/// the model copies a set per task per tick.
 #[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CpuSet {
-    words: Vec<u64>,
+    words: SmallVec<[u64; 4]>,
 }
 
 impl CpuSet {
