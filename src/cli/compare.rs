@@ -152,6 +152,45 @@ impl Verdict {
     }
 }
 
+/// One figure of one file against the baseline's, whichever test then judges it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Against {
+    /// The baseline.
+    pub a: Summary,
+    /// This file.
+    pub b: Summary,
+    /// (B - A) / |A| of the means in percent, when A's mean is not zero.
+    pub diff_pct: Option<f64>,
+    /// B's own standard deviation in percent of its mean.
+    pub pct_std_dev: Option<f64>,
+}
+
+impl Against {
+    pub fn new(a: Summary, b: Summary) -> Against {
+        Against {
+            diff_pct: stats::pct_change(a.mean, b.mean),
+            pct_std_dev: b.pct_std_dev(),
+            a,
+            b,
+        }
+    }
+}
+
+/// Rows read their figures against the baseline as their own (`row.diff_pct`), as they did
+/// when each declared them; in JSON they stay fields of the row.
+macro_rules! reads_against {
+    ($row:ty) => {
+        impl std::ops::Deref for $row {
+            type Target = Against;
+            fn deref(&self) -> &Against {
+                &self.against
+            }
+        }
+    };
+}
+reads_against!(Row);
+reads_against!(LatencyRow);
+
 /// One workload and metric of one file against the baseline.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
@@ -162,14 +201,8 @@ pub struct Row {
     pub unit: String,
     /// Which way is better for this metric.
     pub better: Better,
-    /// The baseline.
-    pub a: Summary,
-    /// This file.
-    pub b: Summary,
-    /// (B - A) / |A| in percent, when A's mean is not zero.
-    pub diff_pct: Option<f64>,
-    /// B's own standard deviation in percent of its mean.
-    pub pct_std_dev: Option<f64>,
+    #[serde(flatten)]
+    pub against: Against,
     pub welch: Option<Welch>,
     pub verdict: Verdict,
 }
@@ -201,13 +234,9 @@ pub struct LatencyRow {
     /// What was timed: "round trip", "fork cycle", ...
     pub unit: String,
     pub figure: Figure,
-    /// The baseline's repeats, and this file's (µs).
-    pub a: Summary,
-    pub b: Summary,
-    /// (B - A) / |A| of the means in percent, when A's mean is not zero.
-    pub diff_pct: Option<f64>,
-    /// B's own standard deviation in percent of its mean.
-    pub pct_std_dev: Option<f64>,
+    /// The baseline's repeats and this file's (µs).
+    #[serde(flatten)]
+    pub against: Against,
     /// Mann–Whitney on the repeats' values; None with too few runs to test.
     pub rank_test: Option<RankTest>,
     pub verdict: Verdict,
@@ -290,10 +319,7 @@ fn pair_latency(wa: &WorkloadResult, wb: &WorkloadResult, candidate: usize, c: &
                 workload: wa.name.clone(),
                 unit: la.unit.clone(),
                 figure: fa.figure,
-                diff_pct: stats::pct_change(sa.mean, sb.mean),
-                pct_std_dev: sb.pct_std_dev(),
-                a: sa,
-                b: sb,
+                against: Against::new(sa, sb),
                 rank_test: test,
                 verdict,
             });
@@ -329,10 +355,7 @@ fn pair(base: &RunResults, other: &RunResults, candidate: usize, c: &mut Compari
                 metric: ma.metric,
                 unit: ma.unit.clone(),
                 better: ma.metric.better(),
-                diff_pct: stats::pct_change(sa.mean, sb.mean),
-                pct_std_dev: sb.pct_std_dev(),
-                a: sa,
-                b: sb,
+                against: Against::new(sa, sb),
                 welch,
                 verdict,
             });
@@ -371,47 +394,46 @@ pub fn compare_many(files: &[&RunResults]) -> Comparison {
 
 /// The rows that cross a threshold: worse by more than it, and not within noise.
 pub fn regressions(c: &Comparison, gates: &[Gate], labels: &[String]) -> Vec<Regression> {
+    // Each row as what a gate watches: a metric, or a latency figure in any unit the workload
+    // times (one that rose beyond its interval, or could not be tested).
+    let metrics = c.rows.iter().map(|r| {
+        let what = Gated::Metric(r.metric);
+        (
+            r.candidate,
+            &r.workload,
+            None,
+            what,
+            r.worse_pct(),
+            r.verdict,
+        )
+    });
+    let latency = c.latency.iter().map(|r| {
+        let what = Gated::Latency(r.figure);
+        (
+            r.candidate,
+            &r.workload,
+            Some(&r.unit),
+            what,
+            r.worse_pct(),
+            r.verdict,
+        )
+    });
     let mut out = Vec::new();
-    for row in &c.rows {
-        for gate in gates
-            .iter()
-            .filter(|g| g.metric == Gated::Metric(row.metric))
-        {
-            let Some(worse) = row.worse_pct() else {
-                continue;
-            };
-            if worse > gate.pct && row.verdict != Verdict::WithinNoise {
-                out.push(Regression {
-                    candidate: row.candidate,
-                    file: labels.get(row.candidate).cloned().unwrap_or_default(),
-                    workload: row.workload.clone(),
-                    unit: None,
-                    metric: Gated::Metric(row.metric),
-                    worse_pct: worse,
-                    threshold_pct: gate.pct,
-                    verdict: row.verdict,
-                });
-            }
-        }
-    }
-    // A latency figure that rose beyond its interval (or could not be tested) by more than
-    // the threshold, in any unit the workload times.
-    for row in &c.latency {
-        let what = Gated::Latency(row.figure);
+    for (candidate, workload, unit, what, worse, verdict) in metrics.chain(latency) {
+        let Some(worse) = worse else {
+            continue;
+        };
         for gate in gates.iter().filter(|g| g.metric == what) {
-            let Some(worse) = row.worse_pct() else {
-                continue;
-            };
-            if worse > gate.pct && row.verdict != Verdict::WithinNoise {
+            if worse > gate.pct && verdict != Verdict::WithinNoise {
                 out.push(Regression {
-                    candidate: row.candidate,
-                    file: labels.get(row.candidate).cloned().unwrap_or_default(),
-                    workload: row.workload.clone(),
-                    unit: Some(row.unit.clone()),
+                    candidate,
+                    file: labels.get(candidate).cloned().unwrap_or_default(),
+                    workload: workload.clone(),
+                    unit: unit.cloned(),
                     metric: what,
                     worse_pct: worse,
                     threshold_pct: gate.pct,
-                    verdict: row.verdict,
+                    verdict,
                 });
             }
         }
@@ -575,10 +597,7 @@ fn latency_text(out: &mut String, c: &Comparison, workload: &str, labels: &[Stri
 /// What a table shows of one row against the baseline, a metric's or a latency figure's.
 struct Line<'a> {
     candidate: usize,
-    a: &'a Summary,
-    b: &'a Summary,
-    diff_pct: Option<f64>,
-    pct_std_dev: Option<f64>,
+    vs: &'a Against,
     verdict: Verdict,
     judgement: String,
     /// The test's 95% CI of the difference and its p, in words; "-" without a test.
@@ -592,10 +611,7 @@ macro_rules! line_from {
             fn from(row: &'a $row) -> Line<'a> {
                 Line {
                     candidate: row.candidate,
-                    a: &row.a,
-                    b: &row.b,
-                    diff_pct: row.diff_pct,
-                    pct_std_dev: row.pct_std_dev,
+                    vs: &row.against,
                     verdict: row.verdict,
                     judgement: row.judgement(),
                     test: $test(row),
@@ -647,9 +663,9 @@ fn text_group(out: &mut String, name: String, lines: &[Line], labels: &[String],
         "  {:<26} {:<width$} {:>11} {:>11} {:>18}",
         name,
         labels.first().map_or("", |l| l.as_str()),
-        num(first.a.mean),
+        num(first.vs.a.mean),
         "",
-        spread(first.a.pct_std_dev()),
+        spread(first.vs.a.pct_std_dev()),
     );
     for line in lines {
         let (ci, p) = &line.test;
@@ -658,9 +674,9 @@ fn text_group(out: &mut String, name: String, lines: &[Line], labels: &[String],
             "  {:<26} {:<width$} {:>11} {:>11} {:>18} {:>25} {:>7}  {}",
             "",
             labels.get(line.candidate).map_or("", |l| l.as_str()),
-            num(line.b.mean),
-            signed(line.b.mean - line.a.mean),
-            format!("{} {}", pct(line.diff_pct), spread(line.pct_std_dev)),
+            num(line.vs.b.mean),
+            signed(line.vs.b.mean - line.vs.a.mean),
+            format!("{} {}", pct(line.vs.diff_pct), spread(line.vs.pct_std_dev)),
             ci,
             p,
             line.judgement
@@ -693,8 +709,8 @@ fn candidate_cells(out: &mut String, files: usize, lines: &[Line]) {
             None => "-".to_owned(),
             Some(l) => format!(
                 "{} {}{}",
-                pct(l.diff_pct),
-                spread(l.pct_std_dev),
+                pct(l.vs.diff_pct),
+                spread(l.vs.pct_std_dev),
                 mark(l.verdict)
             ),
         };

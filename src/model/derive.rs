@@ -21,7 +21,7 @@ use super::latency;
 use super::migrations::{self, MigrationMemo};
 use super::solver::{self, Class};
 use super::tree::{Placement, Tree};
-use super::window::{Means, Slot, Windows, DEFAULT_WINDOW};
+use super::window::{Means, Shares, Slot, Windows, DEFAULT_WINDOW};
 use crate::probe::{CgroupNode, Health, Life, Sample, WorkloadSample};
 
 /// The fair server's default: 50 ms of every second on each CPU for fair tasks.
@@ -200,9 +200,12 @@ impl Model {
                 rest_cpu_received: rest.received + 0.0,
                 rest_cpu_fair: rest.fair + 0.0,
                 rest_cpu_demand: rest.demand + 0.0,
-                rest_window_received: rest.means.received + 0.0,
-                rest_window_fair: rest.means.fair + 0.0,
-                rest_verdict: Verdict::from_shares(rest.means.received, rest.means.fair),
+                rest_window_received: rest.means.shares.received + 0.0,
+                rest_window_fair: rest.means.shares.fair + 0.0,
+                rest_verdict: Verdict::from_shares(
+                    rest.means.shares.received,
+                    rest.means.shares.fair,
+                ),
                 rest_groups: rest.groups,
                 verdict_window: self.windows.secs(),
                 rt_cpu: all.rt_cpu() + 0.0,
@@ -334,19 +337,21 @@ impl Model {
             Slot {
                 t: iv.t_end,
                 dt: secs,
-                received: f.cpu_received,
-                fair: f.cpu_fair,
-                demand: f.cpu_demand,
-                wait: wait_ns / t_ns,
-                throttled: throttled_ns / t_ns,
-                rt_taken: if fair_class { all.rt_on(&allowed) } else { 0.0 },
+                shares: Shares {
+                    received: f.cpu_received,
+                    fair: f.cpu_fair,
+                    demand: f.cpu_demand,
+                    wait: wait_ns / t_ns,
+                    throttled: throttled_ns / t_ns,
+                    rt_taken: if fair_class { all.rt_on(&allowed) } else { 0.0 },
+                },
             },
         );
-        f.window_received = means.received;
-        f.window_fair = means.fair;
-        f.window_demand = means.demand;
-        f.window_ratio = ratio(means.received, means.fair);
-        f.verdict = Verdict::from_shares(means.received, means.fair);
+        f.window_received = means.shares.received;
+        f.window_fair = means.shares.fair;
+        f.window_demand = means.shares.demand;
+        f.window_ratio = ratio(means.shares.received, means.shares.fair);
+        f.verdict = Verdict::from_shares(means.shares.received, means.shares.fair);
         let evidence = Clues {
             means,
             allowed,
@@ -396,10 +401,12 @@ impl Model {
             Slot {
                 t: iv.t_end,
                 dt: secs,
-                received,
-                fair,
-                demand,
-                ..Slot::default()
+                shares: Shares {
+                    received,
+                    fair,
+                    demand,
+                    ..Shares::default()
+                },
             },
         );
         let groups = self.rest_groups(&idx, all, sol, iv.t_end, secs);
@@ -475,15 +482,17 @@ impl Model {
                     Slot {
                         t: t_end,
                         dt: secs,
-                        received: rec,
-                        fair,
-                        ..Slot::default()
+                        shares: Shares {
+                            received: rec,
+                            fair,
+                            ..Shares::default()
+                        },
                     },
                 );
                 RestGroup {
                     name: format!("{} ({})", all.tree.names[node], comms.join(", ")),
-                    received: m.received,
-                    fair: m.fair,
+                    received: m.shares.received,
+                    fair: m.shares.fair,
                 }
             })
             .collect();

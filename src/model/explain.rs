@@ -192,7 +192,7 @@ pub struct Evidence<'a> {
 pub fn cause(e: Evidence) -> Cause {
     match e.verdict {
         Verdict::Starved | Verdict::Short => {
-            let m = e.means;
+            let m = e.means.shares;
             let allowed = e.allowed.len().max(1) as f64;
             if m.throttled > 0.1 * m.demand.max(TINY) {
                 Cause::Throttled {

@@ -7,13 +7,10 @@ use std::collections::{HashMap, VecDeque};
 /// The default verdict window, in seconds.
 pub const DEFAULT_WINDOW: f64 = 5.0;
 
-/// One interval of one claimant.
+/// What one claimant had of the CPUs: over one interval in a Slot, time-weighted in Means.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Slot {
-    /// End of the interval (Sample time, s) and its length (s).
-    pub t: f64,
-    pub dt: f64,
-    /// CPUs received, due and wanted over it.
+pub struct Shares {
+    /// CPUs received, due and wanted.
     pub received: f64,
     pub fair: f64,
     pub demand: f64,
@@ -24,15 +21,19 @@ pub struct Slot {
     pub rt_taken: f64,
 }
 
+/// One interval of one claimant.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Slot {
+    /// End of the interval (Sample time, s) and its length (s).
+    pub t: f64,
+    pub dt: f64,
+    pub shares: Shares,
+}
+
 /// Time-weighted means over the window.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Means {
-    pub received: f64,
-    pub fair: f64,
-    pub demand: f64,
-    pub wait: f64,
-    pub throttled: f64,
-    pub rt_taken: f64,
+    pub shares: Shares,
     /// Seconds the means cover.
     pub span: f64,
 }
@@ -85,14 +86,16 @@ fn means(q: &VecDeque<Slot>) -> Means {
     if span <= 0.0 {
         return Means::default();
     }
-    let avg = |f: fn(&Slot) -> f64| q.iter().map(|s| f(s) * s.dt).sum::<f64>() / span;
+    let avg = |f: fn(&Shares) -> f64| q.iter().map(|s| f(&s.shares) * s.dt).sum::<f64>() / span;
     Means {
-        received: avg(|s| s.received),
-        fair: avg(|s| s.fair),
-        demand: avg(|s| s.demand),
-        wait: avg(|s| s.wait),
-        throttled: avg(|s| s.throttled),
-        rt_taken: avg(|s| s.rt_taken),
+        shares: Shares {
+            received: avg(|s| s.received),
+            fair: avg(|s| s.fair),
+            demand: avg(|s| s.demand),
+            wait: avg(|s| s.wait),
+            throttled: avg(|s| s.throttled),
+            rt_taken: avg(|s| s.rt_taken),
+        },
         span,
     }
 }
@@ -105,9 +108,11 @@ mod tests {
         Slot {
             t,
             dt: 0.5,
-            received,
-            fair,
-            ..Slot::default()
+            shares: Shares {
+                received,
+                fair,
+                ..Shares::default()
+            },
         }
     }
 
@@ -121,8 +126,8 @@ mod tests {
         w.push("a", slot(2.5, 0.0, 0.5));
         let m = w.push("a", slot(3.0, 0.0, 0.5));
         assert!((m.span - 2.0).abs() < 1e-9, "{m:?}");
-        assert!((m.received - 0.5).abs() < 1e-9);
-        assert!((m.fair - 0.5).abs() < 1e-9);
+        assert!((m.shares.received - 0.5).abs() < 1e-9);
+        assert!((m.shares.fair - 0.5).abs() < 1e-9);
         w.retain_recent(10.0);
         assert!(w.slots.is_empty());
     }
