@@ -15,9 +15,10 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::model::rank::{self, RankTest};
+use crate::model::stats::num;
 use crate::model::stats::{self, Summary, Welch};
 use crate::record::latency::Figure;
-use crate::record::results::{num, Better, Metric, RunResults, WorkloadResult};
+use crate::record::results::{Better, Metric, RunResults, WorkloadResult};
 
 /// The exit status when a `--fail-on-regression` threshold was crossed (1 is an error, 2 a
 /// usage error).

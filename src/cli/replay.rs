@@ -8,8 +8,8 @@ use anyhow::Result;
 
 use crate::engine::replay::ReplayBackend;
 use crate::engine::Backend;
+use crate::model::stats::num;
 use crate::record::recording::Replay;
-use crate::record::results::num;
 
 /// Arguments of `schedlab replay`.
 #[derive(clap::Args, Debug)]

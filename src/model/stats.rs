@@ -168,6 +168,23 @@ pub fn welch(a: &Summary, b: &Summary) -> Option<Welch> {
     })
 }
 
+/// A number printed with the precision a person reads: whole above 1000, else 4 significant.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -359,7 +359,7 @@ pub fn text_line(l: &LatencyResult) -> String {
     if p.samples == 0 {
         return format!("{}: nothing timed", l.unit);
     }
-    let us = |v: f64| format!("{} µs", crate::record::results::num(v));
+    let us = |v: f64| format!("{} µs", stats::num(v));
     format!(
         "{}: {} timed, the first second of each repeat left out; all repeats together: p50 {}, \
          p99 {}, p99.9 {}, mean {}",

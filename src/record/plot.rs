@@ -311,7 +311,7 @@ where
             .x_desc("time (s)")
             .y_desc("µs (log scale)")
             .y_labels(8)
-            .y_label_formatter(&|v| crate::record::results::num(*v)),
+            .y_label_formatter(&|v| crate::model::stats::num(*v)),
     )
     .map_err(err)?;
     let colours = colours_for(lat.iter().map(|s| s.workload.as_str()), all);
@@ -431,7 +431,7 @@ where
         c.configure_mesh()
             .x_desc("µs (log scale)")
             .y_desc("values at or below")
-            .x_label_formatter(&|v| crate::record::results::num(*v))
+            .x_label_formatter(&|v| crate::model::stats::num(*v))
             .y_labels(top as usize + 1)
             .y_label_formatter(&|v| nines_label(*v)),
     )
@@ -469,7 +469,7 @@ where
         c.configure_mesh()
             .x_desc("time (s)")
             .y_desc(ylabel)
-            .y_label_formatter(&|v| crate::record::results::num(*v)),
+            .y_label_formatter(&|v| crate::model::stats::num(*v)),
     )
     .map_err(err)?;
     Ok(c)

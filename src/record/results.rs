@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::model::stats::{self, Noise, Summary, CONFIDENCE, NOISY_CV};
+use crate::model::stats::{self, num, Noise, Summary, CONFIDENCE, NOISY_CV};
 use crate::model::{Frame, WorkloadState};
 use crate::record::latency::{self, LatencyResult, RepeatLatency};
 
@@ -562,23 +562,6 @@ pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; Metric::A
         }
         _ => mean(&alive, m),
     }))
-}
-
-/// A number printed with the precision a person reads: whole above 1000, else 4 significant.
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    let a = x.abs();
-    if a >= 1000.0 {
-        format!("{x:.0}")
-    } else if a >= 100.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
 }
 
 /// One metric's line in a workload's table.

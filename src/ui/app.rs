@@ -111,7 +111,7 @@ pub struct App {
     /// Some in a replay of a recording: its length and whether it plays.
     pub replay: Option<ReplayStatus>,
     /// The latency panel is shown where the layout would not show it, and hidden where it
-    /// would (charts::latency_shown).
+    /// would (App::latency_shown).
     pub latency_toggled: bool,
     /// The per-CPU view takes the charts' place.
     pub cpu_view: bool,
@@ -121,6 +121,15 @@ pub struct App {
     next_slot: usize,
     /// Loop settings of workloads asked for and not yet added, by name.
     pending_loops: Vec<(String, bool)>,
+}
+
+/// From this width the latency panel is beside the three charts unless hidden: four panels
+/// of 35 columns still hold a y axis and a minute of points.
+pub const LATENCY_BESIDE_WIDTH: u16 = 140;
+
+/// Whether a screen this wide shows the latency panel beside the charts by itself.
+pub fn latency_beside(width: u16) -> bool {
+    width >= LATENCY_BESIDE_WIDTH
 }
 
 impl App {
@@ -338,9 +347,15 @@ impl App {
     /// hides it if it is.
     pub fn toggle_latency(&mut self) {
         let width = self.chart_width.get();
-        let on_screen = !self.cpu_view && super::charts::latency_shown(self, width);
+        let on_screen = !self.cpu_view && self.latency_shown(width);
         self.cpu_view = false;
-        self.latency_toggled = super::charts::latency_beside(width) == on_screen;
+        self.latency_toggled = latency_beside(width) == on_screen;
+    }
+
+    /// Whether the latency panel is on screen at this width: as the layout has it, unless its
+    /// key turned that round.
+    pub fn latency_shown(&self, width: u16) -> bool {
+        latency_beside(width) != self.latency_toggled
     }
 
     /// The per-CPU view in the charts' place, or the charts back.

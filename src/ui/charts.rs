@@ -6,7 +6,7 @@
 //! Wide screens add the latency panel (ui/latency.rs) as a fourth; narrower ones show it in
 //! the charts' place when asked.
 
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
@@ -27,33 +27,8 @@ struct Line2 {
     second: Vec<(f64, f64)>,
 }
 
-/// From this width the latency panel is beside the three charts unless hidden: four panels
-/// of 35 columns still hold a y axis and a minute of points.
-pub const LATENCY_BESIDE_WIDTH: u16 = 140;
-
-/// Whether a screen this wide shows the latency panel beside the charts by itself.
-pub fn latency_beside(width: u16) -> bool {
-    width >= LATENCY_BESIDE_WIDTH
-}
-
-/// Whether the latency panel is on screen at this width: as the layout has it, unless its key
-/// turned that round.
-pub fn latency_shown(app: &App, width: u16) -> bool {
-    latency_beside(width) != app.latency_toggled
-}
-
-pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
-    let latency = latency_shown(app, area.width);
-    if latency && !latency_beside(area.width) {
-        super::latency::draw(f, area, app);
-        return;
-    }
-    let panels = if latency { 4 } else { 3 };
-    let areas = Layout::horizontal(vec![Constraint::Ratio(1, panels); panels as usize]).split(area);
-    let (a, b, c) = (areas[0], areas[1], areas[2]);
-    if latency {
-        super::latency::draw(f, areas[3], app);
-    }
+/// The three charts, in the three areas given.
+pub fn draw(f: &mut TermFrame, [a, b, c]: [Rect; 3], app: &App) {
     let end = app.view_end();
     let from = end - app.window;
 

@@ -173,7 +173,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
     if app.cpu_view {
         cpus::draw(f, charts_a, app);
     } else {
-        charts::draw(f, charts_a, app);
+        draw_panels(f, charts_a, app);
     }
     status::draw_keys(f, keys_a, app);
     match &app.mode {
@@ -184,6 +184,22 @@ pub fn draw(f: &mut TermFrame, app: &App) {
         Mode::EditKnobs(_, form) => popup::draw_form(f, area, app, form, "apply"),
         Mode::Stderr(id) => status::draw_stderr(f, area, app, *id),
     }
+}
+
+/// The charts, with the latency panel beside them from `LATENCY_BESIDE_WIDTH` columns, or in
+/// their place when its key asks for it on a narrower screen.
+fn draw_panels(f: &mut TermFrame, area: Rect, app: &App) {
+    let latency = app.latency_shown(area.width);
+    if latency && !app::latency_beside(area.width) {
+        latency::draw(f, area, app);
+        return;
+    }
+    let panels = if latency { 4 } else { 3 };
+    let areas = Layout::horizontal(vec![Constraint::Ratio(1, panels); panels as usize]).split(area);
+    if latency {
+        latency::draw(f, areas[3], app);
+    }
+    charts::draw(f, [areas[0], areas[1], areas[2]], app);
 }
 
 fn too_small(f: &mut TermFrame, area: Rect, app: &App) {
