@@ -34,24 +34,9 @@ pub fn wait_then_sweep(pgids: &[u32], within: Duration) {
 
 /// Whether any live (non-zombie) process is in one of `pgids`, from /proc/PID/stat.
 fn any_alive_in(pgids: &[u32]) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    dir.flatten().any(|e| {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            return false;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-            return false;
-        };
-        // After the name: state, ppid, pgrp, ...
-        let mut fields = after.split_whitespace();
-        let state = fields.next();
-        let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
-        !matches!(state, Some("Z" | "X")) && pgrp.is_some_and(|g| pgids.contains(&g))
+    super::proc::pids().into_iter().any(|pid| {
+        super::proc::read_stat(pid)
+            .is_some_and(|s| !matches!(s.state, b'Z' | b'X') && pgids.contains(&s.pgrp))
     })
 }
 

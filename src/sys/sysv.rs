@@ -24,9 +24,7 @@ pub use sweep::{
 
 /// Field 22 of /proc/PID/stat: start time in clock ticks since boot, to tell a reused pid.
 pub fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_comm = &stat[stat.rfind(')')? + 2..];
-    after_comm.split_whitespace().nth(19)?.parse().ok()
+    super::proc::read_stat(pid).map(|s| s.start)
 }
 
 /// Message queues that exist on the system now, anyone's (what `ipcs -q` lists).

@@ -309,13 +309,10 @@ fn legacy_owner_alive(pid: u32, start: u64) -> bool {
 }
 
 pub(super) fn stat_says_alive(stat: &str, start: u64) -> bool {
-    let Some(after_comm) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-        return true;
-    };
-    let mut fields = after_comm.split_whitespace();
-    let state = fields.next();
-    let started = fields.nth(18).and_then(|f| f.parse::<u64>().ok());
-    !matches!(state, Some("Z" | "X")) && started == Some(start)
+    // A line we cannot read counts as alive: a wrong "dead" would sweep a live process's objects.
+    crate::sys::proc::stat(stat.as_bytes()).map_or(true, |s| {
+        !matches!(s.state, b'Z' | b'X') && s.start == start
+    })
 }
 
 fn sweep_legacy(path: &Path) -> Result<usize> {
