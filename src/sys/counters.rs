@@ -269,7 +269,7 @@ unsafe fn read_histogram(words: *const AtomicU64, out: &mut LatencyTotals) -> bo
 }
 
 /// The non-empty buckets of `dense`, as (index, count).
-pub(crate) fn sparse(dense: &[u64]) -> Vec<(u16, u64)> {
+fn sparse(dense: &[u64]) -> Vec<(u16, u64)> {
     dense
         .iter()
         .enumerate()
@@ -453,49 +453,7 @@ impl CounterRegion {
     /// Every claimed histogram, merged per unit: raw cumulative counts, in unit order. Reads
     /// each histogram's header line and only the lines of buckets it ever wrote.
     pub fn read_latency(&self) -> Vec<LatencyTotals> {
-        let claimed = self.histograms_claimed();
-        let mut merged: Vec<(LatencyTotals, Vec<u64>)> = Vec::new();
-        let mut one = LatencyTotals::default();
-        for i in 0..claimed {
-            let words = self.histogram_words(i);
-            // SAFETY: a claimed histogram lies inside the mapping; reading only loads.
-            let word = |w: usize| unsafe { &*words.add(w) }.load(Relaxed);
-            // One that never recorded adds nothing (and one claimed a moment ago may not
-            // carry its unit yet).
-            let unit = Unit::from_code(word(histogram::H_UNIT));
-            if unit.is_none() || word(histogram::H_SAMPLES) + word(histogram::H_REJECTED) == 0 {
-                continue;
-            }
-            let k = match merged.iter().position(|(t, _)| t.unit == unit) {
-                Some(k) => k,
-                None => {
-                    let empty = LatencyTotals {
-                        unit,
-                        ..LatencyTotals::default()
-                    };
-                    merged.push((empty, vec![0; BUCKETS + 1]));
-                    merged.len() - 1
-                }
-            };
-            let (totals, dense) = &mut merged[k];
-            // SAFETY: as above.
-            if unsafe { read_histogram(words, &mut one) } {
-                totals.samples += one.samples;
-                totals.sum_ns = totals.sum_ns.wrapping_add(one.sum_ns);
-                totals.rejected += one.rejected;
-                for &(b, c) in &one.buckets {
-                    dense[b as usize] += c;
-                }
-            }
-        }
-        merged.sort_by_key(|(t, _)| t.unit);
-        merged
-            .into_iter()
-            .map(|(totals, dense)| LatencyTotals {
-                buckets: sparse(&dense),
-                ..totals
-            })
-            .collect()
+        LatencyMerge::default().read(self, 1, 0)
     }
 
     /// Sum of all claimed slots: the workload's operations so far.
@@ -532,9 +490,163 @@ impl CounterRegion {
     }
 }
 
+/// One unit's histograms merged: cumulative counts, every bucket (overflow last).
+struct UnitSum {
+    unit: Unit,
+    samples: u64,
+    sum_ns: u64,
+    rejected: u64,
+    dense: Vec<u64>,
+}
+
+/// A region's histograms merged per unit, kept between reads, so that an observer can read a
+/// big workload's histograms in rotation: the merge holds each histogram's counts as last
+/// read, and a read adds only what that histogram gained since its last one. Nothing is
+/// counted twice or lost; a value recorded is counted at its histogram's next turn.
+#[derive(Default)]
+pub struct LatencyMerge {
+    /// Each histogram as last read (by its index in the region).
+    last: Vec<LatencyTotals>,
+    units: Vec<UnitSum>,
+    /// The read in progress, swapped into `last`.
+    scratch: LatencyTotals,
+}
+
+impl LatencyMerge {
+    /// Reads one in `stride` of the region's histograms (turning with `phase`; a histogram
+    /// never read yet is read at once) and returns every unit's merged counts, in unit order.
+    pub fn read(&mut self, region: &CounterRegion, stride: u32, phase: u32) -> Vec<LatencyTotals> {
+        let claimed = region.histograms_claimed();
+        if self.last.len() < claimed {
+            self.last.resize_with(claimed, LatencyTotals::default);
+        }
+        let stride = stride.max(1) as usize;
+        for i in 0..claimed {
+            let turn = (i + phase as usize) % stride == 0;
+            if !(turn || self.last[i].unit.is_none()) {
+                continue;
+            }
+            if region.read_histogram_into(i, &mut self.scratch) {
+                self.add_growth(i);
+            }
+        }
+        self.units.sort_by_key(|u| u.unit);
+        self.units
+            .iter()
+            .filter(|u| u.samples + u.rejected > 0)
+            .map(|u| LatencyTotals {
+                unit: Some(u.unit),
+                samples: u.samples,
+                sum_ns: u.sum_ns,
+                rejected: u.rejected,
+                buckets: sparse(&u.dense),
+            })
+            .collect()
+    }
+
+    /// Adds what histogram `i` gained between its last read and `scratch`, then keeps
+    /// `scratch` as its last read.
+    fn add_growth(&mut self, i: usize) {
+        let now = &self.scratch;
+        let Some(unit) = now.unit else {
+            return;
+        };
+        let before = &self.last[i];
+        let k = match self.units.iter().position(|u| u.unit == unit) {
+            Some(k) => k,
+            None => {
+                self.units.push(UnitSum {
+                    unit,
+                    samples: 0,
+                    sum_ns: 0,
+                    rejected: 0,
+                    dense: vec![0; BUCKETS + 1],
+                });
+                self.units.len() - 1
+            }
+        };
+        let sum = &mut self.units[k];
+        // A histogram's unit is set once, before it records: an earlier read without one
+        // (claimed a moment before) held nothing.
+        let same = before.unit == Some(unit);
+        let (s0, sum0, r0) = if same {
+            (before.samples, before.sum_ns, before.rejected)
+        } else {
+            (0, 0, 0)
+        };
+        sum.samples += now.samples.saturating_sub(s0);
+        sum.sum_ns = sum.sum_ns.wrapping_add(now.sum_ns.wrapping_sub(sum0));
+        sum.rejected += now.rejected.saturating_sub(r0);
+        // Both lists are sorted by bucket, and a bucket once written stays in the list.
+        let mut old = if same { &before.buckets[..] } else { &[][..] }
+            .iter()
+            .peekable();
+        for &(b, c) in &now.buckets {
+            while old.next_if(|&&(ob, _)| ob < b).is_some() {}
+            let c0 = old.next_if(|&&(ob, _)| ob == b).map_or(0, |&(_, c0)| c0);
+            sum.dense[b as usize] += c.saturating_sub(c0);
+        }
+        std::mem::swap(&mut self.last[i], &mut self.scratch);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_in_rotation_the_merge_is_the_regions_once_every_turn_came() {
+        let region = CounterRegion::create_with(4, 8).unwrap();
+        let hs: Vec<_> = (0..5)
+            .map(|k| {
+                let unit = if k == 4 {
+                    Unit::ForkCycle
+                } else {
+                    Unit::RoundTrip
+                };
+                region.claim_histogram(unit).unwrap()
+            })
+            .collect();
+        let mut merge = LatencyMerge::default();
+        for round in 0..4u64 {
+            for (k, h) in hs.iter().enumerate() {
+                for v in 0..(3 + k as u64) {
+                    h.record(1_000 * (round + 1) + 7_919 * v * (k as u64 + 1));
+                }
+            }
+            if round % 2 == 1 {
+                hs[1].reject();
+            }
+            // Every histogram is read once over `stride` sweeps.
+            let stride = 3;
+            let mut got = Vec::new();
+            for phase in 0..stride {
+                got = merge.read(&region, stride, round as u32 * stride + phase);
+            }
+            assert_eq!(got, region.read_latency(), "round {round}");
+        }
+        // Between turns the merge lags the region, never leads it: histogram 0 is not read
+        // at phase 1 of a stride of 5.
+        hs[0].record(5_000_000);
+        let part = merge.read(&region, 5, 1);
+        let whole = region.read_latency();
+        assert_eq!(part[0].samples + 1, whole[0].samples);
+        assert_eq!(merge.read(&region, 5, 0), whole);
+    }
+
+    #[test]
+    fn every_sweep_at_stride_one_equals_the_regions_merge() {
+        let region = CounterRegion::create_with(2, 4).unwrap();
+        let a = region.claim_histogram(Unit::Message).unwrap();
+        let mut merge = LatencyMerge::default();
+        assert!(merge.read(&region, 1, 0).is_empty(), "nothing recorded yet");
+        a.record(42_000);
+        a.record(u64::MAX / 2);
+        assert_eq!(merge.read(&region, 1, 1), region.read_latency());
+        let b = region.claim_histogram(Unit::Message).unwrap();
+        b.record(42_100);
+        assert_eq!(merge.read(&region, 1, 2), region.read_latency());
+    }
 
     #[test]
     fn slots_are_private_and_summed() {
