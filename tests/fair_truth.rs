@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use schedlab::engine::lab::Lab;
-use schedlab::model::{Due, Frame, Verdict, WorkloadFrame};
+use schedlab::model::{Cause, Due, Frame, Verdict, WorkloadFrame};
 use schedlab::scenario::Scenario;
 
 /// One case at a time: they share the machine's CPUs.
@@ -26,6 +26,16 @@ const INTERVAL: Duration = Duration::from_millis(250);
 /// Settling (start-up, the first window) and then the verdict window itself.
 const SETTLE: Duration = Duration::from_secs(3);
 const WINDOW: f64 = 5.0;
+/// How much longer a case may run for verdicts a host stall held to come back: a 300 ms
+/// pause charged to the fair server is paid back over 6 s, then a window passes.
+const HOST_GRACE: Duration = Duration::from_secs(40);
+
+/// Some verdict of the Frame is held because the host stopped the machine.
+fn host_held(f: &Frame) -> bool {
+    f.workloads
+        .iter()
+        .any(|w| matches!(w.cause, Cause::HostStall { .. }))
+}
 
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
@@ -51,13 +61,25 @@ fn run_case(toml: &str, run: Duration) -> Vec<Frame> {
         lab.add(common::real_binary(&w)).expect("workload starts");
     }
     let start = Instant::now();
-    let mut frames = Vec::new();
+    let mut frames: Vec<Frame> = Vec::new();
     let mut next = Instant::now();
-    while start.elapsed() < SETTLE + Duration::from_secs_f64(WINDOW) + run {
+    let settled = SETTLE + Duration::from_secs_f64(WINDOW);
+    // A host that stops the VM (the kernel charges the pause to whatever ran) holds the
+    // verdicts it distorts: the case then runs on until they are back, as the dashboard does.
+    let held = |frames: &[Frame]| frames.last().is_some_and(host_held);
+    while start.elapsed() < settled + run
+        || (held(&frames) && start.elapsed() < settled + run + HOST_GRACE)
+    {
         next += INTERVAL;
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
         let f = lab.tick();
-        if start.elapsed() >= SETTLE + Duration::from_secs_f64(WINDOW) {
+        if f.machine.host_stall_ms > 0.0 {
+            eprintln!(
+                "{}: the host stopped this machine {:.0} ms at {:.1} s",
+                scenario.name, f.machine.host_stall_ms, f.t
+            );
+        }
+        if start.elapsed() >= settled {
             frames.push(f);
         }
     }
@@ -126,6 +148,14 @@ fn verdict_of(frames: &[Frame], name: &str) -> Verdict {
             "{name}: got {:.3}, due {:.3}, ratio {:.2} {:?}: {:?} {:?}",
             w.window_received, w.window_fair, w.window_ratio, w.verdict, w.due, w.cause
         );
+        // Interval by interval, so a failure says what happened when.
+        for f in frames {
+            let w = row(f, name);
+            eprintln!(
+                "  {:6.2} s: got {:.3}, due {:.3}, wanted {:.3}, {:?}, host stall {:.0} ms",
+                f.t, w.cpu_received, w.cpu_fair, w.cpu_demand, w.verdict, f.machine.host_stall_ms
+            );
+        }
     }
     w.verdict
 }
@@ -272,7 +302,10 @@ fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
             f.t,
             n.cpu_demand
         );
-        assert_ne!(n.verdict, Verdict::None, "at {:.2} s", f.t);
+        // Unless a host stall held it (the case then ran on until it came back).
+        if !matches!(n.cause, Cause::HostStall { .. }) {
+            assert_ne!(n.verdict, Verdict::None, "at {:.2} s", f.t);
+        }
     }
 }
 

@@ -779,3 +779,59 @@ fn the_verdict_holds_through_noise_and_turns_within_the_window_on_a_real_change(
     }
     golden("verdict_window", fr);
 }
+
+#[test]
+fn a_host_pause_charged_to_the_fair_server_holds_the_verdicts_until_it_is_paid_back() {
+    // A FIFO hog and a normal one on CPU 0, the normal one running on the fair server's 5%.
+    // In the fifth second the host stops the VM for 300 ms while the normal one runs: the
+    // kernel charges the pause to it, and /proc/stat's line grows 70 ticks instead of 100.
+    // The fair server then runs it not at all for 6 s, paying the pause back.
+    let f = FakeProc::new();
+    f.write("sys/kernel/osrelease", "6.18.44\n");
+    let targets = [target(1, "fifo", 501), target(2, "normal", 502)];
+    let mut s = session(&f);
+    let (mut normal, mut ticks) = (0_u64, 0_u64);
+    let mut frames = Vec::new();
+    for k in 0..=17_u64 {
+        if k > 0 {
+            normal += match k {
+                5 => 350 * MS,
+                6..=11 => 0,
+                _ => 50 * MS,
+            };
+            ticks += if k == 5 { 70 } else { 100 };
+        }
+        let fifo = Task::ran(k * S - normal, normal).policy(SCHED_FIFO, 50);
+        f.put(&Process::single(501, fifo).session(7));
+        f.put(&hog(502, normal, k * S - normal).session(7));
+        f.cpus(&[(ticks, 0)], 0);
+        frames.push(s.sample(&targets).clone());
+    }
+    // Before the pause: fair. The pause interval shows the host's 300 ms.
+    assert_fair(row(&frames[4], "normal"));
+    assert!((frames[5].machine.host_stall_ms - 300.0).abs() < 1.0);
+    // From the pause until the payback is over and a window has passed (5 + 6 + 5 s): no
+    // verdict, never 'ahead' for the 300 ms charged, nor 'STARVED' for the payback.
+    for fr in &frames[5..16] {
+        let n = row(fr, "normal");
+        assert_eq!(n.verdict, Verdict::None, "at {} s: {n:?}", fr.t);
+        let Cause::HostStall { cpus, .. } = &n.cause else {
+            panic!("at {} s: {:?}", fr.t, n.cause);
+        };
+        assert_eq!(cpus, "0");
+        assert!(
+            n.cause.text().contains("host stopped CPU 0"),
+            "{}",
+            n.cause.text()
+        );
+    }
+    assert!(
+        matches!(row(&frames[6], "normal").cause, Cause::HostStall { ms, .. } if ms > 250.0),
+        "{:?}",
+        row(&frames[6], "normal").cause
+    );
+    // Then fair again.
+    assert_fair(row(&frames[17], "normal"));
+    assert_fair(row(&frames[17], "fifo"));
+}
+

@@ -85,6 +85,7 @@ mod tests {
             id,
             busy_ns: busy_ms * MS,
             idle_ns: idle_ms * MS,
+            steal_ns: 0,
         }
     }
 

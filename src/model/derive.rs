@@ -16,7 +16,8 @@ use super::cpuset::CpuSet;
 use super::demand::TaskMemo;
 use super::explain::{self, Evidence};
 use super::fair;
-use super::frame::{Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState};
+use super::frame::{Cause, Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState};
+use super::host::{HostWatch, Taken};
 use super::latency;
 use super::migrations::{self, MigrationMemo};
 use super::solver::{self, Class};
@@ -58,6 +59,8 @@ pub struct Model {
     /// Each group's throttled ns per ns, as of its last two reads.
     throttle_rates: HashMap<String, f64>,
     windows: Windows,
+    /// Time the host took from each CPU, for holding the verdicts it distorts.
+    host: HostWatch,
 }
 
 impl Default for Model {
@@ -89,6 +92,7 @@ impl Model {
             rest_memo: HashMap::new(),
             throttle_rates: HashMap::new(),
             windows: Windows::new(secs),
+            host: HostWatch::new(Windows::new(secs).secs()),
         }
     }
 
@@ -146,13 +150,22 @@ impl Model {
         let throttled = self.learn_machine(cur);
         let accounts = self.accounts(&iv);
         let all = self.claimants(&iv, &accounts);
+        let reserve = cur.machine.fair_reserve.unwrap_or(DEFAULT_FAIR_RESERVE);
         let sol = solver::solve(
             &solver::Machine {
                 cpus: iv.online.clone(),
-                fair_reserve: cur.machine.fair_reserve.unwrap_or(DEFAULT_FAIR_RESERVE),
+                fair_reserve: reserve,
             },
             &all.tree.groups,
             &all.tasks,
+        );
+        let host_stall_s = self.host.push(
+            iv.t_end,
+            stat_interval_s(prev, cur),
+            &prev.machine.per_cpu,
+            &cur.machine.per_cpu,
+            |c| all.rt_on(&CpuSet::one(c)) > 0.5,
+            reserve,
         );
 
         let mut frames = Vec::with_capacity(cur.workloads.len());
@@ -202,13 +215,19 @@ impl Model {
                 rest_cpu_demand: rest.demand + 0.0,
                 rest_window_received: rest.means.shares.received + 0.0,
                 rest_window_fair: rest.means.shares.fair + 0.0,
-                rest_verdict: Verdict::from_shares(
-                    rest.means.shares.received,
-                    rest.means.shares.fair,
-                ),
+                rest_verdict: if self
+                    .host
+                    .taken(&CpuSet::new(), iv.t_end)
+                    .distorts(rest.means.shares.fair, rest.means.span)
+                {
+                    Verdict::None
+                } else {
+                    Verdict::from_shares(rest.means.shares.received, rest.means.shares.fair)
+                },
                 rest_groups: rest.groups,
                 verdict_window: self.windows.secs(),
                 rt_cpu: all.rt_cpu() + 0.0,
+                host_stall_ms: host_stall_s * 1e3,
             },
             observer_cpu_pct: cur.observer_cpu_ns.saturating_sub(prev.observer_cpu_ns) as f64
                 / iv.t_ns
@@ -352,11 +371,18 @@ impl Model {
         f.window_demand = means.shares.demand;
         f.window_ratio = ratio(means.shares.received, means.shares.fair);
         f.verdict = Verdict::from_shares(means.shares.received, means.shares.fair);
+        let taken = self.host.taken(&allowed, iv.t_end);
+        let host = (f.verdict != Verdict::None && taken.distorts(means.shares.fair, means.span))
+            .then_some(taken);
+        if host.is_some() {
+            f.verdict = Verdict::None;
+        }
         let evidence = Clues {
             means,
             allowed,
             used: acc.cpus_used.clone(),
             busy_tasks: acc.busy_tasks,
+            host,
         };
         (f, Some(evidence))
     }
@@ -599,6 +625,8 @@ struct Clues {
     allowed: CpuSet,
     used: CpuSet,
     busy_tasks: usize,
+    /// The host's time that holds its verdict, if any.
+    host: Option<Taken>,
 }
 
 /// The rest of the machine over one interval.
@@ -625,6 +653,14 @@ fn name_causes(frames: &mut [WorkloadFrame], evidence: &[Option<Clues>], rest: &
     short.sort_by(|a, b| b.0.total_cmp(&a.0));
     for (f, e) in frames.iter_mut().zip(evidence) {
         let Some(e) = e else { continue };
+        if let Some(h) = &e.host {
+            f.cause = Cause::HostStall {
+                ms: h.window_s * 1e3,
+                cpus: h.cpus.to_string(),
+                paying_back: h.paying_back,
+            };
+            continue;
+        }
         f.cause = explain::cause(Evidence {
             verdict: f.verdict,
             means: e.means,
@@ -639,6 +675,15 @@ fn name_causes(frames: &mut [WorkloadFrame], evidence: &[Option<Clues>], rest: &
                 .collect(),
         });
     }
+}
+
+/// Seconds between the two reads of /proc/stat (the Samples' times when either is unknown).
+fn stat_interval_s(prev: &Sample, cur: &Sample) -> f64 {
+    let (a, b) = match (prev.machine.stat_ns, cur.machine.stat_ns) {
+        (0, _) | (_, 0) => (prev.t_ns, cur.t_ns),
+        ab => ab,
+    };
+    b.saturating_sub(a) as f64 / 1e9
 }
 
 /// A derive without memory: for one-off pairs (tests).

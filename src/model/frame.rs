@@ -243,6 +243,14 @@ pub enum Cause {
     Throttled { pct: f64 },
     /// It is ahead: these got less than they were due.
     PaidBy { names: Vec<String> },
+    /// No verdict: the host stopped its CPUs for `ms` over the window (time the kernel
+    /// charged to whatever was running), or the fair server is still paying back such a
+    /// pause (model/host.rs).
+    HostStall {
+        ms: f64,
+        cpus: String,
+        paying_back: bool,
+    },
 }
 
 impl Due {
@@ -303,6 +311,18 @@ impl Cause {
                 format!("its quota throttled it {pct:.0}% of the time")
             }
             Cause::PaidBy { names } => format!("paid by {}", names.join(", ")),
+            Cause::HostStall {
+                paying_back: true,
+                cpus,
+                ..
+            } => format!(
+                "no verdict: the host stopped CPU {cpus}, and the fair server is still paying \
+                 back the pause it was charged"
+            ),
+            Cause::HostStall { ms, cpus, .. } => format!(
+                "no verdict: the host stopped CPU {cpus} for {ms:.0} ms in the window, time the \
+                 kernel charged to whatever was running"
+            ),
         }
     }
 }
@@ -345,6 +365,14 @@ pub struct MachineFrame {
     /// CPUs real-time and deadline tasks received over the interval (workloads and rest).
     #[serde(default)]
     pub rt_cpu: f64,
+    /// The longest time the host stopped one CPU in this interval (ms; 0: none seen): a
+    /// virtual machine's time its kernel never saw (model/host.rs).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub host_stall_ms: f64,
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// A group of the rest of the machine (a session, a cgroup, the root's loose tasks).

@@ -11,6 +11,7 @@ pub mod derive;
 pub mod explain;
 pub mod fair;
 pub mod frame;
+pub mod host;
 pub mod latency;
 pub mod migrations;
 pub mod rank;

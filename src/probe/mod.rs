@@ -460,6 +460,7 @@ impl Probe {
     fn read_machine(&mut self, now: u64) -> MachineSample {
         let mut m = MachineSample::default();
         if let Ok(b) = self.proc_stat.read(&mut self.buf) {
+            m.stat_ns = monotonic_ns();
             if let Some(ps) = parse::proc_stat(b) {
                 m.cpus = ps.cpus.max(1);
                 m.busy_ns = ps.busy_ticks * NS_PER_TICK;
@@ -468,17 +469,18 @@ impl Probe {
                 self.last_forks = ps.processes;
                 if !ps.per_cpu.is_empty() {
                     let mut online = crate::sys::cpuset::CpuSet::new();
-                    for &(id, _, _) in &ps.per_cpu {
-                        online.insert(id);
+                    for c in &ps.per_cpu {
+                        online.insert(c.id);
                     }
                     m.online = Some(online.to_string());
                     m.per_cpu = ps
                         .per_cpu
                         .iter()
-                        .map(|&(id, busy, idle)| CpuTimes {
-                            id,
-                            busy_ns: busy * NS_PER_TICK,
-                            idle_ns: idle * NS_PER_TICK,
+                        .map(|c| CpuTimes {
+                            id: c.id,
+                            busy_ns: c.busy * NS_PER_TICK,
+                            idle_ns: c.idle * NS_PER_TICK,
+                            steal_ns: c.steal * NS_PER_TICK,
                         })
                         .collect();
                 }

@@ -106,8 +106,20 @@ pub struct ProcStat {
     /// Forks since boot: when it has not moved, no process was created anywhere.
     pub processes: u64,
     pub procs_running: u32,
-    /// Per CPU line: (id, busy ticks, idle ticks), idle counting iowait.
-    pub per_cpu: Vec<(u32, u64, u64)>,
+    /// Per CPU line: its id and ticks.
+    pub per_cpu: Vec<CpuLine>,
+}
+
+/// One cpuN line of /proc/stat, in ticks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuLine {
+    pub id: u32,
+    /// Everything but idle and iowait (steal included).
+    pub busy: u64,
+    /// Idle and iowait.
+    pub idle: u64,
+    /// Time the hypervisor ran something else while this CPU had work (when it says so).
+    pub steal: u64,
 }
 
 pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
@@ -135,7 +147,12 @@ pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
                 if let (Some(id), true) = (id, v.len() >= 4) {
                     let total: u64 = v.iter().take(8).sum();
                     let idle = v[3] + v.get(4).copied().unwrap_or(0);
-                    s.per_cpu.push((id, total.saturating_sub(idle), idle));
+                    s.per_cpu.push(CpuLine {
+                        id,
+                        busy: total.saturating_sub(idle),
+                        idle,
+                        steal: v.get(7).copied().unwrap_or(0),
+                    });
                 }
             }
             b"ctxt" => s.ctxt = num(it.next()?)?,
@@ -387,8 +404,14 @@ mod tests {
         assert_eq!(keyed_u64(b"nr_throttled_x 3\n", "nr_throttled"), None);
         assert_eq!(kernel_version(b"6.18.44-fc-v1045\n"), Some((6, 18)));
         assert_eq!(single_i64(b"-1\n"), Some(-1));
-        let ps = proc_stat(b"cpu  100 1 50 800 20 0 9 0 0 0\ncpu0 60 0 20 300 10 0 5 0 0 0\ncpu1 40 1 30 500 10 0 4 0 0 0\nctxt 1\n").unwrap();
-        assert_eq!(ps.per_cpu, vec![(0, 85, 310), (1, 75, 510)]);
+        let ps = proc_stat(b"cpu  100 1 50 800 20 0 9 3 0 0\ncpu0 60 0 20 300 10 0 5 0 0 0\ncpu1 40 1 30 500 10 0 4 3 0 0\nctxt 1\n").unwrap();
+        let line = |id, busy, idle, steal| CpuLine {
+            id,
+            busy,
+            idle,
+            steal,
+        };
+        assert_eq!(ps.per_cpu, vec![line(0, 85, 310, 0), line(1, 78, 510, 3)]);
     }
 
     #[test]

@@ -67,6 +67,10 @@ pub struct MachineSample {
     /// Per online CPU: its id, busy and idle time since boot (/proc/stat cpuN lines), in ns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_cpu: Vec<CpuTimes>,
+    /// When /proc/stat was read (monotonic ns; 0: unknown, take the Sample's time): the
+    /// interval its lines cover, for the time the host took (model/host.rs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stat_ns: u64,
     /// The share of each CPU real-time tasks must leave to fair tasks that want it: the fair
     /// server's runtime / period (kernel 6.12 and later), else 1 - sched_rt_runtime_us /
     /// sched_rt_period_us. None: unknown (the model takes the kernel's default, 5%).
@@ -85,8 +89,13 @@ pub struct MachineSample {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct CpuTimes {
     pub id: u32,
+    /// Busy (steal included) and idle (iowait included).
     pub busy_ns: u64,
     pub idle_ns: u64,
+    /// Steal: the hypervisor ran something else while this CPU had work, when it tells the
+    /// guest (model/host.rs also finds the time it does not tell).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steal_ns: u64,
 }
 
 /// A group of the cpu controller (a cgroup), as the scheduler sees it.

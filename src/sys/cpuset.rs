@@ -26,6 +26,13 @@ impl CpuSet {
         s
     }
 
+    /// Just CPU `cpu`.
+    pub fn one(cpu: u32) -> CpuSet {
+        let mut s = CpuSet::new();
+        s.insert(cpu);
+        s
+    }
+
     pub fn insert(&mut self, cpu: u32) {
         let w = cpu as usize / 64;
         if self.words.len() <= w {

@@ -105,6 +105,14 @@ fn status_items(app: &App) -> Vec<(String, String)> {
             None => ("self -".into(), "self -".into()),
         },
         match frame {
+            // The host stopped this VM: time its kernel charged to whatever ran.
+            Some(fr) if fr.machine.host_stall_ms > 0.0 => (
+                format!("host stopped a CPU {:.0} ms", fr.machine.host_stall_ms),
+                format!("host {:.0}ms", fr.machine.host_stall_ms),
+            ),
+            _ => (String::new(), String::new()),
+        },
+        match frame {
             Some(fr) if fr.workloads.len() > 1 && fr.jain_index > 0.0 => {
                 (format!("Jain {:.2}", fr.jain_index), String::new())
             }

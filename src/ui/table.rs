@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame as TermFrame;
 
-use crate::model::{Latency, WorkloadFrame, WorkloadState};
+use crate::model::{Cause, Latency, WorkloadFrame, WorkloadState};
 use crate::supervisor::knobs::{placement_words, policy_name};
 
 use super::app::{App, TableGeometry, WorkloadView};
@@ -247,6 +247,10 @@ fn workload_cell<'a>(
         Col::Cpu => live.map_or_else(dash, |f| num(pct(f.window_received))),
         Col::Fair => live.map_or_else(dash, |f| num(pct(f.window_fair))),
         Col::Ratio => match live {
+            // A verdict the host's pause held (the details say why).
+            Some(f) if matches!(f.cause, Cause::HostStall { .. }) => {
+                Cell::from(Span::styled("host", app.theme.warn()))
+            }
             Some(f) => ratio_cell(app, f.window_received, f.window_fair, f.verdict),
             None => Cell::from("  -"),
         },

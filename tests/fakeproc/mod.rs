@@ -528,6 +528,7 @@ pub fn target(id: u32, name: &str, pgid: u32) -> Target {
 pub fn pin(mut s: Sample, k: u64) -> Sample {
     s.t_ns = k * S;
     s.status_t_ns = s.t_ns;
+    s.machine.stat_ns = s.t_ns;
     // Every thread read at the sample's instant, as a sweep that took no time.
     for w in &mut s.workloads {
         for p in &mut w.processes {
@@ -610,6 +611,7 @@ impl Session {
                 }
             }
         }
+        s.machine.stat_ns = self.at(s.machine.stat_ns);
         if let Some(r) = &mut s.machine.rest {
             r.t_ns = self.at(r.t_ns);
             r.since_ns = self.at(r.since_ns);
