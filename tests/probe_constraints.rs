@@ -835,3 +835,63 @@ fn a_host_pause_charged_to_the_fair_server_holds_the_verdicts_until_it_is_paid_b
     assert_fair(row(&frames[17], "fifo"));
 }
 
+#[test]
+fn a_small_workload_is_read_whole_at_every_sweep_beside_a_big_one_in_rotation() {
+    // 400 ping-pong threads, read in rotation within the schedstat budget, and a hog of two
+    // threads beside them: the hog's threads are read at every sweep, or a hog a FIFO task
+    // keeps off its CPU would read as wanting nothing between its turns.
+    let f = FakeProc::new();
+    let targets = [target(1, "big", 2000), target(2, "small", 3000)];
+    let mut s = session(&f);
+    // Written once, so the sweeps follow each other closely (the budget is a second's).
+    let big = Process {
+        threads: (2000..2400)
+            .map(|tid| Task {
+                tid,
+                ..Task::ran(10 * MS, 0)
+            })
+            .collect(),
+        ..Process::new(2000)
+    };
+    f.put(&big);
+    for k in 0..6_u64 {
+        let small = Process {
+            threads: vec![
+                Task {
+                    tid: 3000,
+                    state: 'S',
+                    ..Task::new(0)
+                },
+                Task {
+                    tid: 3001,
+                    ..Task::ran(k * 50 * MS, k * 950 * MS)
+                },
+            ],
+            ..Process::new(3000)
+        };
+        f.put(&small);
+        f.cpus(&[(k * 100, 0)], 0);
+        s.sample(&targets);
+    }
+    let read_at = |k: usize, w: usize, tid: u32| {
+        s.samples[k].workloads[w].processes[0]
+            .threads
+            .iter()
+            .find(|t| t.tid == tid)
+            .unwrap()
+            .read_ns
+    };
+    // The rotation follows the real time between sweeps (the budget is a second's): on a
+    // machine too slow for one, every thread is read and the case below holds trivially.
+    let skipped = (2001..2400)
+        .filter(|&tid| read_at(3, 0, tid) == read_at(2, 0, tid))
+        .count();
+    if skipped == 0 {
+        eprintln!("the big workload was read whole: the sweeps were too far apart for rotation");
+    }
+    for k in 1..6 {
+        assert_ne!(read_at(k, 1, 3001), read_at(k - 1, 1, 3001), "sweep {k}");
+        let hog = &s.samples[k].workloads[1].processes[0].threads[1];
+        assert_eq!(hog.state, Some('R'), "sweep {k}: {hog:?}");
+    }
+}

@@ -46,7 +46,10 @@ pub fn wanted(o: Observed, t_ns: u64, memo: &mut TaskMemo) -> (u64, u64) {
     let run = o.run_ns.min(t_ns);
     let mut busy = (run + wait).min(t_ns);
     let before = memo.runnable == Some(true);
-    if o.runnable == Some(true) && busy < t_ns && before {
+    // Unread, but it was runnable and has not run since: a task must run to go to sleep, so
+    // it still is (a starved thread among thousands, whose state the probe's budget skipped).
+    let runnable = o.runnable.or((before && run == 0).then_some(true));
+    if runnable == Some(true) && busy < t_ns && before {
         // It cannot have slept if it never ran; if it ran, it did not sleep when its
         // voluntary switches stood still since a read made before the interval began.
         let stayed_awake = run == 0
@@ -57,7 +60,7 @@ pub fn wanted(o: Observed, t_ns: u64, memo: &mut TaskMemo) -> (u64, u64) {
             busy = t_ns;
         }
     }
-    memo.runnable = match o.runnable {
+    memo.runnable = match runnable {
         Some(r) => Some(r),
         // Unread: a task busy for almost all of it was most likely still runnable.
         None if busy * 20 >= t_ns * 19 => Some(true),
@@ -137,6 +140,24 @@ mod tests {
         };
         o.vol = Some((8, 2_000));
         assert_eq!(wanted(o, 500 * MS, &mut m), (30 * MS, 0));
+    }
+
+    #[test]
+    fn a_starved_task_whose_state_went_unread_still_wants_it_all() {
+        // Runnable at its last read; then neither run nor state moves (not read this time).
+        let mut m = TaskMemo {
+            runnable: Some(true),
+            ..TaskMemo::default()
+        };
+        assert_eq!(
+            wanted(obs(0, 0, None), 100 * MS, &mut m),
+            (100 * MS, 100 * MS)
+        );
+        assert_eq!(m.runnable, Some(true));
+        // Once it ran, an unread state says nothing: it may have slept since. (Its 5 ms of
+        // late wait pay back part of the 100 counted ahead.)
+        assert_eq!(wanted(obs(20, 5, None), 100 * MS, &mut m), (20 * MS, 0));
+        assert_eq!((m.runnable, m.credit_ns), (None, 95 * MS));
     }
 
     #[test]

@@ -140,16 +140,52 @@ pub(super) struct Suspects {
     /// the budget, each sweep looks at different ones rather than the first in the list.
     pub every: u32,
     pub phase: u32,
-    /// Suspects met so far in this sweep.
+    /// Suspects met so far in this sweep, and in this target.
     pub seen: u32,
+    pub here: u32,
+}
+
+/// Suspects of each target read at every sweep, outside the budget: a small workload's
+/// starving thread (a hog a FIFO task keeps off its CPU) must not wait its turn behind a
+/// thousand ping-pong threads, or it reads as wanting nothing between turns.
+const ALWAYS_PER_TARGET: u32 = 4;
+
+/// Whether a suspect is read this sweep, and on whose account.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    No,
+    /// One of its target's first few: outside the budget.
+    Always,
+    /// Its turn in the rotation: if the budget has reads left.
+    Budget,
 }
 
 impl Suspects {
+    /// This target's suspects from the first.
+    pub fn for_target(self) -> Suspects {
+        Suspects { here: 0, ..self }
+    }
+
     /// Whether this suspect's turn is now.
-    fn turn(&mut self) -> bool {
+    fn turn(&mut self) -> Turn {
+        let always = self.here < ALWAYS_PER_TARGET;
         let mine = (self.seen + self.phase) % self.every.max(1) == 0;
+        self.here += 1;
         self.seen += 1;
-        mine
+        match (always, mine) {
+            (true, _) => Turn::Always,
+            (false, true) => Turn::Budget,
+            (false, false) => Turn::No,
+        }
+    }
+
+    /// Whether the turn may spend one read from `left` (always-reads spend nothing).
+    fn spend(turn: Turn, left: &mut u32) -> bool {
+        match turn {
+            Turn::No => false,
+            Turn::Always => true,
+            Turn::Budget => take(left),
+        }
     }
 }
 
@@ -428,14 +464,18 @@ impl TaskState {
             // free with it.
             self.take_sched(th.main);
         }
-        let suspect = self.ran_little() && sweep.suspects.turn();
+        let turn = if self.ran_little() {
+            sweep.suspects.turn()
+        } else {
+            Turn::No
+        };
         let fresh = std::mem::take(&mut self.fresh);
         let stat_due = tid != pid
             && (sweep.status_due
                 || fresh
                 || th.nice_due
                 || (sweep.stat_active && self.active())
-                || (sweep.contended && suspect && take(&mut sweep.suspects.stat_left)));
+                || (sweep.contended && Suspects::spend(turn, &mut sweep.suspects.stat_left)));
         if stat_due {
             self.open_files(proc_root, pid, tid, notes);
             if let Some(ts) = self
@@ -449,10 +489,10 @@ impl TaskState {
         }
         // A runnable thread that ran a little and then waited: did it sleep in between? Its
         // voluntary switches say (read out of turn, within the budget).
-        let waiting = suspect
+        let waiting = turn != Turn::No
             && self.sample.state == Some('R')
             && self.ran_at_all()
-            && take(&mut sweep.suspects.status_left);
+            && Suspects::spend(turn, &mut sweep.suspects.status_left);
         if (sweep.status_due && self.sample.slices != self.status_slices) || waiting || fresh {
             self.open_files(proc_root, pid, tid, notes);
             self.status_slices = self.sample.slices;
