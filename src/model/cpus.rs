@@ -75,12 +75,13 @@ fn busy_share(before: &[CpuTimes], now: &[CpuTimes], id: u32) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
 
-    fn times(id: u32, busy_ms: u64, idle_ms: u64) -> CpuTimes {
+    /// One CPU's times since boot, in ms (the host's tests share it).
+    pub(crate) fn times(id: u32, busy_ms: u64, idle_ms: u64) -> CpuTimes {
         CpuTimes {
             id,
             busy_ns: busy_ms * MS,

@@ -139,17 +139,9 @@ impl Taken {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::cpus::tests::times as cpu;
 
     const MS: u64 = 1_000_000;
-
-    fn cpu(id: u32, busy_ms: u64, idle_ms: u64) -> CpuTimes {
-        CpuTimes {
-            id,
-            busy_ns: busy_ms * MS,
-            idle_ns: idle_ms * MS,
-            steal_ns: 0,
-        }
-    }
 
     #[test]
     fn ticks_missing_from_a_busy_cpu_are_the_hosts() {
