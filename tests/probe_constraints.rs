@@ -895,3 +895,47 @@ fn a_small_workload_is_read_whole_at_every_sweep_beside_a_big_one_in_rotation() 
         assert_eq!(hog.state, Some('R'), "sweep {k}: {hog:?}");
     }
 }
+
+#[test]
+fn a_child_the_rest_saw_alive_is_not_counted_again_when_its_parent_reaps_it() {
+    // A make (session 9) and its compiler (pid 806), read alive at the first rest read with
+    // 50 ticks (500 ms) of CPU, gone by the second, when make's cutime shows all 110 ticks it
+    // used: only the 60 ticks since the compiler was last read are new. And schedlab's own
+    // process (this one, here) reaps its workloads, which are counted as workloads: nothing.
+    let f = FakeProc::new();
+    let targets = [target(1, "job", 801)];
+    let me = std::process::id();
+    let s = sweeps(&f, &targets, true, |k| {
+        f.put(&hog(801, k * S / 2, k * S / 2).session(7));
+        let make = Process {
+            child_ticks: if k == 2 { 110 } else { 0 },
+            ..hog(803, k * S / 10, 0).session(9).comm("make")
+        };
+        f.put(&make);
+        if k < 2 {
+            let cc1 = Process {
+                ppid: 803,
+                cpu_ticks: 50 * k,
+                ..hog(806, k * S / 2, 0).session(9).comm("cc1")
+            };
+            f.put(&cc1);
+        } else {
+            f.remove(806);
+        }
+        let ours = Process {
+            child_ticks: 1000 * k,
+            ..hog(me, k * S / 100, 0).session(7).comm("schedlab")
+        };
+        f.put(&ours);
+        f.cpus(&[(k * 100, 0), (k * 100, 0)], 0);
+    });
+    let rest = s.samples[2].machine.rest.as_ref().unwrap();
+    let task = |comm: &str| rest.tasks.iter().find(|t| t.comm == comm);
+    assert_eq!(
+        task("make").map(|t| t.reaped_ns),
+        Some(600 * MS),
+        "{rest:?}"
+    );
+    assert_eq!(task("schedlab").map(|t| t.reaped_ns), Some(0), "{rest:?}");
+    assert!(task("cc1").is_none());
+}

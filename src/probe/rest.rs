@@ -35,8 +35,20 @@ impl Rest {
         let since = self.last_ns;
         self.last_ns = sweep.now;
         let wanted: HashMap<u32, u64> = members.iter().copied().collect();
-        self.procs
-            .retain(|pid, p| wanted.get(pid) == Some(&p.start));
+        // Per parent: the CPU its children that are gone had when last read, already counted
+        // as theirs; its cutime takes it in again when it reaps them.
+        let mut counted: HashMap<u32, u64> = HashMap::new();
+        let mut forget = |p: &ProcState| {
+            *counted.entry(p.sample.ppid).or_default() +=
+                (p.sample.cpu_ticks + p.sample.child_ticks) * NS_PER_TICK;
+        };
+        self.procs.retain(|pid, p| {
+            let keep = wanted.get(pid) == Some(&p.start);
+            if !keep {
+                forget(p);
+            }
+            keep
+        });
         let mut problems = Vec::new();
         let mut tasks_seen: usize = self.procs.values().map(|p| p.tasks.len()).sum();
         let mut skipped = 0u64;
@@ -53,19 +65,37 @@ impl Rest {
                 self.procs.insert(pid, p);
             }
         }
-        let mut out = Vec::new();
         let mut gone = Vec::new();
-        let mut runnable_now: HashMap<u32, bool> = HashMap::with_capacity(self.runnable.len());
+        let mut child_before: HashMap<u32, u64> = HashMap::with_capacity(self.procs.len());
         for (&pid, p) in self.procs.iter_mut() {
-            let child_before = p.sample.child_ticks;
+            child_before.insert(pid, p.sample.child_ticks);
             match p.read(pid, 0, sweep, buf, &mut problems) {
                 Ok(()) => {}
                 Err(ProcGone::Gone) => {
+                    forget(p);
                     gone.push(pid);
-                    continue;
                 }
             }
-            let reaped = p.sample.child_ticks.saturating_sub(child_before) * NS_PER_TICK;
+        }
+        for pid in &gone {
+            self.procs.remove(pid);
+        }
+        let me = std::process::id();
+        let mut out = Vec::new();
+        let mut runnable_now: HashMap<u32, bool> = HashMap::with_capacity(self.runnable.len());
+        for (&pid, p) in &self.procs {
+            // What its children used since the last read, less what was counted as theirs
+            // while they lived. schedlab's own children are its workloads, counted as such.
+            let reaped = if pid == me {
+                0
+            } else {
+                let before = child_before
+                    .get(&pid)
+                    .copied()
+                    .unwrap_or(p.sample.child_ticks);
+                (p.sample.child_ticks.saturating_sub(before) * NS_PER_TICK)
+                    .saturating_sub(counted.get(&pid).copied().unwrap_or(0))
+            };
             for (&tid, t) in &p.tasks {
                 let runnable = t.sample.state == Some('R');
                 let before = self.runnable.get(&tid).copied().unwrap_or(false);
@@ -98,9 +128,6 @@ impl Rest {
                     kthread: p.kthread,
                 });
             }
-        }
-        for pid in gone {
-            self.procs.remove(&pid);
         }
         self.runnable = runnable_now;
         out.sort_by_key(|t| t.tid);
