@@ -393,8 +393,8 @@ fn forker(
     while stop.load(Relaxed) == 0 {
         let start = slot.latency.as_ref().map(|_| now_ns());
         // SAFETY: the forker is a single-threaded forked process; its child only calls execv and
-        // _exit on memory prepared before the fork.
-        let pid = unsafe { libc::fork() };
+        // _exit on memory prepared before the fork. (Without atfork handlers: see bare_fork.)
+        let pid = unsafe { super::children::bare_fork() };
         if pid == 0 {
             // SAFETY: `path` and `argv` (= [path, null]) are NUL-terminated and live across the
             // call; execv only reads them, and _exit ends the child if the exec fails.
