@@ -212,12 +212,20 @@ fn three_pinned_hogs_and_a_free_one_get_a_third_each_and_a_cpu() {
         &[hog("pinned", 3, "affinity = [0]"), hog("free", 1, "")],
     );
     assert_due(&frames, "pinned", 1.0);
-    assert_due(&frames, "free", 1.0);
+    // The free hog shares CPU 1 with whatever else runs (the test harness, the machine's own
+    // daemons): it is due the CPU less what they are due, which the quiet check keeps small.
+    let rest = frames.last().unwrap().machine.rest_window_fair;
+    assert_due(&frames, "free", 1.0 - rest);
     assert_fair(&frames, &["pinned", "free"]);
+    // All it wants, or, beside the rest's few percent, what the machine has left of CPU 1.
+    let free_due = due_of(&frames, "free");
     assert!(
-        matches!(due_of(&frames, "free"), Due::AllItWants { .. }),
-        "free: due for {:?} at {:.3} of {:.3} wanted",
-        due_of(&frames, "free"),
+        match &free_due {
+            Due::AllItWants { .. } => true,
+            Due::Share { pool_name, .. } => rest > 0.005 && pool_name.contains("has left"),
+            _ => false,
+        },
+        "free: due for {free_due:?} at {:.3} of {:.3} wanted (the rest due {rest:.3})",
         row(frames.last().unwrap(), "free").window_fair,
         row(frames.last().unwrap(), "free").cpu_demand
     );
