@@ -215,15 +215,7 @@ impl Model {
                 rest_cpu_demand: rest.demand + 0.0,
                 rest_window_received: rest.means.shares.received + 0.0,
                 rest_window_fair: rest.means.shares.fair + 0.0,
-                rest_verdict: if self
-                    .host
-                    .taken(&CpuSet::new(), iv.t_end)
-                    .distorts(rest.means.shares.fair, rest.means.span)
-                {
-                    Verdict::None
-                } else {
-                    Verdict::from_shares(rest.means.shares.received, rest.means.shares.fair)
-                },
+                rest_verdict: self.rest_verdict(&rest.means, iv.t_end),
                 rest_groups: rest.groups,
                 verdict_window: self.windows.secs(),
                 rt_cpu: all.rt_cpu() + 0.0,
@@ -239,6 +231,15 @@ impl Model {
             observer_rt: cur.observer_rt,
             cpus,
         }
+    }
+
+    /// The rest of the machine's verdict over the window; none while the host distorts it.
+    fn rest_verdict(&self, means: &Means, t: f64) -> Verdict {
+        let host = self.host.taken(&CpuSet::new(), t);
+        if host.distorts(means.shares.fair, means.span) {
+            return Verdict::None;
+        }
+        Verdict::from_shares(means.shares.received, means.shares.fair)
     }
 
     /// Each running workload's interval (None: not running at both ends).

@@ -116,6 +116,18 @@ struct GroupState {
 }
 
 impl GroupState {
+    /// Its threads are read one in `stride` a sweep only if it is big: a small workload's few
+    /// threads every sweep, or a hog a FIFO task starves beside a thousand ping-pong threads
+    /// reads stale.
+    fn stride(&self, stride: u32) -> u32 {
+        let threads: usize = self.procs.values().map(|p| p.tasks.len()).sum();
+        if threads <= SMALL_WORKLOAD_THREADS {
+            1
+        } else {
+            stride
+        }
+    }
+
     /// Takes in a fresh listing of the workload's processes: forgets those /proc no longer
     /// lists (or lists as another process), opens those it has not seen.
     fn admit(
@@ -638,9 +650,6 @@ impl Probe {
             ..
         } = self;
         let group = groups.entry(target.id).or_default();
-        // Only a big workload is read in rotation: a small one's few threads every sweep, or
-        // a hog starved by a FIFO task beside a thousand ping-pong threads reads stale.
-        let threads: usize = group.procs.values().map(|p| p.tasks.len()).sum();
         let mut sweep = Sweep {
             proc_root: &cfg.proc_root,
             now,
@@ -650,11 +659,7 @@ impl Probe {
             stat_active: false,
             cgroups,
             deadline_attrs: *deadline_attrs,
-            stride: if threads <= SMALL_WORKLOAD_THREADS {
-                1
-            } else {
-                stride
-            },
+            stride: group.stride(stride),
             phase: *sweeps,
             sched: *sched,
         };

@@ -34,22 +34,38 @@ impl Rest {
     ) -> RestSample {
         let since = self.last_ns;
         self.last_ns = sweep.now;
-        let wanted: HashMap<u32, u64> = members.iter().copied().collect();
         // Per parent: the CPU its children that are gone had when last read, already counted
         // as theirs; its cutime takes it in again when it reaps them.
         let mut counted: HashMap<u32, u64> = HashMap::new();
-        let mut forget = |p: &ProcState| {
-            *counted.entry(p.sample.ppid).or_default() +=
-                (p.sample.cpu_ticks + p.sample.child_ticks) * NS_PER_TICK;
-        };
+        let skipped = self.admit(members, sweep, buf, &mut counted);
+        let child_before = self.read_all(sweep, buf, &mut counted);
+        let mut tasks = self.tasks(since, &child_before, &counted);
+        tasks.sort_by_key(|t| t.tid);
+        RestSample {
+            t_ns: sweep.now,
+            since_ns: since,
+            tasks,
+            skipped,
+        }
+    }
+
+    /// Forgets the processes no longer listed and opens the new ones, within the budget of
+    /// tasks; returns how many were left out.
+    fn admit(
+        &mut self,
+        members: &[(u32, u64)],
+        sweep: &mut Sweep,
+        buf: &mut Vec<u8>,
+        counted: &mut HashMap<u32, u64>,
+    ) -> u64 {
+        let wanted: HashMap<u32, u64> = members.iter().copied().collect();
         self.procs.retain(|pid, p| {
             let keep = wanted.get(pid) == Some(&p.start);
             if !keep {
-                forget(p);
+                count_gone(counted, p);
             }
             keep
         });
-        let mut problems = Vec::new();
         let mut tasks_seen: usize = self.procs.values().map(|p| p.tasks.len()).sum();
         let mut skipped = 0u64;
         for &(pid, start) in members {
@@ -65,21 +81,39 @@ impl Rest {
                 self.procs.insert(pid, p);
             }
         }
+        skipped
+    }
+
+    /// Reads every process, forgets those gone; returns each one's children's ticks before.
+    fn read_all(
+        &mut self,
+        sweep: &mut Sweep,
+        buf: &mut Vec<u8>,
+        counted: &mut HashMap<u32, u64>,
+    ) -> HashMap<u32, u64> {
+        let mut problems = Vec::new();
         let mut gone = Vec::new();
         let mut child_before: HashMap<u32, u64> = HashMap::with_capacity(self.procs.len());
         for (&pid, p) in self.procs.iter_mut() {
             child_before.insert(pid, p.sample.child_ticks);
-            match p.read(pid, 0, sweep, buf, &mut problems) {
-                Ok(()) => {}
-                Err(ProcGone::Gone) => {
-                    forget(p);
-                    gone.push(pid);
-                }
+            if let Err(ProcGone::Gone) = p.read(pid, 0, sweep, buf, &mut problems) {
+                count_gone(counted, p);
+                gone.push(pid);
             }
         }
         for pid in &gone {
             self.procs.remove(pid);
         }
+        child_before
+    }
+
+    /// The tasks that ran, waited or are runnable, with what they did since the last read.
+    fn tasks(
+        &mut self,
+        since: u64,
+        child_before: &HashMap<u32, u64>,
+        counted: &HashMap<u32, u64>,
+    ) -> Vec<RestTask> {
         let me = std::process::id();
         let mut out = Vec::new();
         let mut runnable_now: HashMap<u32, bool> = HashMap::with_capacity(self.runnable.len());
@@ -130,12 +164,12 @@ impl Rest {
             }
         }
         self.runnable = runnable_now;
-        out.sort_by_key(|t| t.tid);
-        RestSample {
-            t_ns: sweep.now,
-            since_ns: since,
-            tasks: out,
-            skipped,
-        }
+        out
     }
+}
+
+/// Adds a process that is gone to what its parent's cutime will count again.
+fn count_gone(counted: &mut HashMap<u32, u64>, p: &ProcState) {
+    *counted.entry(p.sample.ppid).or_default() +=
+        (p.sample.cpu_ticks + p.sample.child_ticks) * NS_PER_TICK;
 }
