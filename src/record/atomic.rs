@@ -11,16 +11,30 @@ use anyhow::{Context, Result};
 /// A file being written; becomes `target` on [`AtomicFile::commit`], vanishes if dropped.
 pub struct AtomicFile {
     target: PathBuf,
-    tmp: PathBuf,
+    /// None: the target is a device or a pipe, written in place.
+    tmp: Option<PathBuf>,
     file: Option<File>,
 }
 
 impl AtomicFile {
     /// Creates the temporary file now, so an unwritable path fails before any work is done.
+    /// A device or a pipe the user names (`-o /dev/null`, `-o /dev/stdout`, a FIFO) is
+    /// written in place: renaming a file over it would replace it, and as root /dev/null
+    /// itself would become a regular file.
     pub fn create(target: &Path) -> Result<Self> {
-        let tmp = temp_path_for(target);
-        let file =
-            File::create(&tmp).with_context(|| format!("cannot write {}", target.display()))?;
+        let cannot = || format!("cannot write {}", target.display());
+        let special = std::fs::metadata(target).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        let (tmp, file) = if special {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(target)
+                .with_context(cannot)?;
+            (None, file)
+        } else {
+            let tmp = temp_path_for(target);
+            let file = File::create(&tmp).with_context(cannot)?;
+            (Some(tmp), file)
+        };
         Ok(AtomicFile {
             target: target.to_owned(),
             tmp,
@@ -28,29 +42,34 @@ impl AtomicFile {
         })
     }
 
-    /// The temporary path (same directory and extension as the target), for writers that
-    /// want a path rather than a File (the PNG encoder picks its format by extension).
+    /// The temporary path (same directory and extension as the target; the target itself
+    /// when written in place), for writers that want a path rather than a File (the PNG
+    /// encoder picks its format by extension).
     pub fn tmp_path(&self) -> &Path {
-        &self.tmp
+        self.tmp.as_deref().unwrap_or(&self.target)
     }
 
     pub fn file(&mut self) -> &mut File {
         self.file.as_mut().expect("open until commit")
     }
 
-    /// Flushes to disk and renames over the target.
+    /// Flushes to disk and renames over the target (a device or a pipe: just flushes).
     pub fn commit(mut self) -> Result<()> {
-        let file = self.file.take().expect("open until commit");
-        file.sync_all()
-            .and_then(|()| std::fs::rename(&self.tmp, &self.target))
-            .with_context(|| format!("cannot write {}", self.target.display()))
+        let mut file = self.file.take().expect("open until commit");
+        let done = match &self.tmp {
+            Some(tmp) => file
+                .sync_all()
+                .and_then(|()| std::fs::rename(tmp, &self.target)),
+            None => file.flush(),
+        };
+        done.with_context(|| format!("cannot write {}", self.target.display()))
     }
 }
 
 impl Drop for AtomicFile {
     fn drop(&mut self) {
-        if self.file.is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
+        if let (Some(_), Some(tmp)) = (&self.file, &self.tmp) {
+            let _ = std::fs::remove_file(tmp);
         }
     }
 }
@@ -80,6 +99,28 @@ fn temp_path_for(target: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pipe_is_written_in_place_never_replaced() {
+        // As /dev/null would be: a FIFO stands in, so a regression cannot break the machine.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("out.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_atomic(&fifo, b"whole").unwrap();
+        // Before joining: a renamed-over FIFO would leave the reader waiting for a writer.
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(reader.join().unwrap(), b"whole");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary left"
+        );
+    }
 
     #[test]
     fn temp_file_keeps_directory_and_extension() {
