@@ -489,6 +489,7 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         self.run(&["kill-server"]);
+        common::remove_tmux_socket(&self.0);
     }
 }
 

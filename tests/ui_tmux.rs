@@ -7,6 +7,8 @@
 //! exactly, on a machine where other schedlab runs may be going on. The tmux server has its
 //! own socket and is killed at the end, pass or fail.
 
+mod common;
+
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::path::Path;
@@ -219,6 +221,7 @@ impl Drop for Tmux {
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .status();
+        common::remove_tmux_socket(&self.socket);
     }
 }
 

@@ -187,3 +187,11 @@ pub fn frames() -> Vec<Frame> {
         })
         .collect()
 }
+
+/// Removes a tmux server's socket file: `kill-server` leaves it in the socket directory
+/// (`$TMUX_TMPDIR` or /tmp, then `tmux-UID`), and a test leaves nothing behind.
+pub fn remove_tmux_socket(name: &str) {
+    let dir = std::env::var_os("TMUX_TMPDIR").map_or_else(|| "/tmp".into(), PathBuf::from);
+    let uid = nix::unistd::getuid();
+    let _ = std::fs::remove_file(dir.join(format!("tmux-{uid}")).join(name));
+}
