@@ -83,7 +83,9 @@ impl Model {
 
     /// A model whose verdicts cover the last `secs` seconds.
     pub fn with_window(secs: f64) -> Self {
+        let windows = Windows::new(secs);
         Model {
+            host: HostWatch::new(windows.secs()),
             t0_ns: None,
             memo: HashMap::new(),
             cgroups: HashMap::new(),
@@ -91,8 +93,7 @@ impl Model {
             rest: Vec::new(),
             rest_memo: HashMap::new(),
             throttle_rates: HashMap::new(),
-            windows: Windows::new(secs),
-            host: HostWatch::new(Windows::new(secs).secs()),
+            windows,
         }
     }
 
