@@ -122,12 +122,16 @@ fn one_line(rendered: &str) -> (String, Option<String>) {
 }
 
 fn main() -> ExitCode {
-    lifeline::install();
     let args = workload::hackbench::rewrite_legacy_args(std::env::args_os().collect());
     let command = args
         .get(1)
         .and_then(|a| a.to_str())
         .filter(|a| !a.starts_with('-'));
+    if matches!(command, None | Some("tui" | "replay")) {
+        // Before any thread exists: the dashboard runs in a child, guarded by this process.
+        schedlab::ui::terminal::guard();
+    }
+    lifeline::install();
     lifeline::arm_injected_panic(command.unwrap_or("tui"));
     schedlab::sys::output::set_command(command.unwrap_or("tui"));
     let cli = match Cli::try_parse_from(&args) {
