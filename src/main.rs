@@ -131,6 +131,10 @@ fn main() -> ExitCode {
         // Before any thread exists: the dashboard runs in a child, guarded by this process.
         schedlab::ui::terminal::guard();
     }
+    if matches!(command, None | Some("tui" | "run" | "contest")) {
+        // Still one thread: the sampler's descriptors will not wait for an RCU grace period.
+        schedlab::sys::fdtable::reserve_early();
+    }
     lifeline::install();
     lifeline::arm_injected_panic(command.unwrap_or("tui"));
     schedlab::sys::output::set_command(command.unwrap_or("tui"));

@@ -317,7 +317,7 @@ impl Probe {
             .map_err(anyhow::Error::msg)
             .context("opening the machine counters (is /proc mounted?)")?;
         let opt = |rel: &str| Reader::open(cfg.proc_root.join(rel)).ok();
-        raise_fd_limit();
+        crate::sys::fdtable::raise_soft_limit();
         Ok(Probe {
             psi: opt("pressure/cpu"),
             autogroup_enabled: opt("sys/kernel/sched_autogroup_enabled"),
@@ -878,17 +878,6 @@ fn fair_reserve(cfg: &ProbeConfig, buf: &mut Vec<u8>) -> Option<f64> {
         return Some(0.0);
     }
     Some((1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0))
-}
-
-/// Lifts the soft descriptor limit to the hard one: the probe keeps three files open per
-/// thread, and a 5,000-thread workload would exceed the usual 1,024.
-fn raise_fd_limit() {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        if soft < hard {
-            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-        }
-    }
 }
 
 /// The process group of a running pid, for watching an existing process a user names.

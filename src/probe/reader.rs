@@ -31,7 +31,11 @@ pub(crate) fn classify(err: io::Error, path: &Path) -> ReadErr {
 impl Reader {
     pub(crate) fn open(path: PathBuf) -> Result<Reader, ReadErr> {
         match File::open(&path) {
-            Ok(f) => Ok(Reader::Open(f)),
+            Ok(f) => {
+                use std::os::fd::AsRawFd;
+                crate::sys::fdtable::keep_ahead(f.as_raw_fd());
+                Ok(Reader::Open(f))
+            }
             Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) => {
                 Ok(Reader::Path(path))
             }

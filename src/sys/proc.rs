@@ -191,6 +191,11 @@ pub fn mem_available() -> Option<u64> {
     Some(kb_field("/proc/meminfo", "MemAvailable")? * 1024)
 }
 
+/// This process's descriptor table size (FDSize of /proc/self/status: slots, not open files).
+pub fn own_fd_table_size() -> Option<u64> {
+    kb_field("/proc/self/status", "FDSize")
+}
+
 /// Tasks that exist on the machine now (the total of /proc/loadavg's running/total).
 pub fn task_count() -> Option<u64> {
     let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
