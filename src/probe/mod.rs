@@ -808,8 +808,11 @@ impl Probe {
 /// A process and its threads, as a Sample holds them (threads by tid).
 fn process_sample(p: &ProcState) -> ProcessSample {
     let mut s = p.sample.clone();
-    s.threads = p.tasks.values().map(|t| t.sample.clone()).collect();
-    s.threads.sort_by_key(|t| t.tid);
+    // Sorted as references, then copied once in order: sorting the copies (a stable sort,
+    // moving 1,000 of them about) was 6% of the observer's CPU at 1,000 threads.
+    let mut tasks: Vec<&TaskSample> = p.tasks.values().map(|t| &t.sample).collect();
+    tasks.sort_unstable_by_key(|t| t.tid);
+    s.threads = tasks.into_iter().cloned().collect();
     s
 }
 
