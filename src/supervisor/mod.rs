@@ -216,6 +216,7 @@ impl Running {
         kill_group(self.pid, Signal::SIGKILL);
         self.exit = self.child.wait().ok();
         self.drop_cgroup();
+        wait_group_gone(self.pid, GROUP_GONE_WITHIN);
         let _ = crate::sys::sysv::sweep_orphans();
         self.exit
     }
@@ -239,8 +240,27 @@ impl Drop for Running {
         if self.exit.is_none() {
             kill_group(self.pid, Signal::SIGKILL);
             let _ = self.child.wait();
+            wait_group_gone(self.pid, GROUP_GONE_WITHIN);
             let _ = crate::sys::sysv::sweep_orphans();
         }
+    }
+}
+
+/// How long a killed workload's other processes get to finish dying before its SysV objects
+/// are swept.
+const GROUP_GONE_WITHIN: Duration = Duration::from_secs(2);
+
+/// Waits, up to `within`, until no process is left in the group. The leader is reaped first,
+/// but a second process of the group (chat-bench's server beside its client) may still be
+/// exiting, its ledger still held: a sweep then would pass over its objects, and with the
+/// dashboard gone nobody would sweep again (CI saw 32 semaphore sets left after `q`).
+fn wait_group_gone(pgid: u32, within: Duration) {
+    let deadline = Instant::now() + within;
+    while pgid > 1
+        && killpg(Pid::from_raw(pgid as libc::pid_t), None).is_ok()
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
