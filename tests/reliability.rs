@@ -536,8 +536,7 @@ fn the_dashboard_on_the_largest_preset_leaves_nothing_soon_after_it_is_ended() {
                 let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
                 // The dashboard, not its terminal's guardian (`ttyguard`, same command line).
                 cmd.split(|&b| b == 0).nth(1) == Some(b"tui")
-                    && std::fs::read_to_string(format!("/proc/{p}/comm"))
-                        .is_ok_and(|c| c.trim() == "schedlab")
+                    && common::comm(*p as u32) == "schedlab"
             })
             .unwrap_or_else(|| panic!("{label}: no dashboard process"));
         let ended = Instant::now();

@@ -153,7 +153,7 @@ impl Tmux {
     fn dashboard_pid(&self) -> u32 {
         self.tagged()
             .into_iter()
-            .find(|(pid, cmd)| cmd.trim() == BIN && comm(*pid) == "schedlab")
+            .find(|(pid, cmd)| cmd.trim() == BIN && common::comm(*pid) == "schedlab")
             .map(|(pid, _)| pid)
             .expect("no dashboard process")
     }
@@ -219,13 +219,6 @@ impl Drop for Tmux {
             .status();
         common::remove_tmux_socket(&self.socket);
     }
-}
-
-/// A process's name (its comm), empty when it is gone.
-fn comm(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|c| c.trim().to_string())
-        .unwrap_or_default()
 }
 
 fn last_line(s: &str) -> &str {
@@ -422,7 +415,7 @@ fn a_crashed_workload_leaves_the_dashboard_usable_and_nothing_behind() {
             .tagged()
             .into_iter()
             .map(|(pid, _)| pid)
-            .find(|&pid| pid != dash && comm(pid) != "ttyguard");
+            .find(|&pid| pid != dash && common::comm(pid) != "ttyguard");
         if let Some(w) = w {
             break w;
         }

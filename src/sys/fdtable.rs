@@ -14,7 +14,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::{mpsc, Mutex, OnceLock};
+use std::sync::{mpsc, OnceLock};
 
 use nix::sys::resource::{getrlimit, setrlimit, Resource};
 
@@ -27,7 +27,7 @@ const FIRST_ROOM: usize = 64;
 static ROOM: AtomicUsize = AtomicUsize::new(FIRST_ROOM);
 /// The largest room asked of the helper.
 static ASKED: AtomicUsize = AtomicUsize::new(0);
-static HELPER: OnceLock<Mutex<mpsc::Sender<usize>>> = OnceLock::new();
+static HELPER: OnceLock<mpsc::Sender<usize>> = OnceLock::new();
 
 /// Lifts the soft descriptor limit to the hard one (the probe needs far more than the usual
 /// 1,024) and makes [`EARLY_ROOM`] slots, or as many as the limit allows. Call it before the
@@ -67,11 +67,9 @@ pub fn keep_ahead(fd: RawFd) {
                     grow(std::io::stderr().as_fd(), want);
                 }
             });
-        Mutex::new(tx)
+        tx
     });
-    if let Ok(tx) = helper.lock() {
-        let _ = tx.send(want);
-    }
+    let _ = helper.send(want);
 }
 
 /// Grows the table to at least `want` slots (capped by the soft limit), by taking the lowest

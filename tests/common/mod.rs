@@ -195,3 +195,10 @@ pub fn remove_tmux_socket(name: &str) {
     let uid = nix::unistd::getuid();
     let _ = std::fs::remove_file(dir.join(format!("tmux-{uid}")).join(name));
 }
+
+/// A process's name (its comm), empty when it is gone.
+pub fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim().to_string())
+        .unwrap_or_default()
+}
