@@ -60,8 +60,11 @@ pub struct WorkloadMemo {
     /// CPU already credited to each process (its threads plus what it reaped), so a child's
     /// time is not counted twice when its parent reaps it.
     credited: HashMap<ProcKey, u64>,
-    /// Per thread: the wait counted ahead of schedstat, its state, its switches.
-    tasks: HashMap<(u32, u64, u32), TaskMemo>,
+    /// Per process, per thread (sorted by tid, as the probe lists threads): the wait counted
+    /// ahead of schedstat, its state, its switches. A list walked beside the thread list, not a
+    /// map keyed by thread: at 1,000 threads a tick, the map's lookups (a cache miss each) and
+    /// the old Sample's binary searches were half of the model's accounting.
+    tasks: HashMap<ProcKey, Vec<(u32, TaskMemo)>>,
 }
 
 /// One workload over one interval.
@@ -144,28 +147,27 @@ pub fn account(
     let mut received: u64 = 0;
     let mut sums = Sums::default();
     // Per thread: pid, tid, run, wanted (ns), and its claim without demand yet.
-    let mut per_task: Vec<(u32, u32, u64, u64, Claim)> = Vec::new();
-    let mut reaped: Vec<(u32, u64, Placement)> = Vec::new();
     let threads: usize = w.processes.iter().map(|p| p.threads.len()).sum();
-    let mut seen_tasks: HashSet<(u32, u64, u32)> = HashSet::with_capacity(threads);
+    let mut per_task: Vec<(u32, u32, u64, u64, Claim)> = Vec::with_capacity(threads);
+    let mut reaped: Vec<(u32, u64, Placement)> = Vec::new();
+    let mut task_memos: HashMap<ProcKey, Vec<(u32, TaskMemo)>> =
+        HashMap::with_capacity(w.processes.len());
     for p in &w.processes {
         let key = (p.pid, p.start);
         let pp = prev_procs.get(&key).copied();
         let placement = placement_of(p);
         let mut own: u64 = 0;
         let mut last_cpus = None;
+        let old_memos = memo.tasks.remove(&key).unwrap_or_default();
+        let mut memos = Vec::with_capacity(p.threads.len());
+        let (mut at_old, mut at_memo) = (0, 0);
         for th in &p.threads {
-            // The probe lists threads sorted by tid.
-            let old = pp.and_then(|pp| {
-                pp.threads
-                    .binary_search_by_key(&th.tid, |o| o.tid)
-                    .ok()
-                    .map(|k| &pp.threads[k])
-            });
-            let tkey = (p.pid, p.start, th.tid);
-            seen_tasks.insert(tkey);
-            let tm = memo.tasks.entry(tkey).or_default();
-            let iv = thread_interval(th, old, t_ns, since_ns, tm);
+            let old = pp.and_then(|pp| seek(&pp.threads, &mut at_old, th.tid, |o| o.tid));
+            let mut tm = seek(&old_memos, &mut at_memo, th.tid, |m| m.0)
+                .map(|m| m.1)
+                .unwrap_or_default();
+            let iv = thread_interval(th, old, t_ns, since_ns, &mut tm);
+            memos.push((th.tid, tm));
             own += iv.run;
             let cpus = cpus_of(th, &mut last_cpus);
             sums.add(&iv, &cpus, th.cpu);
@@ -191,8 +193,14 @@ pub fn account(
         reaped.push((p.pid, got, placement));
         *memo.credited.entry(key).or_default() += own;
         received += own;
+        if !memos.windows(2).all(|m| m[0].0 < m[1].0) {
+            // Threads out of order (a synthetic sample): sorted, for the next lookups.
+            memos.sort_unstable_by_key(|m| m.0);
+        }
+        task_memos.insert(key, memos);
     }
-    memo.tasks.retain(|k, _| seen_tasks.contains(k));
+    // Processes gone since are forgotten with their threads.
+    memo.tasks = task_memos;
 
     let wait_ratio = if sums.run > 0 {
         (sums.wait as f64 / sums.run as f64).min(10.0)
@@ -219,6 +227,28 @@ pub fn account(
         cpus_used: sums.cpus_used,
         busy_tasks,
     }
+}
+
+/// The item of `items` (sorted by tid) with this `tid`, looked for from `*at` on and `*at` moved
+/// past it: when tids are asked in order, as the probe lists threads, a walk that reads each
+/// item once; otherwise (a thread new since, a synthetic sample out of order) a binary search.
+pub(super) fn seek<'a, T>(
+    items: &'a [T],
+    at: &mut usize,
+    tid: u32,
+    key: impl Fn(&T) -> u32,
+) -> Option<&'a T> {
+    while *at < items.len() && key(&items[*at]) < tid {
+        *at += 1;
+    }
+    if let Some(item) = items.get(*at).filter(|x| key(x) == tid) {
+        *at += 1;
+        return Some(item);
+    }
+    items
+        .binary_search_by_key(&tid, &key)
+        .ok()
+        .map(|k| &items[k])
 }
 
 /// A workload's threads summed over one interval.

@@ -5,10 +5,11 @@
 
 use foldhash::{HashMap, HashMapExt};
 
+use super::account::seek;
 use crate::probe::WorkloadSample;
 
-/// A thread as named across samples: its process's (pid, start) and its tid.
-type ThreadKey = (u32, u64, u32);
+/// A process as named across samples: its pid and start time.
+type ProcKey = (u32, u64);
 
 /// One thread's last read and the rate its last two reads gave.
 #[derive(Clone, Copy)]
@@ -18,10 +19,11 @@ struct Seen {
     rate: Option<f64>,
 }
 
-/// What the model keeps of a workload's migrations between intervals.
+/// What the model keeps of a workload's migrations between intervals: per process, its
+/// threads' last reads, sorted by tid (walked beside the thread list, as in `account`).
 #[derive(Default)]
 pub struct MigrationMemo {
-    threads: HashMap<ThreadKey, Seen>,
+    threads: HashMap<ProcKey, Vec<(u32, Seen)>>,
 }
 
 /// The workload's migrations per second, summed over its threads with a rate; None until
@@ -37,17 +39,17 @@ pub fn rate(
     let mut next = HashMap::with_capacity(memo.threads.len());
     let mut sum: Option<f64> = None;
     for p in &w.processes {
+        let before = memo.threads.remove(&(p.pid, p.start)).unwrap_or_default();
+        let mut seen_now = Vec::with_capacity(before.len());
+        let mut at = 0;
         for th in &p.threads {
             let Some(count) = th.migrations.filter(|_| th.migrations_ns != 0) else {
                 continue;
             };
-            let key = (p.pid, p.start, th.tid);
             let at_ns = th.migrations_ns;
-            let old = memo
-                .threads
-                .get(&key)
-                .copied()
-                .or_else(|| read_before(pw?, key));
+            let old = seek(&before, &mut at, th.tid, |s| s.0)
+                .map(|s| s.1)
+                .or_else(|| read_before(pw?, (p.pid, p.start, th.tid)));
             let seen = match old {
                 // Not read again since: its last rate holds.
                 Some(old) if old.at_ns == at_ns => old,
@@ -68,15 +70,19 @@ pub fn rate(
             if let Some(r) = seen.rate {
                 *sum.get_or_insert(0.0) += r;
             }
-            next.insert(key, seen);
+            seen_now.push((th.tid, seen));
         }
+        if !seen_now.windows(2).all(|s| s[0].0 < s[1].0) {
+            seen_now.sort_unstable_by_key(|s| s.0);
+        }
+        next.insert((p.pid, p.start), seen_now);
     }
     memo.threads = next;
     sum
 }
 
 /// A thread's read in an earlier Sample (processes sorted by pid, threads by tid).
-fn read_before(pw: &WorkloadSample, (pid, start, tid): ThreadKey) -> Option<Seen> {
+fn read_before(pw: &WorkloadSample, (pid, start, tid): (u32, u64, u32)) -> Option<Seen> {
     let p = pw
         .processes
         .binary_search_by_key(&pid, |p| p.pid)

@@ -432,11 +432,10 @@ impl<'a> Fill<'a> {
             live_children[g] += 1;
             *w_mask[g].entry(l.mask).or_default() += l.weight;
         }
+        // Each leaf's level computed once, not twice per comparison (1,000 leaves a tick).
+        let level: Vec<f64> = leaves.iter().map(|l| l.demand / l.weight).collect();
         for list in &mut by_node {
-            list.sort_by(|&a, &b| {
-                (leaves[a].demand / leaves[a].weight)
-                    .total_cmp(&(leaves[b].demand / leaves[b].weight))
-            });
+            list.sort_by(|&a, &b| level[a].total_cmp(&level[b]));
         }
         let mut node_active = vec![false; nn];
         for &g in order.iter().rev() {

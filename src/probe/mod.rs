@@ -218,11 +218,11 @@ pub struct Probe {
     suspects_last: u32,
 }
 
-/// schedstat reads a second, at most, on average: about 0.5% of a CPU here (1.6 µs each).
-/// A workload with more threads than this at its interval is read in rotation (each thread
-/// every few sweeps, its deltas over its own read interval); fewer, every thread every sweep.
-/// 1,000 threads at 10 Hz: each every fourth sweep.
-pub const SCHEDSTAT_READS_PER_SEC: u64 = 3_000;
+/// schedstat reads a second, at most, on average: about 0.5% of a CPU here (2-2.5 µs each with
+/// the syscall). A workload with more threads than this at its interval is read in rotation
+/// (each thread every few sweeps, its deltas over its own read interval); fewer, every thread
+/// every sweep. 1,000 threads at 10 Hz: each every fifth sweep.
+pub const SCHEDSTAT_READS_PER_SEC: u64 = 2_000;
 
 /// One thread in how many to read this sweep, for `threads` threads `gap_ns` after the last.
 /// A workload with this many threads or fewer is read whole at every sweep, outside the
@@ -236,11 +236,12 @@ fn read_stride(threads: u64, gap_ns: u64) -> u32 {
 /// Latency histogram reads a second, at most, on average. One reads a header line and every
 /// line of buckets its thread ever wrote, which that thread's CPU keeps dirtying: about 2 µs at
 /// 1,000 threads of busy ping-pong (whose round trips span 14 octaves, 56 lines), so 500 a
-/// second cost about 0.1% of a CPU. With more histograms than this at the interval, each is
-/// read every few sweeps (1,000 threads at 10 Hz: every 2 s; the merge, `LatencyMerge`, adds
-/// what each gained since its last read), and an interval's percentiles are those of the
-/// histograms read in it, over their own read intervals.
-pub const HISTOGRAM_READS_PER_SEC: u64 = 500;
+/// second cost about 0.1% of a CPU (more, measured: 5% of the observer at 1,000 threads, so
+/// 250). With more histograms than this at the interval, each is read every few sweeps (1,000
+/// threads at 10 Hz: every 4 s; the merge, `LatencyMerge`, adds what each gained since its
+/// last read), and an interval's percentiles are those of the histograms read in it, over
+/// their own read intervals.
+pub const HISTOGRAM_READS_PER_SEC: u64 = 250;
 
 /// One histogram in how many to read this sweep, for `histograms` of them `gap_ns` after the
 /// last sweep.
@@ -271,10 +272,10 @@ fn status_period_ns(asked_ns: u64, threads: u64) -> u64 {
 }
 
 /// Most per-thread sched files read per second (for migrations), on average. One costs
-/// ≈2.8 µs here (a `pread` of its 1.8 kB, docs/performance.md), so this caps them at ≈0.07% of
-/// a CPU: with more threads than this, each thread's migrations are read less often than once
-/// a second (1,000 threads: every 4 s), in rotation.
-pub const SCHED_READS_PER_SEC: u64 = 250;
+/// 3-8 µs here (the kernel formats its 1.8 kB from scratch, docs/performance.md), so this caps
+/// them at under 0.1% of a CPU: with more threads than this, each thread's migrations are read
+/// less often than once a second (1,000 threads: every 10 s), in rotation.
+pub const SCHED_READS_PER_SEC: u64 = 100;
 
 /// This sweep's sched reads, `gap_ns` after the last: each thread's at the status period as
 /// asked, or less often when `threads` would exceed the budget, and this sweep's share of the
@@ -906,27 +907,27 @@ mod tests {
     fn big_workloads_are_read_in_rotation_within_the_budget() {
         use super::read_stride;
         const MS: u64 = 1_000_000;
-        // 1,000 threads at 10 Hz: 10,000 reads a second, over the 3,000 budget: every fourth.
-        assert_eq!(read_stride(1_000, 100 * MS), 4);
+        // 1,000 threads at 10 Hz: 10,000 reads a second, over the 2,000 budget: every fifth.
+        assert_eq!(read_stride(1_000, 100 * MS), 5);
         assert_eq!(read_stride(100, 100 * MS), 1);
-        // 16,000 threads at 1 Hz: every sixth sweep.
-        assert_eq!(read_stride(16_000, 1_000 * MS), 6);
+        // 16,000 threads at 1 Hz: every eighth sweep.
+        assert_eq!(read_stride(16_000, 1_000 * MS), 8);
         assert_eq!(read_stride(0, 0), 1);
-        // Latency histograms, 500 a second: 1,000 at 10 Hz, every 20th sweep.
+        // Latency histograms, 250 a second: 1,000 at 10 Hz, every 40th sweep.
         let hist = super::histogram_stride;
-        assert_eq!((hist(1_000, 100 * MS), hist(50, 100 * MS)), (20, 1));
+        assert_eq!((hist(1_000, 100 * MS), hist(25, 100 * MS)), (40, 1));
     }
 
     #[test]
     fn sched_files_are_read_within_their_budget() {
         use super::sched_budget;
         const MS: u64 = 1_000_000;
-        // Few threads at 10 Hz: each once a second, 25 reads a sweep at most.
+        // Few threads at 10 Hz: each once a second, 10 reads a sweep at most.
         let b = sched_budget(S, 10, 100 * MS);
-        assert_eq!((b.left, b.period_ns), (25, S));
-        // 1,000 threads at 250 a second: each every 4 s.
-        assert_eq!(sched_budget(S, 1000, 100 * MS).period_ns, 4 * S);
-        assert_eq!(sched_budget(S, 1000, 1000 * MS).left, 250);
+        assert_eq!((b.left, b.period_ns), (10, S));
+        // 1,000 threads at 100 a second: each every 10 s.
+        assert_eq!(sched_budget(S, 1000, 100 * MS).period_ns, 10 * S);
+        assert_eq!(sched_budget(S, 1000, 1000 * MS).left, 100);
         // Status at every sweep (tests): every thread every sweep.
         let all = sched_budget(0, 5000, 100 * MS);
         assert_eq!((all.left, all.period_ns), (u32::MAX, 0));

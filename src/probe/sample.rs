@@ -294,7 +294,9 @@ pub struct ProcessSample {
     pub session: u32,
     /// Its autogroup id and autogroup nice, when readable.
     pub autogroup: Option<(u64, i32)>,
-    /// utime + stime over all its threads, dead ones too, in ticks.
+    /// utime + stime over all its threads, dead ones too, in ticks; for a process of more
+    /// than 16 threads, as of the last status sweep (summing them costs the kernel a walk of
+    /// every thread, so its main thread's stat is read in between).
     pub cpu_ticks: u64,
     /// cutime + cstime: children it has reaped, in ticks.
     pub child_ticks: u64,

@@ -22,17 +22,29 @@ use super::{monotonic_ns, ProcessSample, TaskSample};
 
 /// Re-list a process's threads at least this often. A change in its thread count, or a
 /// thread found gone at its read, re-lists at the next sweep; this only catches an exit and a
-/// birth between two sweeps that left the count the same. Listing 1,000 threads costs more
-/// than a sweep of their schedstat, so it is not done every second.
-pub(super) const TASK_RELIST_NS: u64 = 5_000_000_000;
+/// birth between two sweeps that left the count the same (and the exit is found at the dead
+/// thread's next read anyway). Listing 1,000 threads costs the kernel a dentry per thread,
+/// more than a sweep of their schedstat, so it is rare.
+pub(super) const TASK_RELIST_NS: u64 = 10_000_000_000;
 /// Re-read every thread's nice at least this often (at once when the main thread's changes:
 /// a renice of a whole workload touches the main thread too).
 const NICE_EVERY_NS: u64 = 5_000_000_000;
 /// A thread that used less than this share of its interval (run + wait) may be waiting for a
 /// CPU it has not got yet.
 const RAN_LITTLE: f64 = 0.95;
+/// ...and was given a CPU at most this many times since its last read. A thread the kernel
+/// switched in more often was being served: the wait it has not reported yet is the tail since
+/// its last turn, which its next turn reports. Only a thread that hardly got a CPU can be waiting
+/// unseen for most of an interval (a hog behind a real-time task, a thread starved by a group's
+/// weight), and only its state says so. Without this, nearly every thread of a busy ping-pong
+/// (it sleeps between messages) was a suspect, and their reads were a seventh of the observer's
+/// CPU at 1,000 threads.
+const SUSPECT_MAX_SLICES: u64 = 2;
 /// SCHED_DEADLINE's policy number.
 const SCHED_DEADLINE: u32 = 6;
+/// A process with more threads than this has its main thread's stat read between status
+/// sweeps, not the process's (which sums over every thread).
+const MAIN_STAT_THREADS: usize = 16;
 /// New threads whose files one listing opens: a workload that starts 16,000 threads is taken in
 /// over a few sweeps instead of one that takes a second.
 const NEW_TASKS_PER_LISTING: usize = 500;
@@ -51,6 +63,8 @@ pub(super) struct TaskState {
     status_slices: u64,
     /// run, wait and read time at the read before the last.
     prev: (u64, u64, u64),
+    /// Timeslices at the read before the last.
+    prev_slices: u64,
     /// Its sched file, opened at its first read.
     sched: SchedFile,
     pub(super) sample: TaskSample,
@@ -70,6 +84,13 @@ pub(super) struct ProcState {
     /// Files of this process that could not be opened or read, until the next re-list.
     pub(super) notes: Vec<String>,
     stat: Reader,
+    /// The main thread's own stat (task/PID/stat), read instead of `stat` between status
+    /// sweeps when the process has many threads: the process's stat sums CPU time over every
+    /// thread in the kernel (1,000 task_structs a read), and all else the probe needs of it
+    /// (start, group, state, thread count, reaped children's time, nice) is the main thread's.
+    /// None: not opened yet, or not there (a fake tree).
+    main_stat: Option<Reader>,
+    main_stat_tried: bool,
     listed_ns: u64,
     /// When per-thread nice was last read, and the main thread's (nice, policy) then.
     nice_ns: u64,
@@ -237,6 +258,8 @@ impl ProcState {
             start,
             notes: Vec::new(),
             stat,
+            main_stat: None,
+            main_stat_tried: false,
             listed_ns: 0,
             nice_ns: sweep.now,
             main_sched: (st.nice, st.policy),
@@ -271,7 +294,8 @@ impl ProcState {
         buf: &mut Vec<u8>,
         problems: &mut Vec<String>,
     ) -> Result<(), ProcGone> {
-        let st = self.read_own_stat(pid, pgid, sweep.proc_root, buf, problems)?;
+        let whole = sweep.status_due || self.tasks.len() <= MAIN_STAT_THREADS;
+        let st = self.read_own_stat(pid, pgid, whole, sweep.proc_root, buf, problems)?;
         if st.state == b'Z' {
             // A zombie has no threads left to read; its times stay in its stat.
             self.tasks.clear();
@@ -313,15 +337,26 @@ impl ProcState {
     }
 
     /// The process's own stat, still the process we knew, in the group it must be in.
+    /// `whole`: the process's stat, with its CPU time; otherwise its main thread's, when it
+    /// can be opened.
     fn read_own_stat(
         &mut self,
         pid: u32,
         pgid: u32,
+        whole: bool,
         proc_root: &Path,
         buf: &mut Vec<u8>,
         problems: &mut Vec<String>,
     ) -> Result<parse::Stat, ProcGone> {
-        let st = match self.stat.read(buf) {
+        if !whole && !self.main_stat_tried {
+            self.main_stat_tried = true;
+            self.main_stat = Reader::open(proc_root.join(format!("{pid}/task/{pid}/stat"))).ok();
+        }
+        let reader = match &self.main_stat {
+            Some(r) if !whole => r,
+            _ => &self.stat,
+        };
+        let st = match reader.read(buf) {
             Ok(b) => parse::stat(b),
             Err(ReadErr::Gone) => None,
             Err(ReadErr::Failed(why)) => {
@@ -338,7 +373,9 @@ impl ProcState {
         }
         self.sample.ppid = st.ppid;
         self.sample.session = st.session;
-        self.sample.cpu_ticks = st.cpu_ticks;
+        if whole || self.main_stat.is_none() {
+            self.sample.cpu_ticks = st.cpu_ticks;
+        }
         self.sample.child_ticks = st.child_ticks;
         self.state = st.state;
         Ok(st)
@@ -405,6 +442,7 @@ impl ProcState {
                     fresh: true,
                     status_slices: u64::MAX,
                     prev: (0, 0, 0),
+                    prev_slices: 0,
                     sched: SchedFile::Unopened,
                     sample: TaskSample {
                         tid,
@@ -558,6 +596,7 @@ impl TaskState {
         };
         // Keep the last read's values to judge what this interval held.
         self.prev = (self.sample.run_ns, self.sample.wait_ns, self.sample.read_ns);
+        self.prev_slices = self.sample.slices;
         self.sample.run_ns = run;
         self.sample.wait_ns = wait;
         self.sample.slices = slices;
@@ -568,10 +607,10 @@ impl TaskState {
     }
 
     /// Whether it used (ran or waited for, as far as schedstat knows yet) less than most of
-    /// the time since its last read.
+    /// the time since its last read, and hardly got a CPU in it: it may be waiting unseen.
     fn ran_little(&self) -> bool {
         let (run0, wait0, at0) = self.prev;
-        if at0 == 0 {
+        if at0 == 0 || self.sample.slices.saturating_sub(self.prev_slices) > SUSPECT_MAX_SLICES {
             return false;
         }
         let own = self.sample.read_ns.saturating_sub(at0) as f64;
