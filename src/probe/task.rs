@@ -12,7 +12,7 @@
 //! at most once a status period, within a budget of reads a second shared by every workload;
 //! a thread read is not due again for a period, so those the budget left out go next.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::cgroups::{read_cgroup_file, Cgroups};
@@ -95,7 +95,10 @@ pub(super) struct ProcState {
     /// When per-thread nice was last read, and the main thread's (nice, policy) then.
     nice_ns: u64,
     main_sched: (i32, u32),
-    pub(super) tasks: HashMap<u32, TaskState>,
+    /// By tid: in order for the Sample, and a sweep in rotation steps over the threads it
+    /// skips without touching them (a map's keys sit apart from its values; 1,000 threads a
+    /// sweep, in a cache the workload keeps cold).
+    pub(super) tasks: BTreeMap<u32, TaskState>,
     pub(super) sample: ProcessSample,
     /// The process's name, for the rest of the machine.
     pub(super) comm: String,
@@ -263,7 +266,7 @@ impl ProcState {
             listed_ns: 0,
             nice_ns: sweep.now,
             main_sched: (st.nice, st.policy),
-            tasks: HashMap::new(),
+            tasks: BTreeMap::new(),
             sample: ProcessSample {
                 pid,
                 ppid: st.ppid,
@@ -316,9 +319,9 @@ impl ProcState {
         let notes = &mut self.notes;
         self.tasks.retain(|&tid, t| {
             // A big workload is read in rotation (the budget of reads a second): a thread
-            // skipped this sweep keeps its last values, and says it was not read.
+            // skipped this sweep keeps its last values, untouched (its Sample says it was not
+            // read: `sample_of`).
             if sweep.stride > 1 && tid != pid && (tid + sweep.phase) % sweep.stride != 0 {
-                t.sample.state = None;
                 return true;
             }
             let thread = Thread {
@@ -604,6 +607,16 @@ impl TaskState {
         self.sample.read_ns = monotonic_ns();
         self.sample.state = None;
         Ok(true)
+    }
+
+    /// Its Sample as of the sweep that began at `sweep_ns`: one not read in that sweep (a big
+    /// workload's rotation) has no state, which only a read tells.
+    pub(super) fn sample_of(&self, sweep_ns: u64) -> TaskSample {
+        let mut s = self.sample.clone();
+        if s.read_ns < sweep_ns {
+            s.state = None;
+        }
+        s
     }
 
     /// Whether it used (ran or waited for, as far as schedstat knows yet) less than most of
