@@ -8,7 +8,7 @@
 #   alone, with `top -b -H -d 0.1` watching every thread on the machine;
 #   alone, with `htop -d 1` (10 Hz) watching every thread, on a pseudo-terminal of 200x50;
 # alternating, RUNS times. Prints the workload's round trips/s (median [IQR]) and its ratio to
-# alone, and the observer's own CPU in % of one CPU, from about 1 s after the start to 1 s
+# alone (of the medians, and the median of each round's ratio), and the observer's own CPU in % of one CPU, from about 1 s after the start to 1 s
 # before the end (start-up and the final report left out): for top and htop, utime+stime
 # from /proc/PID/stat over the time measured between the two readings; for run, its own
 # steady-state CPU from its results (`observer.cpu_pct`, the first second left out). For run,
@@ -96,9 +96,12 @@ cpu_cell() { if [ -s "$1" ]; then echo "$(bench_median < "$1" | awk '{printf "%.
 echo "Observer: $((PAIRS * 2)) threads in sem ping-pong, $SECS s, $RUNS runs each, rotating order; $(nproc) CPUs, kernel $(uname -r)"
 echo
 col() { awk -v c="$2" '{print $c}' "$1"; }
-echo "| observer (10 Hz) | workload rt/s, median [IQR] | / alone | observer CPU, % of one CPU, median (min..max) | samples taken / due | late p50 / p99 ms | within 10 ms |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
-echo "| none (alone) | $(bench_median_iqr < "$TMP/alone") | 1.000 | - | - | - | - |"
+# The ratio of each round's run to the same round's alone run, median over rounds: drift of
+# the machine between rounds (this VM's alone runs spread by a third) cancels out.
+paired() { paste "$TMP/$1" "$TMP/alone" | awk '$1 > 0 && $2 > 0 {print $1 / $2}' | bench_median | awk '{printf "%.3f", $1}'; }
+echo "| observer (10 Hz) | workload rt/s, median [IQR] | / alone | / alone, paired by round | observer CPU, % of one CPU, median (min..max) | samples taken / due | late p50 / p99 ms | within 10 ms |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| none (alone) | $(bench_median_iqr < "$TMP/alone") | 1.000 | 1.000 | - | - | - | - |"
 for o in run top htop; do
     case $o in
         run) label="schedlab run, interval 100 ms" ;;
@@ -112,8 +115,8 @@ for o in run top htop; do
         due=$(col "$TMP/run.obs" 3 | awk '{s += $1} END {print s}')
         late="$(col "$TMP/run.obs" 4 | bench_median | awk '{printf "%.1f", $1}') / $(col "$TMP/run.obs" 5 | bench_median | awk '{printf "%.1f", $1}')"
         ontime="$(col "$TMP/run.obs" 6 | bench_median | awk '{printf "%.1f%%", $1}')"
-        echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(cpu_cell "$TMP/run.cpu") | $taken / $due | $late | $ontime |"
+        echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(paired "$o") | $(cpu_cell "$TMP/run.cpu") | $taken / $due | $late | $ontime |"
     else
-        echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(cpu_cell "$TMP/$o.cpu") | - | - | - |"
+        echo "| $label | $(bench_median_iqr < "$TMP/$o") | $(bench_ratio "$m" "$a") | $(paired "$o") | $(cpu_cell "$TMP/$o.cpu") | - | - | - |"
     fi
 done
