@@ -193,11 +193,7 @@ pub fn account(
         reaped.push((p.pid, got, placement));
         *memo.credited.entry(key).or_default() += own;
         received += own;
-        if !memos.windows(2).all(|m| m[0].0 < m[1].0) {
-            // Threads out of order (a synthetic sample): sorted, for the next lookups.
-            memos.sort_unstable_by_key(|m| m.0);
-        }
-        task_memos.insert(key, memos);
+        task_memos.insert(key, by_tid(memos));
     }
     // Processes gone since are forgotten with their threads.
     memo.tasks = task_memos;
@@ -249,6 +245,15 @@ pub(super) fn seek<'a, T>(
         .binary_search_by_key(&tid, &key)
         .ok()
         .map(|k| &items[k])
+}
+
+/// A per-thread list made in the order threads came, sorted by tid for the next `seek`s if
+/// they came out of order (a synthetic sample; the probe lists them in order).
+pub(super) fn by_tid<T>(mut list: Vec<(u32, T)>) -> Vec<(u32, T)> {
+    if !list.windows(2).all(|m| m[0].0 < m[1].0) {
+        list.sort_unstable_by_key(|m| m.0);
+    }
+    list
 }
 
 /// A workload's threads summed over one interval.

@@ -5,7 +5,7 @@
 
 use foldhash::{HashMap, HashMapExt};
 
-use super::account::seek;
+use super::account::{by_tid, seek};
 use crate::probe::WorkloadSample;
 
 /// A process as named across samples: its pid and start time.
@@ -72,10 +72,7 @@ pub fn rate(
             }
             seen_now.push((th.tid, seen));
         }
-        if !seen_now.windows(2).all(|s| s[0].0 < s[1].0) {
-            seen_now.sort_unstable_by_key(|s| s.0);
-        }
-        next.insert((p.pid, p.start), seen_now);
+        next.insert((p.pid, p.start), by_tid(seen_now));
     }
     memo.threads = next;
     sum

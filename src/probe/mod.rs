@@ -810,8 +810,7 @@ impl Probe {
     }
 }
 
-/// A process and its threads, as a Sample holds them (threads by tid).
-/// A process as the sweep that began at `sweep_ns` found it, its threads in tid order.
+/// A process and its threads (by tid), as the sweep that began at `sweep_ns` found them.
 fn process_sample(p: &ProcState, sweep_ns: u64) -> ProcessSample {
     let mut s = p.sample.clone();
     s.threads = p.tasks.values().map(|t| t.sample_of(sweep_ns)).collect();

@@ -65,18 +65,31 @@ pub(super) struct TaskState {
     prev: (u64, u64, u64),
     /// Timeslices at the read before the last.
     prev_slices: u64,
-    /// Its sched file, opened at its first read.
-    sched: SchedFile,
+    /// Its sched file, for its migrations, opened at its first read; Absent also when it
+    /// has no `se.nr_migrations` (another kernel's format): its migrations stay unknown.
+    sched: LazyFile,
     pub(super) sample: TaskSample,
 }
 
-/// A thread's sched file, for its migrations.
-enum SchedFile {
+/// A file opened at its first need.
+enum LazyFile {
     Unopened,
     Open(Reader),
-    /// Not there, not readable, or without `se.nr_migrations` (another kernel's format):
-    /// not tried again, and its migrations stay unknown.
+    /// Not there or not readable (or not what it should be): not tried again.
     Absent,
+}
+
+impl LazyFile {
+    /// The file, opened from `path()` if this is its first need.
+    fn open(&mut self, path: impl FnOnce() -> PathBuf) -> Option<&Reader> {
+        if matches!(self, LazyFile::Unopened) {
+            *self = Reader::open(path()).map_or(LazyFile::Absent, LazyFile::Open);
+        }
+        match self {
+            LazyFile::Open(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 pub(super) struct ProcState {
@@ -88,9 +101,8 @@ pub(super) struct ProcState {
     /// sweeps when the process has many threads: the process's stat sums CPU time over every
     /// thread in the kernel (1,000 task_structs a read), and all else the probe needs of it
     /// (start, group, state, thread count, reaped children's time, nice) is the main thread's.
-    /// None: not opened yet, or not there (a fake tree).
-    main_stat: Option<Reader>,
-    main_stat_tried: bool,
+    /// Absent: not there (a fake tree), and the process's stat is read at every sweep.
+    main_stat: LazyFile,
     listed_ns: u64,
     /// When per-thread nice was last read, and the main thread's (nice, policy) then.
     nice_ns: u64,
@@ -261,8 +273,7 @@ impl ProcState {
             start,
             notes: Vec::new(),
             stat,
-            main_stat: None,
-            main_stat_tried: false,
+            main_stat: LazyFile::Unopened,
             listed_ns: 0,
             nice_ns: sweep.now,
             main_sched: (st.nice, st.policy),
@@ -351,14 +362,14 @@ impl ProcState {
         buf: &mut Vec<u8>,
         problems: &mut Vec<String>,
     ) -> Result<parse::Stat, ProcGone> {
-        if !whole && !self.main_stat_tried {
-            self.main_stat_tried = true;
-            self.main_stat = Reader::open(proc_root.join(format!("{pid}/task/{pid}/stat"))).ok();
-        }
-        let reader = match &self.main_stat {
-            Some(r) if !whole => r,
-            _ => &self.stat,
+        let main = if whole {
+            None
+        } else {
+            self.main_stat
+                .open(|| proc_root.join(format!("{pid}/task/{pid}/stat")))
         };
+        let from_main = main.is_some();
+        let reader = main.unwrap_or(&self.stat);
         let st = match reader.read(buf) {
             Ok(b) => parse::stat(b),
             Err(ReadErr::Gone) => None,
@@ -376,7 +387,7 @@ impl ProcState {
         }
         self.sample.ppid = st.ppid;
         self.sample.session = st.session;
-        if whole || self.main_stat.is_none() {
+        if !from_main {
             self.sample.cpu_ticks = st.cpu_ticks;
         }
         self.sample.child_ticks = st.child_ticks;
@@ -446,7 +457,7 @@ impl ProcState {
                     status_slices: u64::MAX,
                     prev: (0, 0, 0),
                     prev_slices: 0,
-                    sched: SchedFile::Unopened,
+                    sched: LazyFile::Unopened,
                     sample: TaskSample {
                         tid,
                         ..TaskSample::default()
@@ -548,7 +559,7 @@ impl TaskState {
         if sweep.deadline_attrs && self.sample.policy == SCHED_DEADLINE {
             self.sample.dl_bw = deadline_bandwidth(tid);
         }
-        if !matches!(self.sched, SchedFile::Absent)
+        if !matches!(self.sched, LazyFile::Absent)
             && sweep.sched.turn(self.sample.migrations_ns, sweep.now)
         {
             self.read_migrations(proc_root, pid, tid, buf);
@@ -560,11 +571,10 @@ impl TaskState {
     /// without it) or has no such line leaves the figure unknown, silently: it is an extra,
     /// and its absence says nothing about the workload's health.
     fn read_migrations(&mut self, proc_root: &Path, pid: u32, tid: u32, buf: &mut Vec<u8>) {
-        if matches!(self.sched, SchedFile::Unopened) {
-            let path = proc_root.join(format!("{pid}/task/{tid}/sched"));
-            self.sched = Reader::open(path).map_or(SchedFile::Absent, SchedFile::Open);
-        }
-        let SchedFile::Open(r) = &self.sched else {
+        let Some(r) = self
+            .sched
+            .open(|| proc_root.join(format!("{pid}/task/{tid}/sched")))
+        else {
             return;
         };
         match r.read(buf) {
@@ -575,10 +585,10 @@ impl TaskState {
                 }
                 // An empty read is a thread on its way out (schedstat says so next sweep).
                 None if b.is_empty() => {}
-                None => self.sched = SchedFile::Absent,
+                None => self.sched = LazyFile::Absent,
             },
             Err(ReadErr::Gone) => {}
-            Err(ReadErr::Failed(_)) => self.sched = SchedFile::Absent,
+            Err(ReadErr::Failed(_)) => self.sched = LazyFile::Absent,
         }
     }
 
