@@ -251,17 +251,17 @@ impl Drop for StopOnDrop {
     }
 }
 
-/// The 99th percentile, in usec, of the whole-run block for `unit` in a probe's report.
-fn probe_p99(report: &str, unit: &str) -> f64 {
+/// The figure after `label` (in usec) in the whole-run block for `unit` in a probe's report.
+fn probe_figure(report: &str, unit: &str, label: &str) -> f64 {
     let block = report
         .split_once(&format!("{unit} latencies over the whole run"))
         .unwrap_or_else(|| panic!("no whole-run {unit} block in\n{report}"))
         .1;
-    number_after(block, "99.0th:")
+    number_after(block, label)
 }
 
 #[test]
-fn wakeup_probe_beside_a_fifo_hog_sees_ten_times_its_p99_alone() {
+fn wakeup_probe_beside_a_fifo_hog_sees_a_wakeup_ten_times_its_p99_alone() {
     let cpus = usable_cpus();
     if cpus.len() < 2 {
         eprintln!("skipped: the hog takes one CPU and the test needs another");
@@ -292,12 +292,12 @@ fn wakeup_probe_beside_a_fifo_hog_sees_ten_times_its_p99_alone() {
     let (alone, what) = probe("2");
     let alone = stdout(&wait_bounded(alone, Duration::from_secs(60), &[&what[0]]));
 
-    // The hog spins on that CPU for the whole of the probe's run, so the probe's threads
-    // there get only what real-time tasks leave them: 50 ms a second (the fair server), and
-    // the first wakeup of each such burst runs up to 950 ms late: about one sample in six,
-    // far past the 99th percentile however late the hog or the probe starts. (A hog started
-    // after the probe, as this case once did, left those under 1% of the samples when CI
-    // started it late.)
+    // The hog spins on that CPU for the whole of the probe's run, so the probe's threads there
+    // run only when the fair server does. Its 50 ms a second lasts the probe, which runs for
+    // microseconds a wakeup, most of the run: most wakeups are prompt. But a wakeup that finds
+    // the server deferred waits for it, up to 950 ms: 1 to 3 of them in a 3 s run (0.1-1 s in
+    // every run on this VM), sometimes under 1% of the samples, so the p99 does not reliably
+    // see them (8.3 ms against 2.3 ms alone in one CI run on a busy host) and the worst does.
     let stop = Arc::new(AtomicBool::new(false));
     let _stop = StopOnDrop(stop.clone());
     let hog = fifo_hog(cpu, stop.clone(), Duration::from_secs(30));
@@ -309,11 +309,12 @@ fn wakeup_probe_beside_a_fifo_hog_sees_ten_times_its_p99_alone() {
     let hogged = stdout(&hogged);
 
     for unit in ["Timer wakeup", "Thread wakeup"] {
-        let (a, h) = (probe_p99(&alone, unit), probe_p99(&hogged, unit));
-        eprintln!("{unit}: p99 {a} usec alone, {h} usec beside a SCHED_FIFO hog");
+        let a = probe_figure(&alone, unit, "99.0th:");
+        let h = probe_figure(&hogged, unit, "max:");
+        eprintln!("{unit}: p99 {a} usec alone, worst {h} usec beside a SCHED_FIFO hog");
         assert!(
             h >= 10.0 * a,
-            "{unit}: p99 {h} usec beside the hog, {a} usec alone\nalone:\n{alone}\nhogged:\n{hogged}"
+            "{unit}: worst {h} usec beside the hog, p99 {a} usec alone\nalone:\n{alone}\nhogged:\n{hogged}"
         );
     }
 }
