@@ -272,6 +272,13 @@ impl Model {
     /// Every claimant, the workloads' tasks and the rest's, placed in the group tree.
     fn claimants(&self, iv: &Interval, accounts: &[Option<Account>]) -> Claimants {
         let mut all = Claimants::default();
+        let n = accounts
+            .iter()
+            .flatten()
+            .map(|a| a.claims.len())
+            .sum::<usize>()
+            + self.rest.len();
+        all.reserve(n);
         let autogroup_on = iv.cur.machine.autogroup;
         for (k, (w, acc)) in iv.cur.workloads.iter().zip(accounts).enumerate() {
             let Some(acc) = acc else { continue };
@@ -554,6 +561,13 @@ struct Claimants {
 }
 
 impl Claimants {
+    fn reserve(&mut self, n: usize) {
+        self.tasks.reserve(n);
+        self.owners.reserve(n);
+        self.received.reserve(n);
+        self.cpu_of.reserve(n);
+    }
+
     fn push(
         &mut self,
         claim: &Claim,
@@ -798,11 +812,18 @@ fn weight_of(mine: &[usize], tasks: &[solver::Task], tree: &Tree) -> f64 {
 /// The ns its cgroup's quota held it off the CPU over the interval: its groups' throttled
 /// rate (one throttled group counts once however many tasks sit in it).
 fn throttled_of(acc: &Account, rates: &HashMap<String, f64>, t_ns: f64) -> f64 {
-    let mut paths: Vec<&str> = acc
+    // A process's claims come together and share one path: skip repeats by address before
+    // sorting by content (a thousand string comparisons a tick otherwise).
+    let mut paths: Vec<&str> = Vec::new();
+    for path in acc
         .claims
         .iter()
         .filter_map(|c| c.placement.cgroup.as_deref())
-        .collect();
+    {
+        if !paths.last().is_some_and(|last| std::ptr::eq(*last, path)) {
+            paths.push(path);
+        }
+    }
     paths.sort_unstable();
     paths.dedup();
     paths.iter().filter_map(|p| rates.get(*p)).sum::<f64>() * t_ns

@@ -116,14 +116,30 @@ fn share_of(
     }
     // Its peers are tasks of its own kind: real-time tasks take theirs before fair tasks share
     // what is left by weight, so neither is part of the other's pool.
-    let bound = |k: usize| {
+    let is_bound = |k: usize| {
         matches!(&sol.limit[k], Limit::Cpus(s) if *s == set)
             && sol.share[k] > TINY
             && (tasks[k].class == Class::Fair) == fair_class
     };
+    // Found once, in task order (the sums below add in the same order as a scan of every
+    // task would): a CpuSet comparison per task per level of the climb otherwise.
+    let is_bound: Vec<bool> = (0..tasks.len()).map(is_bound).collect();
+    let bound: Vec<usize> = (0..tasks.len()).filter(|&k| is_bound[k]).collect();
+    // Groups that hold a bound task, themselves or below.
+    let mut holds_bound = vec![false; tree.groups.len()];
+    for &k in &bound {
+        let mut g = tasks[k].group;
+        while g < holds_bound.len() && !holds_bound[g] {
+            holds_bound[g] = true;
+            if g == 0 {
+                break;
+            }
+            g = tree.groups[g].parent;
+        }
+    }
     // The node most of it sits in.
     let mut nodes: Vec<(usize, f64)> = Vec::new();
-    for &i in mine.iter().filter(|&&i| bound(i)) {
+    for &i in mine.iter().filter(|&&i| is_bound[i]) {
         let n = tasks[i].group.min(tree.groups.len() - 1);
         match nodes.iter_mut().find(|(m, _)| *m == n) {
             Some((_, w)) => *w += tasks[i].weight,
@@ -138,27 +154,20 @@ fn share_of(
     // session is due its session's part of what the session's parent shares out.
     let (of_weight, pool) = loop {
         let mut of_weight = 0.0;
-        for (k, t) in tasks.iter().enumerate() {
-            if t.group == node && bound(k) {
-                of_weight += t.weight;
+        for &k in &bound {
+            if tasks[k].group == node {
+                of_weight += tasks[k].weight;
             }
         }
-        for c in 1..tree.groups.len() {
-            if tree.groups[c].parent == node
-                && c != node
-                && tasks
-                    .iter()
-                    .enumerate()
-                    .any(|(k, t)| bound(k) && tree.is_under(t.group, c))
-            {
-                of_weight += tree.groups[c].weight;
+        for (c, group) in tree.groups.iter().enumerate().skip(1) {
+            if group.parent == node && c != node && holds_bound[c] {
+                of_weight += group.weight;
             }
         }
-        let pool: f64 = tasks
+        let pool: f64 = bound
             .iter()
-            .enumerate()
-            .filter(|(k, t)| bound(*k) && tree.is_under(t.group, node))
-            .map(|(k, _)| sol.share[k])
+            .filter(|&&k| tree.is_under(tasks[k].group, node))
+            .map(|&k| sol.share[k])
             .sum();
         if node != 0 && weight >= of_weight * 0.999 {
             weight = tree.groups[node].weight;

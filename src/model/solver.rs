@@ -434,8 +434,15 @@ impl<'a> Fill<'a> {
         }
         // Each leaf's level computed once, not twice per comparison (1,000 leaves a tick).
         let level: Vec<f64> = leaves.iter().map(|l| l.demand / l.weight).collect();
+        // Sorted on (level, index) pairs: the order a stable sort by level gives, without an
+        // indirect lookup per comparison.
+        let mut keyed: Vec<(f64, usize)> = Vec::new();
         for list in &mut by_node {
-            list.sort_by(|&a, &b| level[a].total_cmp(&level[b]));
+            keyed.clear();
+            keyed.extend(list.iter().map(|&i| (level[i], i)));
+            keyed.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            list.clear();
+            list.extend(keyed.iter().map(|&(_, i)| i));
         }
         let mut node_active = vec![false; nn];
         for &g in order.iter().rev() {
