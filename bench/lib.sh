@@ -28,7 +28,7 @@ bench_paired() {
 
 # What a script comparing observers needs: SL, the release build of schedlab; htop (installed
 # with apt-get when missing); TMP, a directory of its own, removed on exit with the background
-# PIDs in BG killed; HZ, the clock ticks of /proc/PID/stat.
+# PIDs in BG killed.
 bench_observer_setup() {
     cargo build --release --quiet --bins
     SL=$PWD/target/release/schedlab
@@ -40,14 +40,14 @@ bench_observer_setup() {
     BG=""
     trap bench_cleanup EXIT
     trap 'exit 130' INT TERM
-    HZ=$(getconf CLK_TCK)
 }
 bench_cleanup() { for p in $BG; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
-# utime+stime of PID in clock ticks (fields 14, 15; the command name may hold spaces).
-bench_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}'; }
-# % of one CPU: ticks $1 to $2 over the wall-clock seconds $3 to $4.
+# CPU time of PID's threads in ns (the first field of each thread's schedstat): utime+stime
+# count in clock ticks, 0.25% of a CPU over 4 s, coarser than the differences measured here.
+bench_cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {if (NR) print s}'; }
+# % of one CPU: ns $1 to $2 over the wall-clock seconds $3 to $4.
 bench_cpu_pct() {
-    awk -v a="$1" -v b="$2" -v hz="$HZ" -v t1="$3" -v t2="$4" 'BEGIN {printf "%.2f\n", (b - a) / hz / (t2 - t1) * 100}'
+    awk -v a="$1" -v b="$2" -v t1="$3" -v t2="$4" 'BEGIN {printf "%.2f\n", (b - a) / 1e9 / (t2 - t1) * 100}'
 }
 # Starts the watcher command $1 (top, htop) on a pseudo-terminal of 200x50, as they draw for
 # one: WATCHER is its PID, WATCHER_PTY the script(1) that holds the terminal, both in BG.
