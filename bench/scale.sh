@@ -23,8 +23,10 @@ threads=$((ROOMS * 80))
 echo "Machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
 echo "Limits before: nofile soft/hard $(ulimit -Sn)/$(ulimit -Hn), threads-max $(cat /proc/sys/kernel/threads-max)," \
      "pid_max $(cat /proc/sys/kernel/pid_max), vm.max_map_count $(cat /proc/sys/vm/max_map_count)"
-# Each side holds ROOMS*20 sockets; chat raises its soft limit to the hard one by itself.
-need_files=$((ROOMS * 20 + 1024))
+# Each side holds ROOMS*20 sockets, and run keeps up to three files open per thread it watches
+# (past its limit less 1,024 it reopens them at each read, at ten times the cost); chat and
+# run raise their soft limits to the hard one by themselves.
+need_files=$((threads * 3 + 1024))
 if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -lt "$need_files" ]; then
     ulimit -Hn "$need_files"; echo "raised: RLIMIT_NOFILE hard to $need_files"
 fi
@@ -75,9 +77,9 @@ print(tp, o["cpu_pct_mean"], o["samples_taken"], o["samples_due"], o["late_ms_p5
 with_tool() {
     bench_watcher_start "$2"
     sleep 1
-    t1=$(date +%s.%N); c1=$(bench_ticks "$WATCHER")
+    t1=$(date +%s.%N); c1=$(bench_cpu_ns "$WATCHER")
     alone > "$TMP/$1"
-    t2=$(date +%s.%N); c2=$(bench_ticks "$WATCHER")
+    t2=$(date +%s.%N); c2=$(bench_cpu_ns "$WATCHER")
     bench_cpu_pct "$c1" "$c2" "$t1" "$t2" > "$TMP/$1.cpu"
     bench_watcher_stop
 }

@@ -269,3 +269,43 @@ fn the_real_kernel_counts_forced_moves() {
     // The first flip may find it on that CPU already.
     assert!(after - before >= 9, "{before} → {after}");
 }
+
+#[test]
+fn a_big_process_is_taken_in_at_the_budget_of_new_threads_and_then_whole() {
+    // 5,600 threads: the first sweep (a second's budget, 5,000) opens 5,000; the next opens
+    // at least 500 more (the budget of the shortest gap counted, 100 ms; more when the first
+    // sweep's 5,000 opens took longer than that) from the threads the first listing left
+    // pending, until every one is read.
+    let f = FakeProc::new();
+    let tids: Vec<u32> = (0..5_600).map(|i| 100 + i).collect();
+    f.put(&Process {
+        threads: tids
+            .iter()
+            .map(|&tid| Task {
+                tid,
+                ..Task::new(tid)
+            })
+            .collect(),
+        ..Process::new(100)
+    });
+    let targets = [target(1, "many", 100)];
+    let mut probe = f.probe_every(Duration::from_secs(3600));
+    let seen = |s: &Sample| -> Vec<u32> {
+        s.workloads[0].processes[0]
+            .threads
+            .iter()
+            .map(|t| t.tid)
+            .collect()
+    };
+    let counts: Vec<usize> = (0..3)
+        .map(|_| seen(&probe.sample(&targets)).len())
+        .collect();
+    assert_eq!(counts[0], 5_000, "{counts:?}");
+    assert!(counts[1] >= 5_500, "{counts:?}");
+    assert_eq!(counts[2], 5_600, "{counts:?}");
+    assert_eq!(
+        seen(&probe.sample(&targets)),
+        tids,
+        "every thread, in tid order"
+    );
+}

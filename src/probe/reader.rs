@@ -33,6 +33,10 @@ impl Reader {
         match File::open(&path) {
             Ok(f) => {
                 use std::os::fd::AsRawFd;
+                if crate::sys::fdtable::too_near_limit(f.as_raw_fd()) {
+                    // Kept open, it would take a descriptor the next listing needs.
+                    return Ok(Reader::Path(path));
+                }
                 crate::sys::fdtable::keep_ahead(f.as_raw_fd());
                 Ok(Reader::Open(f))
             }

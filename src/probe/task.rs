@@ -45,9 +45,17 @@ const SCHED_DEADLINE: u32 = 6;
 /// A process with more threads than this has its main thread's stat read between status
 /// sweeps, not the process's (which sums over every thread).
 const MAIN_STAT_THREADS: usize = 16;
-/// New threads whose files one listing opens: a workload that starts 16,000 threads is taken in
-/// over a few sweeps instead of one that takes a second.
-const NEW_TASKS_PER_LISTING: usize = 500;
+/// New threads whose files are opened a second, at most, per process: a workload that starts
+/// 16,000 threads is taken in over a few sweeps instead of one that takes a second (500 a sweep
+/// at 10 Hz, 5,000 at 1 Hz: a fixed 500 a sweep once left 200 chat rooms half unseen for the
+/// whole of a 10 s run at 1 Hz).
+const NEW_TASKS_PER_SEC: u64 = 5_000;
+
+/// New threads one sweep may open per process, `gap_ns` after the last sweep.
+pub(super) fn new_tasks_per_sweep(gap_ns: u64) -> usize {
+    let gap = gap_ns.clamp(100_000_000, 1_000_000_000);
+    (NEW_TASKS_PER_SEC * gap / 1_000_000_000) as usize
+}
 
 pub(super) struct TaskState {
     schedstat: Reader,
@@ -104,6 +112,9 @@ pub(super) struct ProcState {
     /// Absent: not there (a fake tree), and the process's stat is read at every sweep.
     main_stat: LazyFile,
     listed_ns: u64,
+    /// Threads the last listing found but had no budget left to open (tid order): opened at
+    /// the next sweeps without listing again, while the thread count matches.
+    pending: Vec<u32>,
     /// When per-thread nice was last read, and the main thread's (nice, policy) then.
     nice_ns: u64,
     main_sched: (i32, u32),
@@ -143,6 +154,8 @@ pub(super) struct Sweep<'a> {
     pub phase: u32,
     /// Sched-file reads (migrations) left in this sweep, and how often each thread's is due.
     pub sched: SchedReads,
+    /// New threads whose files a process's listing may open in this sweep.
+    pub new_tasks: usize,
 }
 
 /// The sched-file reads one sweep may make: each thread's at most once a `period_ns` (with a
@@ -275,6 +288,7 @@ impl ProcState {
             stat,
             main_stat: LazyFile::Unopened,
             listed_ns: 0,
+            pending: Vec::new(),
             nice_ns: sweep.now,
             main_sched: (st.nice, st.policy),
             tasks: BTreeMap::new(),
@@ -294,7 +308,7 @@ impl ProcState {
             kthread: st.kthread,
         };
         p.sample.cgroup = read_group(sweep, pid, buf);
-        p.list_tasks(proc_root, sweep.now);
+        p.list_tasks(proc_root, sweep.now, sweep.new_tasks);
         Ok(Some(p))
     }
 
@@ -315,10 +329,14 @@ impl ProcState {
             self.tasks.clear();
             return Ok(());
         }
-        if st.num_threads as usize != self.tasks.len()
+        if st.num_threads as usize != self.tasks.len() + self.pending.len()
             || sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS
         {
-            self.list_tasks(sweep.proc_root, sweep.now);
+            self.list_tasks(sweep.proc_root, sweep.now, sweep.new_tasks);
+        } else if !self.pending.is_empty() && self.listed_ns != sweep.now {
+            // Listed at an earlier sweep (not this one, whose budget that listing spent): a
+            // readdir of 16,000 threads costs more than the opens it feeds.
+            self.open_pending(sweep.proc_root, sweep.new_tasks);
         }
         let nice_due = sweep.status_due
             && ((st.nice, st.policy) != self.main_sched
@@ -395,11 +413,13 @@ impl ProcState {
         Ok(st)
     }
 
-    /// Brings the thread list up to date: opens files of new threads, drops dead ones.
-    fn list_tasks(&mut self, proc_root: &Path, now: u64) {
+    /// Brings the thread list up to date: opens files of up to `budget` new threads (the rest
+    /// wait in `pending`), drops dead ones.
+    fn list_tasks(&mut self, proc_root: &Path, now: u64, budget: usize) {
         let pid = self.sample.pid;
         self.listed_ns = now;
         self.notes.clear();
+        self.pending.clear();
         let dir = proc_root.join(format!("{pid}/task"));
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
@@ -412,15 +432,6 @@ impl ProcState {
         };
         let mut seen = HashSet::with_capacity(self.tasks.len() + 4);
         let mut opened = 0usize;
-        // An open that fails for another reason than an exit (EACCES under hidepid) is a note.
-        let open = |path: PathBuf, notes: &mut Vec<String>| match Reader::open(path) {
-            Ok(r) => Some(r),
-            Err(ReadErr::Gone) => None,
-            Err(ReadErr::Failed(why)) => {
-                notes.push(why);
-                None
-            }
-        };
         for entry in entries.flatten() {
             let Some(tid) = entry
                 .file_name()
@@ -437,36 +448,59 @@ impl ProcState {
                 }
                 continue;
             }
-            let tdir = dir.join(tid.to_string());
-            if opened >= NEW_TASKS_PER_LISTING {
-                // The rest are opened at the next listing (its thread count still differs).
+            if opened >= budget {
+                self.pending.push(tid);
                 continue;
             }
-            let Some(schedstat) = open(tdir.join("schedstat"), &mut self.notes) else {
-                continue;
-            };
-            opened += 1;
-            self.tasks.insert(
-                tid,
-                TaskState {
-                    schedstat,
-                    status: None,
-                    stat: None,
-                    files_opened: false,
-                    fresh: true,
-                    status_slices: u64::MAX,
-                    prev: (0, 0, 0),
-                    prev_slices: 0,
-                    sched: LazyFile::Unopened,
-                    sample: TaskSample {
-                        tid,
-                        ..TaskSample::default()
-                    },
-                },
-            );
+            if let Some(t) = new_task(&dir, tid, &mut self.notes) {
+                opened += 1;
+                self.tasks.insert(tid, t);
+            }
         }
         self.tasks.retain(|tid, _| seen.contains(tid));
+        self.pending.sort_unstable();
     }
+
+    /// Opens up to `budget` of the threads the last listing left pending. One gone since is
+    /// dropped (its open fails).
+    fn open_pending(&mut self, proc_root: &Path, budget: usize) {
+        let dir = proc_root.join(format!("{}/task", self.sample.pid));
+        let take = budget.min(self.pending.len());
+        for tid in self.pending.drain(..take) {
+            if let Some(t) = new_task(&dir, tid, &mut self.notes) {
+                self.tasks.insert(tid, t);
+            }
+        }
+    }
+}
+
+/// A thread of `dir` (a process's task directory) first seen: its schedstat opened, the rest
+/// at their first need. None when it is gone; an open that fails for another reason than an
+/// exit (EACCES under hidepid) is also a note.
+fn new_task(dir: &Path, tid: u32, notes: &mut Vec<String>) -> Option<TaskState> {
+    let schedstat = match Reader::open(dir.join(format!("{tid}/schedstat"))) {
+        Ok(r) => r,
+        Err(ReadErr::Gone) => return None,
+        Err(ReadErr::Failed(why)) => {
+            notes.push(why);
+            return None;
+        }
+    };
+    Some(TaskState {
+        schedstat,
+        status: None,
+        stat: None,
+        files_opened: false,
+        fresh: true,
+        status_slices: u64::MAX,
+        prev: (0, 0, 0),
+        prev_slices: 0,
+        sched: LazyFile::Unopened,
+        sample: TaskSample {
+            tid,
+            ..TaskSample::default()
+        },
+    })
 }
 
 impl TaskState {

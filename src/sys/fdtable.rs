@@ -45,6 +45,31 @@ pub fn raise_soft_limit() {
             let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
         }
     }
+    LIMIT.store(soft_limit_now(), Relaxed);
+}
+
+/// Descriptors the probe leaves free for everything else it opens for a moment (a task
+/// directory to list, a process's stat, a cgroup file, a recording): past the limit less these,
+/// a file is opened at each read instead of kept open. Without them, a 16,000-thread workload
+/// under a limit of 20,000 took the last descriptors, and the listings and process reads that
+/// followed failed (EMFILE), dropping the workload's processes every other sweep.
+pub const SPARE: usize = 1_024;
+
+/// The soft limit as last read (0: not yet).
+static LIMIT: AtomicUsize = AtomicUsize::new(0);
+
+fn soft_limit_now() -> usize {
+    getrlimit(Resource::RLIMIT_NOFILE).map_or(usize::MAX, |(soft, _)| soft as usize)
+}
+
+/// Whether `fd` is among the last [`SPARE`] descriptors the limit allows: too near to keep.
+pub fn too_near_limit(fd: RawFd) -> bool {
+    let mut limit = LIMIT.load(Relaxed);
+    if limit == 0 {
+        limit = soft_limit_now();
+        LIMIT.store(limit, Relaxed);
+    }
+    (fd.max(0) as usize).saturating_add(SPARE) >= limit
 }
 
 /// Called with each descriptor the probe opens: past half the table, the helper grows it.
