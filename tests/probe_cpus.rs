@@ -168,13 +168,9 @@ fn without_sched_files_migrations_are_unknown_and_the_workload_healthy() {
         .all(|t| t.migrations.is_none() && t.migrations_ns == 0));
 }
 
-#[test]
-fn sched_files_are_read_once_a_period_within_the_budget() {
-    // 300 threads, a status period of an hour: the first sweep reads 100 sched files (a
-    // second's budget), the rest in the sweeps after (5 each, the budget of the shortest gap
-    // counted, 50 ms), and none twice within the period.
-    let f = FakeProc::new();
-    let tids: Vec<u32> = (0..300).map(|i| 100 + i).collect();
+/// Process `pid` with `n` threads, tids `pid`, `pid + 1`, ...: their tids.
+fn put_threads(f: &FakeProc, pid: u32, n: u32) -> Vec<u32> {
+    let tids: Vec<u32> = (pid..pid + n).collect();
     f.put(&Process {
         threads: tids
             .iter()
@@ -183,8 +179,18 @@ fn sched_files_are_read_once_a_period_within_the_budget() {
                 ..Task::new(tid)
             })
             .collect(),
-        ..Process::new(100)
+        ..Process::new(pid)
     });
+    tids
+}
+
+#[test]
+fn sched_files_are_read_once_a_period_within_the_budget() {
+    // 300 threads, a status period of an hour: the first sweep reads 100 sched files (a
+    // second's budget), the rest in the sweeps after (5 each, the budget of the shortest gap
+    // counted, 50 ms), and none twice within the period.
+    let f = FakeProc::new();
+    let tids = put_threads(&f, 100, 300);
     for &tid in &tids {
         write_sched(&f, 100, tid, u64::from(tid));
     }
@@ -277,17 +283,7 @@ fn a_big_process_is_taken_in_at_the_budget_of_new_threads_and_then_whole() {
     // sweep's 5,000 opens took longer than that) from the threads the first listing left
     // pending, until every one is read.
     let f = FakeProc::new();
-    let tids: Vec<u32> = (0..5_600).map(|i| 100 + i).collect();
-    f.put(&Process {
-        threads: tids
-            .iter()
-            .map(|&tid| Task {
-                tid,
-                ..Task::new(tid)
-            })
-            .collect(),
-        ..Process::new(100)
-    });
+    let tids = put_threads(&f, 100, 5_600);
     let targets = [target(1, "many", 100)];
     let mut probe = f.probe_every(Duration::from_secs(3600));
     let seen = |s: &Sample| -> Vec<u32> {

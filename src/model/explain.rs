@@ -116,14 +116,14 @@ fn share_of(
     }
     // Its peers are tasks of its own kind: real-time tasks take theirs before fair tasks share
     // what is left by weight, so neither is part of the other's pool.
-    let is_bound = |k: usize| {
+    let bound_here = |k: usize| {
         matches!(&sol.limit[k], Limit::Cpus(s) if *s == set)
             && sol.share[k] > TINY
             && (tasks[k].class == Class::Fair) == fair_class
     };
     // Found once, in task order (the sums below add in the same order as a scan of every
     // task would): a CpuSet comparison per task per level of the climb otherwise.
-    let is_bound: Vec<bool> = (0..tasks.len()).map(is_bound).collect();
+    let is_bound: Vec<bool> = (0..tasks.len()).map(bound_here).collect();
     let bound: Vec<usize> = (0..tasks.len()).filter(|&k| is_bound[k]).collect();
     // Groups that hold a bound task, themselves or below.
     let mut holds_bound = vec![false; tree.groups.len()];
