@@ -83,6 +83,27 @@ fn default_program_is_the_nil_binary() {
 }
 
 #[test]
+fn schedlab_alone_forks_the_systems_true_and_says_so() {
+    // `cargo run` builds only schedlab: copied alone into a directory, it has no schedlab-nil
+    // beside it, and its children exec /bin/true instead (said on stderr).
+    let dir = tempfile::tempdir().unwrap();
+    let lone = dir.path().join("schedlab");
+    std::fs::copy(env!("CARGO_BIN_EXE_schedlab"), &lone).unwrap();
+    let _serial = subreaper::serial();
+    let out = Command::new(&lone)
+        .args(["fork-load", "--forkers", "1", "--duration", "0.3"])
+        .output()
+        .unwrap();
+    subreaper::assert_no_leftovers(&["fork-load"]);
+    assert_forked(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no schedlab-nil") && err.contains("true"),
+        "{err}"
+    );
+}
+
+#[test]
 fn own_session_and_nice_are_applied() {
     let out = run(&[
         "fork-load",

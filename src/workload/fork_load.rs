@@ -200,12 +200,36 @@ fn exec_program(args: &Args) -> Result<PathBuf> {
         }
         None => {
             let nil = default_nil()?;
-            check_executable(&nil)
-                .context("the default program schedlab-nil (built with schedlab by cargo build)")?;
-            nil
+            match check_executable(&nil) {
+                Ok(()) => nil,
+                // `cargo run` builds only schedlab: the dashboard's fork_load still runs, on the
+                // system's program that only returns 0, and says so.
+                Err(e) => {
+                    match SYSTEM_TRUE
+                        .iter()
+                        .map(PathBuf::from)
+                        .find(|t| check_executable(t).is_ok())
+                    {
+                        Some(t) => {
+                            crate::errln!(
+                            "fork-load: no schedlab-nil beside schedlab (`cargo build --release` builds it); children exec {}",
+                            t.display()
+                        );
+                            t
+                        }
+                        None => return Err(e.context(
+                            "the default program schedlab-nil (built with schedlab by cargo build)",
+                        )),
+                    }
+                }
+            }
         }
     })
 }
+
+/// Where a system keeps `true`, a program that only returns 0: the nil when schedlab-nil is
+/// missing.
+const SYSTEM_TRUE: [&str; 2] = ["/bin/true", "/usr/bin/true"];
 
 /// Each forker's command line for the lean forker, when it is there (a forker's size is
 /// part of every fork): the strings, and the pointer arrays execv takes, built before any
