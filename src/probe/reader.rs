@@ -47,6 +47,18 @@ impl Reader {
         }
     }
 
+    /// A file read only now and then (a thread's stat, status or sched): kept open as by
+    /// [`Reader::open`] while the limit holds every watched thread's files, and otherwise
+    /// opened at each read, leaving the descriptors to the files read at every sweep. Not
+    /// opened here then: a thread gone reads as gone at its first read.
+    pub(crate) fn open_rare(path: PathBuf) -> Result<Reader, ReadErr> {
+        if crate::sys::fdtable::rare_files_fit() {
+            Reader::open(path)
+        } else {
+            Ok(Reader::Path(path))
+        }
+    }
+
     /// Reads the whole file into `buf` (cleared first).
     pub(crate) fn read<'a>(&self, buf: &'a mut Vec<u8>) -> Result<&'a [u8], ReadErr> {
         match self {

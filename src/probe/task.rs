@@ -90,8 +90,21 @@ enum LazyFile {
 impl LazyFile {
     /// The file, opened from `path()` if this is its first need.
     fn open(&mut self, path: impl FnOnce() -> PathBuf) -> Option<&Reader> {
+        self.open_with(Reader::open, path)
+    }
+
+    /// The same for a file read only now and then ([`Reader::open_rare`]).
+    fn open_rare(&mut self, path: impl FnOnce() -> PathBuf) -> Option<&Reader> {
+        self.open_with(Reader::open_rare, path)
+    }
+
+    fn open_with(
+        &mut self,
+        open: fn(PathBuf) -> Result<Reader, ReadErr>,
+        path: impl FnOnce() -> PathBuf,
+    ) -> Option<&Reader> {
         if matches!(self, LazyFile::Unopened) {
-            *self = Reader::open(path()).map_or(LazyFile::Absent, LazyFile::Open);
+            *self = open(path()).map_or(LazyFile::Absent, LazyFile::Open);
         }
         match self {
             LazyFile::Open(r) => Some(r),
@@ -115,6 +128,9 @@ pub(super) struct ProcState {
     /// Threads the last listing found but had no budget left to open (tid order): opened at
     /// the next sweeps without listing again, while the thread count matches.
     pending: Vec<u32>,
+    /// Its threads in the probe's count of watched threads (`fdtable::rewatch`): listed ones,
+    /// opened or pending, as of the last listing or opening.
+    watched: usize,
     /// When per-thread nice was last read, and the main thread's (nice, policy) then.
     nice_ns: u64,
     main_sched: (i32, u32),
@@ -289,6 +305,7 @@ impl ProcState {
             main_stat: LazyFile::Unopened,
             listed_ns: 0,
             pending: Vec::new(),
+            watched: 0,
             nice_ns: sweep.now,
             main_sched: (st.nice, st.policy),
             tasks: BTreeMap::new(),
@@ -459,6 +476,14 @@ impl ProcState {
         }
         self.tasks.retain(|tid, _| seen.contains(tid));
         self.pending.sort_unstable();
+        self.recount();
+    }
+
+    /// Tells the descriptor table's count how many threads this process has now.
+    fn recount(&mut self) {
+        let now = self.tasks.len() + self.pending.len();
+        crate::sys::fdtable::rewatch(self.watched, now);
+        self.watched = now;
     }
 
     /// Opens up to `budget` of the threads the last listing left pending. One gone since is
@@ -471,6 +496,13 @@ impl ProcState {
                 self.tasks.insert(tid, t);
             }
         }
+        self.recount();
+    }
+}
+
+impl Drop for ProcState {
+    fn drop(&mut self) {
+        crate::sys::fdtable::rewatch(self.watched, 0);
     }
 }
 
@@ -511,7 +543,7 @@ impl TaskState {
         }
         self.files_opened = true;
         let dir = proc_root.join(format!("{pid}/task/{tid}"));
-        let mut open = |name: &str| match Reader::open(dir.join(name)) {
+        let mut open = |name: &str| match Reader::open_rare(dir.join(name)) {
             Ok(r) => Some(r),
             Err(ReadErr::Gone) => None,
             Err(ReadErr::Failed(why)) => {
@@ -607,7 +639,7 @@ impl TaskState {
     fn read_migrations(&mut self, proc_root: &Path, pid: u32, tid: u32, buf: &mut Vec<u8>) {
         let Some(r) = self
             .sched
-            .open(|| proc_root.join(format!("{pid}/task/{tid}/sched")))
+            .open_rare(|| proc_root.join(format!("{pid}/task/{tid}/sched")))
         else {
             return;
         };
