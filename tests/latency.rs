@@ -302,8 +302,8 @@ fn wakeup_probe_beside_a_fifo_hog_sees_a_p99_ten_times_its_p99_alone() {
     // 950 ms, then runs promptly for a few hundred ms (its 50 ms of budget lasts a probe that
     // runs microseconds a wakeup), and so on. At a 10 ms period those windows hold 30-100
     // prompt wakeups for each one that waited, under 1% of the samples, so the p99 saw the
-    // waits in some runs only; at 100 ms about one wakeup in ten waits (90 samples, 8 of them
-    // 0.6-0.95 s late, on 2026-12-02), and the p99 sees them every time.
+    // waits in some runs only; at 100 ms a few in a hundred wait (of 88-92 samples, the p90
+    // was 0.2-18 ms and the p99 0.88-0.93 s on 2026-12-02), and the p99 sees them every time.
     let stop = Arc::new(AtomicBool::new(false));
     let _stop = StopOnDrop(stop.clone());
     let hog = fifo_hog(cpu, stop.clone(), Duration::from_secs(30));

@@ -88,17 +88,9 @@ enum LazyFile {
 }
 
 impl LazyFile {
-    /// The file, opened from `path()` if this is its first need.
-    fn open(&mut self, path: impl FnOnce() -> PathBuf) -> Option<&Reader> {
-        self.open_with(Reader::open, path)
-    }
-
-    /// The same for a file read only now and then ([`Reader::open_rare`]).
-    fn open_rare(&mut self, path: impl FnOnce() -> PathBuf) -> Option<&Reader> {
-        self.open_with(Reader::open_rare, path)
-    }
-
-    fn open_with(
+    /// The file, opened from `path()` by `open` ([`Reader::open`], or [`Reader::open_rare`]
+    /// for one read only now and then) if this is its first need.
+    fn open(
         &mut self,
         open: fn(PathBuf) -> Result<Reader, ReadErr>,
         path: impl FnOnce() -> PathBuf,
@@ -400,8 +392,9 @@ impl ProcState {
         let main = if whole {
             None
         } else {
-            self.main_stat
-                .open(|| proc_root.join(format!("{pid}/task/{pid}/stat")))
+            self.main_stat.open(Reader::open, || {
+                proc_root.join(format!("{pid}/task/{pid}/stat"))
+            })
         };
         let from_main = main.is_some();
         let reader = main.unwrap_or(&self.stat);
@@ -637,10 +630,9 @@ impl TaskState {
     /// without it) or has no such line leaves the figure unknown, silently: it is an extra,
     /// and its absence says nothing about the workload's health.
     fn read_migrations(&mut self, proc_root: &Path, pid: u32, tid: u32, buf: &mut Vec<u8>) {
-        let Some(r) = self
-            .sched
-            .open_rare(|| proc_root.join(format!("{pid}/task/{tid}/sched")))
-        else {
+        let Some(r) = self.sched.open(Reader::open_rare, || {
+            proc_root.join(format!("{pid}/task/{tid}/sched"))
+        }) else {
             return;
         };
         match r.read(buf) {

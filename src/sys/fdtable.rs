@@ -77,7 +77,7 @@ pub fn too_near_limit(fd: RawFd) -> bool {
 }
 
 /// Files the probe may keep open per thread: schedstat, stat, status and sched.
-pub const FILES_PER_THREAD: usize = 4;
+const FILES_PER_THREAD: usize = 4;
 
 /// Threads the probe watches, listed or still to be opened, over every process it keeps.
 static WATCHED: AtomicUsize = AtomicUsize::new(0);
