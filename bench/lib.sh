@@ -18,12 +18,34 @@ bench_median_iqr() { bench_stats | awk -v f="${1:-%.0f}" '{printf f " [" f ".." 
 bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.3f\n", a / b }'; }
 # Two sides run alternately, their numbers in files $1 and $2 -> MED1, MED2 their medians; RATIO
 # MED1 / MED2; PAIRED the median of the ratios of back-to-back runs (less sensitive to load that
-# comes and goes); SPREAD1, SPREAD2 their spreads.
+# comes and goes), PAIRED_LO..PAIRED_HI its 95% bootstrap interval; SPREAD1, SPREAD2 their
+# spreads.
 bench_paired() {
     MED1=$(bench_median <"$1"); MED2=$(bench_median <"$2")
     RATIO=$(bench_ratio "$MED1" "$MED2")
     PAIRED=$(paste "$1" "$2" | awk '{print $1/$2}' | bench_median)
     SPREAD1=$(bench_spread <"$1"); SPREAD2=$(bench_spread <"$2")
+    set -- $(paste "$1" "$2" | awk '{print $1/$2}' | bench_boot_median)
+    PAIRED_LO=$1; PAIRED_HI=$2
+}
+# Numbers on stdin -> "lo hi": a 95% percentile-bootstrap interval of their median (2,000
+# resamples, fixed seed so a table is reproducible from its numbers). On this shared machine
+# one run of hackbench varies by 10-20% from the next; the interval says whether a median
+# paired ratio of 1.04 is a gap or the noise of that many rounds.
+bench_boot_median() {
+    awk '
+        function med(a, n,   i, j, t) {
+            for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        { v[NR] = $1 }
+        END {
+            if (NR == 0) { print "nan nan"; exit }
+            srand(1); B = 2000
+            for (b = 1; b <= B; b++) { for (i = 1; i <= NR; i++) s[i] = v[int(rand() * NR) + 1]; m[b] = med(s, NR) }
+            med(m, B)
+            printf "%.3f %.3f\n", m[int(B * 0.025) + 1], m[int(B * 0.975)]
+        }'
 }
 
 # What a script comparing observers needs: SL, the release build of schedlab; htop (installed

@@ -3,17 +3,22 @@
 # side, alternating, N times each; prints medians and the ratio of medians as a Markdown table.
 #   hackbench: `perf bench sched messaging` with the same groups and loops, in process/socket,
 #              pipe and thread modes, and bench/c/hackbench.c, a C program of the same shape
-#              (ratios = schedlab time / peer time: below 1 is faster).
+#              (ratios = schedlab time / peer time: below 1 is faster; "paired" is the median
+#              of each round's schedlab / C, with its 95% bootstrap interval: one run varies by
+#              10-20% from the next here, so tell a gap from noise by that interval).
 #   fork-load: bench/c/forkloop.c, a plain C fork+exec+wait loop, each exec'ing its own nil
 #              (schedlab-nil vs a C `int main(){return 0;}`), and both exec'ing the C nil
 #              (ratio = schedlab forks/s / C forks/s: above 1 is faster).
-# Usage: bench/loads.sh   (env: RUNS=10 GROUPS=10 LOOPS=100 FORK_SECS=1 FORKERS=1)
+# Usage: bench/loads.sh   (env: RUNS=10 GROUPS=10 LOOPS=100 FORK_SECS=1 FORKERS=1
+#                          MODES="process pipe thread" FORK=1; FORK=0 leaves fork-load out)
 set -eu
 RUNS=${RUNS:-10}
 GROUPS=${GROUPS:-10}
 LOOPS=${LOOPS:-100}
 FORK_SECS=${FORK_SECS:-1}
 FORKERS=${FORKERS:-1}
+MODES=${MODES:-process pipe thread}
+FORK=${FORK:-1}
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bins
 SL=target/release/schedlab
@@ -32,9 +37,9 @@ cell() { echo "$(median < "$1") ($(bench_spread %.3f < "$1"))"; }
 
 echo "Machine: $(nproc) CPUs, kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'); $RUNS runs each, alternating"
 echo
-echo "| hackbench -g $GROUPS -l $LOOPS, time (s), median (min..max) | schedlab | C hackbench | perf messaging | schedlab / C | schedlab / perf |"
-echo "| --- | --- | --- | --- | --- | --- |"
-for mode in process pipe thread; do
+echo "| hackbench -g $GROUPS -l $LOOPS, time (s), median (min..max) | schedlab | C hackbench | perf messaging | schedlab / C | schedlab / C, paired [95% interval] | schedlab / perf |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
+for mode in $MODES; do
     case $mode in
         process) sflag=""; pflag="" ;;
         pipe) sflag="--pipe"; pflag="-p" ;;
@@ -49,8 +54,10 @@ for mode in process pipe thread; do
         i=$((i + 1))
     done
     s=$(median < "$TMP/s"); c=$(median < "$TMP/c"); p=$(median < "$TMP/p")
-    echo "| $mode | $(cell "$TMP/s") | $(cell "$TMP/c") | $(cell "$TMP/p") | $(echo "$s $c" | awk '{printf "%.3f", $1/$2}') | $(echo "$s $p" | awk '{printf "%.3f", $1/$2}') |"
+    bench_paired "$TMP/s" "$TMP/c"
+    echo "| $mode | $(cell "$TMP/s") | $(cell "$TMP/c") | $(cell "$TMP/p") | $(echo "$s $c" | awk '{printf "%.3f", $1/$2}') | $(printf %.3f "$PAIRED") [$PAIRED_LO..$PAIRED_HI] | $(echo "$s $p" | awk '{printf "%.3f", $1/$2}') |"
 done
+[ "$FORK" = 0 ] && exit 0
 echo
 echo "| fork+exec+wait, $FORKERS forker(s), $FORK_SECS s (forks/s), median (min..max) | schedlab fork-load | C forkloop | schedlab / C |"
 echo "| --- | --- | --- | --- |"
