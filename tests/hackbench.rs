@@ -181,3 +181,152 @@ fn a_thread_losing_its_peer_mid_run_ends_the_run_with_one_line() {
         subreaper::assert_no_leftovers(&args);
     }
 }
+
+/// Processes of this test's schedlab-hackbench: (pid, parent pid), found in /proc by their
+/// program (the lean hackbench and its tasks, forks of it, run the same file).
+fn lean_processes() -> Vec<(i32, i32)> {
+    let lean =
+        std::path::Path::new(env!("CARGO_BIN_EXE_schedlab")).with_file_name("schedlab-hackbench");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == lean))
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid = stat[stat.rfind(')')? + 2..]
+                .split(' ')
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
+}
+
+/// Waits up to 10 s for `schedlab` (pid) to run the lean hackbench with all `tasks` forked;
+/// the lean hackbench's pid and its tasks' pids.
+fn lean_run_of(schedlab: i32, tasks: usize) -> (i32, Vec<i32>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let procs = lean_processes();
+        if let Some(&(lean, _)) = procs.iter().find(|&&(_, ppid)| ppid == schedlab) {
+            let kids: Vec<i32> = procs
+                .iter()
+                .filter(|&&(_, p)| p == lean)
+                .map(|&(p, _)| p)
+                .collect();
+            if kids.len() == tasks {
+                return (lean, kids);
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no schedlab-hackbench with {tasks} tasks under {schedlab}: {procs:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Process mode's tasks are forks of the lean schedlab-hackbench, as the original's were forks
+/// of a small C program (their exits, inside the timed run, tear down what they inherited);
+/// SIGTERM to schedlab takes the lean hackbench and every task with it.
+#[test]
+fn process_mode_tasks_are_forks_of_the_lean_hackbench_and_go_with_schedlab() {
+    let _serial = subreaper::serial();
+    let args = [
+        "hackbench",
+        "-g",
+        "1",
+        "-f",
+        "5",
+        "-l",
+        "100000000",
+        "--pipe",
+    ];
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (_lean, tasks) = lean_run_of(pid, 10);
+    assert_eq!(tasks.len(), 10);
+    // SAFETY: kill takes no pointer; the pid is our own child's.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    subreaper::assert_no_leftovers(&args);
+    assert!(lean_processes().is_empty(), "{:?}", lean_processes());
+}
+
+/// A task that dies mid-run ends a process-mode run with a last line naming it, instead of
+/// leaving its peers blocked forever; nothing is left behind.
+#[test]
+fn a_task_killed_mid_run_ends_the_run_with_one_line() {
+    for mode in [&[][..], &["--pipe"]] {
+        let _serial = subreaper::serial();
+        let mut args = vec!["hackbench", "-g", "1", "-f", "4", "-l", "100000000"];
+        args.extend_from_slice(mode);
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (_lean, tasks) = lean_run_of(child.id() as i32, 8);
+        // SAFETY: kill takes no pointer; the pid is a task of this test's run.
+        unsafe { libc::kill(tasks[0], libc::SIGKILL) };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        // Its peers may each say first that their write or read failed, as the original's do.
+        let (last, before) = err
+            .trim_end()
+            .lines()
+            .collect::<Vec<_>>()
+            .split_last()
+            .map(|(l, b)| (*l, b.to_vec()))
+            .unwrap_or_default();
+        assert!(
+            last.starts_with("schedlab hackbench: error: task ")
+                && last.ends_with(" of 8 was killed by signal 9; stopping the run"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            before
+                .iter()
+                .all(|l| l.starts_with("hackbench: sender: write failed")
+                    || l.starts_with("hackbench: receiver: read failed")),
+            "{args:?}: {err}"
+        );
+        subreaper::assert_no_leftovers(&args);
+    }
+}
+
+/// `cargo run` builds only schedlab: copied alone into a directory, it has no
+/// schedlab-hackbench beside it, forks the tasks itself, delivers every message, and says so.
+#[test]
+fn schedlab_alone_forks_the_tasks_itself_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let lone = dir.path().join("schedlab");
+    std::fs::copy(env!("CARGO_BIN_EXE_schedlab"), &lone).unwrap();
+    let _serial = subreaper::serial();
+    let args = ["hackbench", "-g", "1", "-l", "10", "--verbose", "--pipe"];
+    let out = std::process::Command::new(&lone)
+        .args(args)
+        .output()
+        .unwrap();
+    subreaper::assert_no_leftovers(&args);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("Messages received: 4000 (expected 4000)"),
+        "{text}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no schedlab-hackbench beside schedlab") && err.lines().count() == 1,
+        "{err}"
+    );
+}

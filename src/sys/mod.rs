@@ -1,4 +1,5 @@
 //! Host plumbing used by many layers: cgroups, shared-memory counters and latency histograms,
+//! the send-time stamp carried in a message (`stamp`),
 //! the size guard, SysV objects and their ledger, process groups at exit, the lifeline,
 //! stdout/stderr that never panic, a prompt sampling thread, /proc outside the probe's sampling
 //! (`proc`), shared memory mappings (`shm`), the lists of what to kill on the way out
@@ -18,4 +19,5 @@ pub mod output;
 pub mod priority;
 pub mod proc;
 pub mod shm;
+pub mod stamp;
 pub mod sysv;

@@ -10,8 +10,10 @@
 //! [`stamp::STAMP_LEN`] bytes), and the receiver records how long the message took from the
 //! write to its read.
 
-use std::ffi::OsString;
-use std::os::fd::RawFd;
+use std::ffi::{CString, OsString};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -21,6 +23,7 @@ use crate::sys::counters::{
     self, now_ns, CounterRegion, CounterSlot, Histogram, LatencyTotals, Sampler,
 };
 use crate::sys::histogram::Unit;
+use crate::workload::fork_load::check_executable;
 use crate::workload::registry::HACKBENCH;
 use crate::workload::{children, stamp};
 
@@ -143,6 +146,11 @@ pub fn main(args: Args) -> Result<()> {
     if runs > 0 {
         region.set_expected_total(shape.messages() * runs as u64);
     }
+    let lean = if shape.threads {
+        None
+    } else {
+        lean_hackbench(shape)
+    };
     let mut run = 0u32;
     while runs == 0 || run < runs {
         let before = region.total();
@@ -150,7 +158,10 @@ pub fn main(args: Args) -> Result<()> {
         let elapsed = if shape.threads {
             run_threads(shape, &mut slots)?
         } else {
-            run_processes(shape, &slots)?
+            match &lean {
+                Some(path) => run_lean(path, shape, &slots, &region)?,
+                None => run_processes(shape, &slots)?,
+            }
         };
         crate::outln!("Time: {}.{:03}", elapsed.as_secs(), elapsed.subsec_millis());
         if args.verbose {
@@ -567,6 +578,109 @@ fn receiver(
         }
     }
     Ok(())
+}
+
+/// Most receivers the lean hackbench takes on its command line (two offsets each: about
+/// 200 kB of arguments at most).
+const LEAN_MAX_RECEIVERS: usize = 16_384;
+
+/// The lean hackbench, built with this binary (src/bin/schedlab-hackbench.rs), when it is
+/// there and takes this run; otherwise the tasks are forks of this process, and it says so.
+fn lean_hackbench(shape: Shape) -> Option<PathBuf> {
+    let path = std::env::current_exe()
+        .ok()?
+        .with_file_name("schedlab-hackbench");
+    if shape.groups * shape.fds > LEAN_MAX_RECEIVERS {
+        return None;
+    }
+    if check_executable(&path).is_err() {
+        crate::errln!(
+            "hackbench: no schedlab-hackbench beside schedlab (`cargo build --release` builds it); \
+             the tasks are forks of schedlab itself, whose bigger address space takes longer to \
+             tear down at each task's exit, inside the timed run"
+        );
+        return None;
+    }
+    Some(path)
+}
+
+/// One process-mode run by the lean hackbench, exec'd once: it forks the tasks, releases
+/// them and times them (its tasks are forks of a small program, as the original's were).
+fn run_lean(
+    path: &Path,
+    shape: Shape,
+    slots: &[Tally],
+    region: &CounterRegion,
+) -> Result<Duration> {
+    let _kill = children::KillOnDrop;
+    let (r, w) = fdpair(true)?;
+    // SAFETY: both descriptors were just made by fdpair, and nothing else owns them.
+    let (mut result_r, result_w) =
+        unsafe { (std::fs::File::from_raw_fd(r), OwnedFd::from_raw_fd(w)) };
+    let every = if shape.stamped() { TIME_EVERY } else { 0 };
+    let mut args: Vec<Vec<u8>> = vec![path.as_os_str().as_bytes().to_vec()];
+    args.extend(
+        [
+            shape.groups,
+            shape.fds,
+            shape.loops,
+            shape.datasize,
+            usize::from(shape.pipe),
+            every as usize,
+            w as usize,
+            region.raw_fd() as usize,
+        ]
+        .iter()
+        .map(|n| n.to_string().into_bytes()),
+    );
+    for slot in slots {
+        args.push(slot.count.offset().to_string().into_bytes());
+        // 0: not timed (the region's header is never a histogram).
+        let hist = slot.latency.as_ref().map_or(0, Histogram::offset);
+        args.push(hist.to_string().into_bytes());
+    }
+    let args = args
+        .into_iter()
+        .map(|a| CString::new(a).context("a path with a NUL byte"))
+        .collect::<Result<Vec<_>>>()?;
+    let argv: Vec<*const libc::c_char> = args
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let shared = [w, region.raw_fd()];
+    let forked = children::fork(|| {
+        // In the forked child: only async-signal-safe calls, nothing allocated.
+        // SAFETY: the descriptors are this process's own, open until it execs or exits;
+        // `argv` is a null-terminated array of pointers to NUL-terminated strings that live
+        // in the parent's memory, copied into this child.
+        unsafe {
+            for fd in shared {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+            }
+            libc::execv(argv[0], argv.as_ptr());
+        }
+        children::child_fail(b"hackbench: could not execute schedlab-hackbench\n", 127)
+    });
+    // Only the lean hackbench holds the write end now: its exit ends the reading.
+    drop(result_w);
+    forked?;
+    let mut said = Vec::new();
+    std::io::Read::read_to_end(&mut result_r, &mut said).context("reading schedlab-hackbench")?;
+    let (_, code) = children::wait_any().context("reaping schedlab-hackbench")?;
+    children::forget_all();
+    let said = String::from_utf8_lossy(&said);
+    let line = said.lines().next().unwrap_or("");
+    if let Some(ns) = line.strip_prefix("T ").and_then(|n| n.parse::<u64>().ok()) {
+        if code == 0 {
+            return Ok(Duration::from_nanos(ns));
+        }
+    }
+    match line.strip_prefix("E ") {
+        Some(why) => bail!("{why}"),
+        None if code < 0 => bail!("schedlab-hackbench was killed by signal {}", -code),
+        None => bail!("schedlab-hackbench exited with code {code} and no result"),
+    }
 }
 
 fn run_processes(shape: Shape, slots: &[Tally]) -> Result<Duration> {

@@ -1,6 +1,6 @@
 //! The chat client (chat_c): one connection per user, a send and a receive thread on each,
 //! all released together by a SysV barrier, timed until every thread has posted its done
-//! semaphore. Each user's messages carry their send time (workload/stamp.rs), so that the
+//! semaphore. Each user's messages carry their send time (sys/stamp.rs), so that the
 //! receive threads time how old what the server relays is when it arrives (one message in
 //! [`TIME_EVERY`]); against a server that does not relay what it is sent, they count it
 //! rejected.
