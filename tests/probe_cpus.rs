@@ -305,3 +305,90 @@ fn a_big_process_is_taken_in_at_the_budget_of_new_threads_and_then_whole() {
         "every thread, in tid order"
     );
 }
+
+/// On the real kernel: a process of 300 threads is taken in by system calls (its threads'
+/// nice, policy and allowed CPUs known at once, without reading their stat and status, which
+/// their next reads bring: their state and switches).
+#[test]
+fn a_big_process_on_the_real_kernel_is_taken_in_by_system_calls() {
+    use nix::sched::{sched_getaffinity, CpuSet};
+    use nix::unistd::Pid;
+    use schedlab::probe::{Probe, ProbeConfig, Target};
+    use std::sync::{mpsc, Arc, Barrier};
+
+    let allowed = sched_getaffinity(Pid::from_raw(0)).unwrap();
+    let list = schedlab::sys::cpuset::CpuSet::parse_list(
+        &(0..CpuSet::count())
+            .filter(|&c| allowed.is_set(c).unwrap_or(false))
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+    .unwrap()
+    .to_string();
+    let n = 300;
+    let (tx, rx) = mpsc::channel();
+    let done = Arc::new(Barrier::new(n + 1));
+    let workers: Vec<_> = (0..n)
+        .map(|_| {
+            let (tx, done) = (tx.clone(), done.clone());
+            std::thread::spawn(move || {
+                let tid = nix::unistd::gettid().as_raw();
+                // SAFETY: setpriority takes no pointer; `tid` is this thread's own id.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 3) };
+                tx.send(tid as u32).unwrap();
+                done.wait();
+            })
+        })
+        .collect();
+    let tids: Vec<u32> = (0..n).map(|_| rx.recv().unwrap()).collect();
+    let mut probe = Probe::new(ProbeConfig {
+        status_every: Duration::ZERO,
+        ..ProbeConfig::default()
+    })
+    .unwrap();
+    let targets = [Target {
+        leader: std::process::id(),
+        ..target(1, "this test", 0)
+    }];
+    let mine = |s: &Sample| -> Vec<schedlab::probe::TaskSample> {
+        s.workloads[0]
+            .processes
+            .iter()
+            .flat_map(|p| &p.threads)
+            .filter(|t| tids.contains(&t.tid))
+            .cloned()
+            .collect()
+    };
+    let first = mine(&probe.sample(&targets));
+    // The next sweeps (status at every sweep here) read them, a share of them a sweep (the
+    // budget of reads a second).
+    let mut read = std::collections::BTreeMap::new();
+    for _ in 0..20 {
+        for t in mine(&probe.sample(&targets)) {
+            if t.state.is_some() && t.vol.is_some() {
+                read.insert(t.tid, t);
+            }
+        }
+    }
+    done.wait();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(first.len(), n, "every worker taken in at the first sweep");
+    for t in &first {
+        assert_eq!((t.nice, t.policy), (3, 0), "{t:?}");
+        assert_eq!(t.cpus.as_deref(), Some(list.as_str()), "{t:?}");
+        assert_eq!(
+            (t.state, t.vol),
+            (None, None),
+            "no stat or status read: {t:?}"
+        );
+    }
+    assert_eq!(
+        read.len(),
+        n,
+        "every worker's stat and status read in 20 sweeps"
+    );
+    assert!(read.values().all(|t| t.nice == 3), "{read:?}");
+}

@@ -208,8 +208,9 @@ pub struct Probe {
     cpu_last: Vec<(u32, u64, u64)>,
     fair_reserve: Option<f64>,
     reserve_ns: u64,
-    /// Whether to read SCHED_DEADLINE reservations (sched_getattr: only on the real /proc).
-    deadline_attrs: bool,
+    /// The real /proc: threads may be asked about by id with system calls (SCHED_DEADLINE
+    /// reservations, a big intake's attributes), which a fake tree's ids are not.
+    real_proc: bool,
     /// Sweeps so far, and when the last one began: the rotation of a big workload's reads.
     sweeps: u32,
     last_sweep_ns: u64,
@@ -354,7 +355,7 @@ impl Probe {
             cpu_last: Vec::new(),
             fair_reserve: None,
             reserve_ns: 0,
-            deadline_attrs: cfg.proc_root == Path::new("/proc"),
+            real_proc: cfg.proc_root == Path::new("/proc"),
             sweeps: 0,
             suspects_last: 0,
             last_sweep_ns: 0,
@@ -659,7 +660,7 @@ impl Probe {
             pid_cache,
             groups,
             cgroups,
-            deadline_attrs,
+            real_proc,
             sweeps,
             ..
         } = self;
@@ -672,11 +673,12 @@ impl Probe {
             suspects: suspects.for_target(),
             stat_active: false,
             cgroups,
-            deadline_attrs: *deadline_attrs,
+            deadline_attrs: *real_proc,
             stride: group.stride(stride),
             phase: *sweeps,
             sched: *sched,
             new_tasks: task::new_tasks_per_sweep(gap),
+            bulk_intake: *real_proc,
         };
         if let Some(members) = members {
             group.admit(members, pid_cache, &mut sweep, buf, &mut problems);
@@ -801,7 +803,7 @@ impl Probe {
             buf,
             cgroups,
             rest,
-            deadline_attrs,
+            real_proc,
             ..
         } = self;
         let mut sweep = Sweep {
@@ -812,12 +814,14 @@ impl Probe {
             suspects: suspects.for_target(),
             stat_active: true,
             cgroups,
-            deadline_attrs: *deadline_attrs,
+            deadline_attrs: *real_proc,
             stride: 1,
             phase: 0,
             // The rest of the machine's migrations are not read.
             sched: SchedReads::default(),
             new_tasks: task::new_tasks_per_sweep(rest::REST_EVERY_NS),
+            // The rest is read for its active tasks' state and CPU, which only stat gives.
+            bulk_intake: false,
         };
         let out = rest.read(&members, &mut sweep, buf);
         *suspects = sweep.suspects;

@@ -393,6 +393,10 @@ impl FakeProc {
                     .parse()
                     .unwrap();
                 if !p.threads.iter().any(|t| t.tid == tid) {
+                    // As an exited thread's files held open read on Linux (ESRCH, or nothing).
+                    for rel in ["schedstat", "status", "stat"] {
+                        self.write(&format!("{base}/task/{tid}/{rel}"), "");
+                    }
                     fs::remove_dir_all(task_dir.join(tid.to_string())).unwrap();
                 }
             }
