@@ -658,6 +658,11 @@ fn run_lean(
             for fd in shared {
                 libc::fcntl(fd, libc::F_SETFD, 0);
             }
+            // Ctrl-C and a hang-up reach the whole process group: this process handles them
+            // and kills the lean hackbench, whose tasks die with it (PR_SET_PDEATHSIG). Had
+            // they died of it first, the run would end as a failed run, not as interrupted.
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
             libc::execv(argv[0], argv.as_ptr());
         }
         children::child_fail(b"hackbench: could not execute schedlab-hackbench\n", 127)
