@@ -24,20 +24,19 @@
 #[path = "../sys/histogram.rs"]
 mod histogram;
 
+// Clock, errno, arguments and the panic handler, shared with schedlab-hackbench.
+#[cfg(not(test))]
+#[path = "lean/common.rs"]
+mod lean;
+
 #[cfg(not(test))]
 mod forker {
     use crate::histogram;
+    use crate::lean::{errno, now_ns, number, Timespec};
     use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
 
     #[link(name = "c")]
     extern "C" {
-        fn abort() -> !;
         fn fork() -> i32;
         fn execv(path: *const u8, argv: *const *const u8) -> i32;
         fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
@@ -45,21 +44,6 @@ mod forker {
         fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut u8;
         fn _exit(code: i32) -> !;
         fn close(fd: i32) -> i32;
-        fn __errno_location() -> *mut i32;
-        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
-    }
-
-    const CLOCK_MONOTONIC: i32 = 1;
-
-    /// CLOCK_MONOTONIC in ns, through glibc's vDSO path (no system call).
-    fn now_ns() -> u64 {
-        let mut ts = Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes one timespec to the pointer it is given.
-        unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
     }
 
     const PROT_READ: i32 = 1;
@@ -75,27 +59,6 @@ mod forker {
     const EXIT_SETUP: i32 = 3;
     const EXIT_FORK_FAILED: i32 = 1;
     const EXIT_PROGRAM_FAILED: i32 = 2;
-
-    /// A non-negative decimal argument.
-    ///
-    /// # Safety
-    /// `arg` must point to a NUL-terminated string (an `argv` entry).
-    unsafe fn number(arg: *const u8) -> Option<usize> {
-        let mut n: usize = 0;
-        let mut p = arg;
-        if *p == 0 {
-            return None;
-        }
-        while *p != 0 {
-            let d = (*p).wrapping_sub(b'0');
-            if d > 9 {
-                return None;
-            }
-            n = n.checked_mul(10)?.checked_add(d as usize)?;
-            p = p.add(1);
-        }
-        Some(n)
-    }
 
     /// Maps `len` bytes of `fd` shared, or None.
     ///
@@ -176,7 +139,7 @@ mod forker {
                 _exit(127);
             }
             if pid < 0 {
-                if *__errno_location() == EAGAIN {
+                if errno() == EAGAIN {
                     eagain.fetch_add(1, Relaxed);
                     nanosleep(&backoff, core::ptr::null_mut());
                     continue;
@@ -186,7 +149,7 @@ mod forker {
             }
             let mut status = 0;
             while waitpid(pid, &mut status, 0) < 0 {
-                if *__errno_location() != EINTR {
+                if errno() != EINTR {
                     break;
                 }
             }
@@ -206,15 +169,4 @@ mod forker {
         finished.store(1, Relaxed);
         code
     }
-
-    #[panic_handler]
-    fn panic(_: &core::panic::PanicInfo) -> ! {
-        // SAFETY: abort takes nothing and never returns.
-        unsafe { abort() }
-    }
-
-    // Debug builds keep core's overflow checks, whose panic paths name this symbol; with
-    // panic = "abort" it is never called.
-    #[no_mangle]
-    pub extern "C" fn rust_eh_personality() {}
 }

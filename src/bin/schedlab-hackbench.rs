@@ -16,7 +16,9 @@
 //! HISTOGRAM_OFFSET. PIPE is 1 for pipes, 0 for socketpairs; EVERY stamps one message in that
 //! many per sender (0: none); RESULT_FD gets `T <ns>` (the run's time) or `E <why>`;
 //! COUNTERS_FD is the counter region, SLOT_OFFSET a receiver's slot in it and
-//! HISTOGRAM_OFFSET its message-latency histogram (0: none), in bytes.
+//! HISTOGRAM_OFFSET its message-latency histogram (0: none), in bytes. schedlab execs it with
+//! SIGINT and SIGHUP ignored, as its tasks then are: schedlab handles them for the whole
+//! group, and its death kills this program (PR_SET_PDEATHSIG), whose death kills the tasks.
 // Under `cargo test` (clippy --all-targets) the harness brings std and its own main.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(not(test), no_main)]
@@ -32,16 +34,16 @@ mod histogram;
 #[path = "../sys/stamp.rs"]
 mod stamp;
 
+// Clock, errno, arguments and the panic handler, shared with schedlab-forker.
+#[cfg(not(test))]
+#[path = "lean/common.rs"]
+mod lean;
+
 #[cfg(not(test))]
 mod run {
+    use crate::lean::{errno, now_ns, number};
     use crate::{histogram, stamp};
     use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
 
     #[repr(C)]
     struct PollFd {
@@ -52,7 +54,6 @@ mod run {
 
     #[link(name = "c")]
     extern "C" {
-        fn abort() -> !;
         #[link_name = "_Fork"]
         fn bare_fork() -> i32;
         fn pipe2(fds: *mut i32, flags: i32) -> i32;
@@ -68,11 +69,8 @@ mod run {
         fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
         fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut u8;
         fn _exit(code: i32) -> !;
-        fn __errno_location() -> *mut i32;
-        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
     }
 
-    const CLOCK_MONOTONIC: i32 = 1;
     const PROT_READ: i32 = 1;
     const PROT_WRITE: i32 = 2;
     const MAP_SHARED: i32 = 1;
@@ -93,43 +91,6 @@ mod run {
     const EXIT_SETUP: i32 = 3;
     /// A task failed: the line on RESULT_FD says which.
     const EXIT_TASK: i32 = 1;
-
-    /// CLOCK_MONOTONIC in ns, through glibc's vDSO path (no system call).
-    fn now_ns() -> u64 {
-        let mut ts = Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes one timespec to the pointer it is given.
-        unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-
-    fn errno() -> i32 {
-        // SAFETY: glibc's errno location is this thread's, always valid.
-        unsafe { *__errno_location() }
-    }
-
-    /// A non-negative decimal argument.
-    ///
-    /// # Safety
-    /// `arg` must point to a NUL-terminated string (an `argv` entry).
-    unsafe fn number(arg: *const u8) -> Option<usize> {
-        let mut n: usize = 0;
-        let mut p = arg;
-        if *p == 0 {
-            return None;
-        }
-        while *p != 0 {
-            let d = (*p).wrapping_sub(b'0');
-            if d > 9 {
-                return None;
-            }
-            n = n.checked_mul(10)?.checked_add(d as usize)?;
-            p = p.add(1);
-        }
-        Some(n)
-    }
 
     /// Writes all of `buf`, after a short write too, as the original's sender does.
     fn write_full(fd: i32, buf: &[u8]) -> bool {
@@ -623,15 +584,4 @@ mod run {
             Err(code) => code,
         }
     }
-
-    #[panic_handler]
-    fn panic(_: &core::panic::PanicInfo) -> ! {
-        // SAFETY: abort takes nothing and never returns.
-        unsafe { abort() }
-    }
-
-    // Debug builds keep core's overflow checks, whose panic paths name this symbol; with
-    // panic = "abort" it is never called.
-    #[no_mangle]
-    pub extern "C" fn rust_eh_personality() {}
 }
