@@ -191,7 +191,8 @@ pub fn foreign_schedlab() -> Vec<i32> {
         .collect()
 }
 
-/// Processes running a binary of this build (schedlab, schedlab-nil, schedlab-forker).
+/// Processes running a binary of this build (schedlab, schedlab-nil, schedlab-forker,
+/// schedlab-hackbench).
 pub fn our_binaries() -> BTreeSet<i32> {
     let ours = Path::new(BIN).parent().unwrap();
     schedlab_processes()
