@@ -17,7 +17,11 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$ROOT/target/release/schedlab
 [ -x "$BIN" ] || { echo "build first: cargo build --release" >&2; exit 1; }
 TMP=$(mktemp -d)
-SOCK=schedlab-bench-$$
+# A tmux server of its own for each case: a new server on the socket of one just killed can
+# find it still exiting ("server exited unexpectedly").
+CASE=0
+SOCK=schedlab-bench-$$-0
+next_server() { CASE=$((CASE + 1)); SOCK=schedlab-bench-$$-$CASE; }
 cleanup() { tmux -L "$SOCK" kill-server 2>/dev/null || true; rm -rf "$TMP"; }
 trap cleanup EXIT
 cc -O2 -pthread -o "$TMP/sleepers" "$ROOT/bench/c/sleepers.c"
@@ -36,6 +40,7 @@ wait_for() { # pattern present (1) or absent (0)
 
 run_case() { # label, extra workload command or ""
     local label=$1 cmd=$2
+    next_server
     tmux -L "$SOCK" -f /dev/null new-session -d -x 100 -y 30 -s b "$BIN"
     wait_for 1 "Throughput"
     if [ -n "$cmd" ]; then
@@ -85,6 +90,7 @@ runs = 1
 placement = "own-session"
 TOML
     ulimit -Sn "$(ulimit -Hn)"
+    next_server
     tmux -L "$SOCK" -f /dev/null new-session -d -x 160 -y 48 -s b "$BIN tui $TMP/chat.toml"
     wait_for 1 "Throughput"
     local starting=() running=() ending=() phase=starting done_at=0 most=0
@@ -93,7 +99,9 @@ TOML
         dt=$(( $(now_ms) - t0 ))
         t0=$(now_ms); tmux -L "$SOCK" send-keys -t b Escape; wait_for 0 "Help: any key"
         local dt2=$(( $(now_ms) - t0 ))
-        local row; row=$(screen | awk '$1=="■" && $2=="chat" {print $3, $4}')
+        # The chat's row: its state ("run 70%" while it runs, "done") and its live threads,
+        # the first whole number after the state.
+        local row; row=$(screen | awk '$1=="■" && $2=="chat" {for (i = 3; i <= NF; i++) if ($i ~ /^[0-9]+$/) {print $3, $i; exit}}')
         local state=${row%% *} tasks=${row##* }
         [ "${tasks:-0}" -eq "${tasks:-0}" ] 2>/dev/null && [ "${tasks:-0}" -gt "$most" ] && most=$tasks
         if [ "$phase" = starting ] && [ "${tasks:-0}" -ge $(( threads * 9 / 10 )) ] 2>/dev/null; then phase=running; fi

@@ -196,53 +196,6 @@ fn a_thread_that_exits_is_dropped_without_fuss() {
     assert_eq!(s1.workloads[0].health, Health::Ok);
 }
 
-/// Sets the thread count in a fake process's stat (field 20), apart from its task directory.
-fn claim_threads(f: &FakeProc, pid: u32, n: usize) {
-    let path = f.root().join(format!("{pid}/stat"));
-    let stat = fs::read_to_string(&path).unwrap();
-    let close = stat.rfind(')').unwrap();
-    let mut fields: Vec<String> = stat[close + 2..].split(' ').map(String::from).collect();
-    fields[17] = n.to_string();
-    f.write(
-        &format!("{pid}/stat"),
-        &format!("{} {}", &stat[..=close], fields.join(" ")),
-    );
-}
-
-fn tids(s: &Sample) -> Vec<u32> {
-    s.workloads[0].processes[0]
-        .threads
-        .iter()
-        .map(|t| t.tid)
-        .collect()
-}
-
-/// A thread count above the threads known re-lists the task directory at once; one below does
-/// not (a 200-room chat run's threads finish one by one, and its 8,000-thread processes were
-/// re-listed at every sweep): the dead thread is dropped when its read fails.
-#[test]
-fn births_relist_the_threads_and_deaths_are_found_at_their_reads() {
-    let f = FakeProc::new();
-    let targets = [target(1, "ref-job", 100)];
-    let mut probe = f.probe();
-    hogs(&f, 1, 7);
-    assert_eq!(tids(&probe.sample(&targets)), [100, 101, 102, 103]);
-    // 103 exits and 104 is born, but the count says only that one thread went: no listing,
-    // so 104 is not seen yet; 103 is dropped at its read.
-    let threads: Vec<Thread> = [100, 101, 102, 104]
-        .iter()
-        .map(|&t| (t, 2 * S, 0, 1, 0, 0))
-        .collect();
-    f.process(&Proc::leader(100, 1000, 7, &threads));
-    claim_threads(&f, 100, 3);
-    let s1 = probe.sample(&targets);
-    assert_eq!(tids(&s1), [100, 101, 102]);
-    assert_eq!(s1.workloads[0].health, Health::Ok);
-    // The count rises above the three known: listed again, and 104 is found.
-    claim_threads(&f, 100, 4);
-    assert_eq!(tids(&probe.sample(&targets)), [100, 101, 102, 104]);
-}
-
 #[test]
 fn an_unreadable_file_makes_the_workload_partial_with_the_reason() {
     let f = FakeProc::new();

@@ -21,14 +21,15 @@ use super::parse;
 use super::reader::{classify, read_path, ReadErr, Reader};
 use super::{monotonic_ns, ProcessSample, TaskSample};
 
-/// Re-list a process's threads at least this often. A thread count above the threads known
-/// re-lists at once (one was born); one below it does not: a dead thread is dropped when its
-/// next read fails, at this sweep for a small process and within a rotation for a big one.
-/// A 200-room chat run's send threads finish one by one, and re-listing its 8,000-thread
-/// processes at every sweep while they did was a fifth of the observer's steady CPU. This
-/// only catches a birth hidden by as many deaths, until the dead are read. Listing 1,000
-/// threads costs the kernel a dentry per thread, more than a sweep of their schedstat, so it
-/// is rare.
+/// Re-list a process's threads at least this often. A change in its thread count re-lists at
+/// the next sweep; this only catches an exit and a birth between two sweeps that left the
+/// count the same (and the exit is found at the dead thread's next read anyway). Listing
+/// 1,000 threads costs the kernel a dentry per thread, more than a sweep of their schedstat,
+/// so it is rare. A falling count re-lists too, though the dead would be found at their
+/// reads: a big process is read in rotation, and a thread not read in a sweep keeps its last
+/// rate in the model, so a dead one kept until its turn (up to 8 s) would count CPU it no
+/// longer uses (a 200-room chat's ending read up to 500% of one CPU on a 2-CPU machine so,
+/// against up to 257% when re-listing: the rest of that excess is the rotation's own).
 pub(super) const TASK_RELIST_NS: u64 = 10_000_000_000;
 /// Re-read every thread's nice at least this often (at once when the main thread's changes:
 /// a renice of a whole workload touches the main thread too).
@@ -362,7 +363,7 @@ impl ProcState {
             return Ok(());
         }
         let bulk = sweep.bulk_intake && st.num_threads as usize >= BULK_INTAKE_THREADS;
-        if st.num_threads as usize > self.tasks.len() + self.pending.len()
+        if st.num_threads as usize != self.tasks.len() + self.pending.len()
             || sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS
         {
             self.list_tasks(sweep.proc_root, sweep.now, sweep.new_tasks, bulk);
