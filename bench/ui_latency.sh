@@ -22,7 +22,13 @@ TMP=$(mktemp -d)
 CASE=0
 SOCK=schedlab-bench-$$-0
 next_server() { CASE=$((CASE + 1)); SOCK=schedlab-bench-$$-$CASE; }
-cleanup() { tmux -L "$SOCK" kill-server 2>/dev/null || true; rm -rf "$TMP"; }
+# tmux leaves a killed server's socket file behind: remove this script's.
+cleanup() {
+    tmux -L "$SOCK" kill-server 2>/dev/null || true
+    rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"/schedlab-bench-$$-*
+    rmdir "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)" 2>/dev/null || true
+    rm -rf "$TMP"
+}
 trap cleanup EXIT
 cc -O2 -pthread -o "$TMP/sleepers" "$ROOT/bench/c/sleepers.c"
 
