@@ -84,6 +84,7 @@ mod run {
     const POLLIN: i16 = 1;
     const PR_SET_PDEATHSIG: i32 = 1;
     const SIGKILL: i32 = 9;
+    const WNOHANG: i32 = 1;
     const EINTR: i32 = 4;
     const LINE: usize = 64;
     const PAGE: usize = 4096;
@@ -347,22 +348,26 @@ mod run {
         (pid > 0).then_some(pid)
     }
 
-    /// Kills and reaps the tasks of `pids` not yet reaped (0 marks a reaped one).
-    fn kill_rest(pids: &mut [i32]) {
-        for pid in pids.iter().filter(|&&p| p > 0) {
-            // SAFETY: kill takes no pointer; the pid is our own unreaped child.
-            unsafe { kill(*pid, SIGKILL) };
-        }
-        for pid in pids.iter_mut().filter(|p| **p > 0) {
-            let mut status = 0;
-            loop {
-                // SAFETY: `status` is a live int for waitpid to fill.
-                let rc = unsafe { waitpid(*pid, &mut status, 0) };
-                if rc >= 0 || errno() != EINTR {
-                    break;
+    /// Kills the tasks of `pids` still running and reaps every task left. A pid is checked to
+    /// be an unreaped child of ours first (one reaped is no longer ours, and may name another
+    /// process by now), so the timed loop need not mark the tasks it reaps.
+    fn kill_rest(pids: &[i32]) {
+        let mut status = 0;
+        for &pid in pids {
+            // SAFETY: `status` is a live int for waitpid to fill; kill takes no pointer, and
+            // the pid is our own child still running (waitpid with WNOHANG returned 0).
+            unsafe {
+                if waitpid(pid, &mut status, WNOHANG) == 0 {
+                    kill(pid, SIGKILL);
                 }
             }
-            *pid = 0;
+        }
+        loop {
+            // SAFETY: as above.
+            let rc = unsafe { waitpid(-1, &mut status, 0) };
+            if rc < 0 && errno() != EINTR {
+                break;
+            }
         }
     }
 
@@ -404,7 +409,7 @@ mod run {
         for group in 0..shape.groups {
             for (i, w) in out.iter_mut().enumerate() {
                 let Some((r, wr)) = fdpair(shape.pipe) else {
-                    kill_rest(&mut pids[..forked]);
+                    kill_rest(&pids[..forked]);
                     return Err(setup(b"creating a descriptor pair failed (ulimit -n?)"));
                 };
                 let tally = &tallies[group * shape.fds + i];
@@ -419,7 +424,7 @@ mod run {
                 let Some(pid) = pid else {
                     // SAFETY: the write end no sender will use now.
                     unsafe { close(wr) };
-                    kill_rest(&mut pids[..forked]);
+                    kill_rest(&pids[..forked]);
                     return Err(setup(b"fork failed (ulimit -u, or the cgroup's pids.max)"));
                 };
                 pids[forked] = pid;
@@ -433,7 +438,7 @@ mod run {
                     sender(group_out, shape.loops, data, shape.every, gate)
                 });
                 let Some(pid) = pid else {
-                    kill_rest(&mut pids[..forked]);
+                    kill_rest(&pids[..forked]);
                     return Err(setup(b"fork failed (ulimit -u, or the cgroup's pids.max)"));
                 };
                 pids[forked] = pid;
@@ -458,7 +463,8 @@ mod run {
             kill_rest(pids);
             return Err(setup(b"releasing the tasks failed"));
         }
-        for _ in 0..tasks {
+        let mut reaped = 0;
+        while reaped < tasks {
             let mut status = 0;
             // SAFETY: `status` is a live int for waitpid to fill.
             let pid = unsafe { waitpid(-1, &mut status, 0) };
@@ -469,9 +475,7 @@ mod run {
                 kill_rest(pids);
                 return Err(setup(b"reaping the tasks failed"));
             }
-            if let Some(p) = pids.iter_mut().find(|p| **p == pid) {
-                *p = 0;
-            }
+            reaped += 1;
             let (signal, code) = (status & 0x7f, (status >> 8) & 0xff);
             if signal != 0 || code != 0 {
                 // Its peers would wait forever for the messages it will never send or read:

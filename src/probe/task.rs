@@ -77,11 +77,8 @@ pub(super) struct TaskState {
     status: Option<Reader>,
     stat: Option<Reader>,
     files_opened: bool,
-    /// Just listed: its stat and status are read at its first sweep (nice, policy, CPUs).
-    fresh: bool,
-    /// Taken in by system calls, in bulk: its stat and status are not read at its first
-    /// sweep, even a status sweep (that is what the bulk intake saves).
-    taken_in: bool,
+    /// What its first sweep reads; Seen once that sweep is done.
+    first: FirstSweep,
     /// Timeslices at the last status read: a thread not scheduled since cannot have switched
     /// (but for at most one switch-out, counted when it next runs), so its status is skipped.
     status_slices: u64,
@@ -93,6 +90,18 @@ pub(super) struct TaskState {
     /// has no `se.nr_migrations` (another kernel's format): its migrations stay unknown.
     sched: LazyFile,
     pub(super) sample: TaskSample,
+}
+
+/// A thread's first sweep.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FirstSweep {
+    /// Just listed: its stat and status are read (nice, policy, CPUs).
+    ReadFiles,
+    /// Taken in by system calls, in bulk: its stat and status are not read, even at a status
+    /// sweep (that is what the bulk intake saves).
+    TakenIn,
+    /// Its first sweep is done.
+    Seen,
 }
 
 /// A file opened at its first need.
@@ -340,8 +349,12 @@ impl ProcState {
             kthread: st.kthread,
         };
         p.sample.cgroup = read_group(sweep, pid, buf);
-        let bulk = sweep.bulk_intake && st.num_threads as usize >= BULK_INTAKE_THREADS;
-        p.list_tasks(proc_root, sweep.now, sweep.new_tasks, bulk);
+        p.list_tasks(
+            proc_root,
+            sweep.now,
+            sweep.new_tasks,
+            bulk_intake(sweep, &st),
+        );
         Ok(Some(p))
     }
 
@@ -362,7 +375,7 @@ impl ProcState {
             self.tasks.clear();
             return Ok(());
         }
-        let bulk = sweep.bulk_intake && st.num_threads as usize >= BULK_INTAKE_THREADS;
+        let bulk = bulk_intake(sweep, &st);
         if st.num_threads as usize != self.tasks.len() + self.pending.len()
             || sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS
         {
@@ -549,8 +562,7 @@ fn new_task(
         status: None,
         stat: None,
         files_opened: false,
-        fresh: true,
-        taken_in: false,
+        first: FirstSweep::ReadFiles,
         status_slices: u64::MAX,
         prev: (0, 0, 0),
         prev_slices: 0,
@@ -561,18 +573,22 @@ fn new_task(
         },
     };
     if let Some(memo) = bulk {
-        // A call that fails (the thread just exited, or a seccomp filter) leaves it fresh:
-        // its files say, at its first sweep.
+        // A call that fails (the thread just exited, or a seccomp filter) leaves its files
+        // to say, at its first sweep.
         if let (Some(attr), Some(cpus)) = (sched_attr(tid), allowed_cpus(tid, memo)) {
             t.sample.policy = attr.policy;
             t.sample.nice = attr.nice;
             t.sample.rt_priority = attr.priority;
             t.sample.cpus = Some(cpus);
-            t.fresh = false;
-            t.taken_in = true;
+            t.first = FirstSweep::TakenIn;
         }
     }
     Some(t)
+}
+
+/// Whether a process whose stat reads `st` takes its new threads in by system calls.
+fn bulk_intake(sweep: &Sweep, st: &parse::Stat) -> bool {
+    sweep.bulk_intake && st.num_threads as usize >= BULK_INTAKE_THREADS
 }
 
 /// A thread's allowed CPUs as the kernel lists them ("0-3"), by sched_getaffinity: the list of
@@ -647,8 +663,8 @@ impl TaskState {
         } else {
             Turn::No
         };
-        let fresh = std::mem::take(&mut self.fresh);
-        let taken_in = std::mem::take(&mut self.taken_in);
+        let first = std::mem::replace(&mut self.first, FirstSweep::Seen);
+        let (fresh, taken_in) = (first == FirstSweep::ReadFiles, first == FirstSweep::TakenIn);
         let stat_due = tid != pid
             && !taken_in
             && (sweep.status_due
