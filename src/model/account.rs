@@ -161,13 +161,23 @@ pub fn account(
         let old_memos = memo.tasks.remove(&key).unwrap_or_default();
         let mut memos = Vec::with_capacity(p.threads.len());
         let (mut at_old, mut at_memo) = (0, 0);
-        for th in &p.threads {
-            let old = pp.and_then(|pp| seek(&pp.threads, &mut at_old, th.tid, |o| o.tid));
-            let mut tm = seek(&old_memos, &mut at_memo, th.tid, |m| m.0)
-                .map(|m| m.1)
-                .unwrap_or_default();
-            let iv = thread_interval(th, old, t_ns, since_ns, &mut tm);
-            memos.push((th.tid, tm));
+        let mut intervals: Vec<ThreadInterval> = p
+            .threads
+            .iter()
+            .map(|th| {
+                let old = pp.and_then(|pp| seek(&pp.threads, &mut at_old, th.tid, |o| o.tid));
+                let mut tm = seek(&old_memos, &mut at_memo, th.tid, |m| m.0)
+                    .map(|m| m.1)
+                    .unwrap_or_default();
+                let iv = thread_interval(th, old, t_ns, since_ns, &mut tm);
+                memos.push((th.tid, tm));
+                iv
+            })
+            .collect();
+        if let Some(clock) = clock_run(p, pp, t_ns as u64) {
+            match_clock(&mut intervals, clock, t_ns as u64);
+        }
+        for (th, iv) in p.threads.iter().zip(intervals) {
             own += iv.run;
             let cpus = cpus_of(th, &mut last_cpus);
             sums.add(&iv, &cpus, th.cpu);
@@ -349,6 +359,77 @@ struct ThreadInterval {
     slices: u64,
     busy: u64,
     waited: u64,
+    /// Read in rotation and not read this sweep: these are its last rates, held.
+    held: bool,
+}
+
+/// What a process's threads ran over the interval by its CPU clock, at the rate it ran
+/// between the clock's two reads (which need not be the sample's ends: a sweep that took
+/// long puts its middle far from where it read this process). None unless the clock was read
+/// at both ends, a span from half to twice the interval apart: the kernel brings a running
+/// thread's time up to date only at its CPU's tick (4 ms here), so over a much shorter span the
+/// clock's rate is noise (up to 34 CPUs on a 2-CPU machine, measured, between reads a
+/// millisecond apart).
+fn clock_run(p: &ProcessSample, before: Option<&ProcessSample>, t: u64) -> Option<u64> {
+    let b = before?;
+    let own = p.cpu_read_ns.checked_sub(b.cpu_read_ns)?;
+    if b.cpu_read_ns == 0 || own < t / 2 || own > t.saturating_mul(2) {
+        return None;
+    }
+    let ran = p.cpu_ns.checked_sub(b.cpu_ns)?;
+    Some((ran as f64 * t as f64 / own as f64) as u64)
+}
+
+/// A process read in rotation: the threads this sweep skipped hold their last rates, which
+/// overstate it once they stop (an ending 200-room chat read 257% of one CPU on 2 CPUs) and
+/// understate it once they speed up. Its CPU clock says what all its threads ran (`clock`,
+/// exact, dead threads too): the held threads' run and wait are scaled so that, beside what
+/// the read ones ran, the process ran what its clock says. Wait is scaled with run, so a held
+/// thread wants no more than its share of the clock lets it seem to: a thread that went to
+/// sleep does not read as starved until its turn. (If the read ones alone ran more than the
+/// clock, since their deltas average over their whole rotation, they are scaled down too.)
+fn match_clock(intervals: &mut [ThreadInterval], clock: u64, t: u64) {
+    let held = intervals.iter().filter(|iv| iv.held).count() as u64;
+    if held == 0 {
+        return;
+    }
+    let run_of = |read: bool| -> u64 {
+        intervals
+            .iter()
+            .filter(|iv| iv.held != read)
+            .map(|iv| iv.run)
+            .sum()
+    };
+    let (read_run, held_run) = (run_of(true), run_of(false));
+    let scale = |iv: &mut ThreadInterval, k: f64| {
+        iv.run = ((iv.run as f64 * k) as u64).min(t);
+        iv.waited = ((iv.waited as f64 * k) as u64).min(t - iv.run);
+        iv.busy = iv.run + iv.waited;
+    };
+    if read_run >= clock {
+        let k = if read_run > 0 {
+            clock as f64 / read_run as f64
+        } else {
+            0.0
+        };
+        for iv in intervals.iter_mut() {
+            scale(iv, if iv.held { 0.0 } else { k });
+        }
+        return;
+    }
+    let left = clock - read_run;
+    if held_run > 0 {
+        let k = left as f64 / held_run as f64;
+        for iv in intervals.iter_mut().filter(|iv| iv.held) {
+            scale(iv, k);
+        }
+    } else {
+        // They held no run: what the clock adds is theirs, evenly (no rate says otherwise).
+        let each = (left / held).min(t);
+        for iv in intervals.iter_mut().filter(|iv| iv.held) {
+            (iv.run, iv.waited, iv.busy) = (each, 0, each);
+        }
+    }
 }
 
 fn thread_interval(
@@ -369,6 +450,7 @@ fn thread_interval(
             slices: 0,
             busy,
             waited,
+            held: true,
         };
     }
     let (dr, dw, ds) = match old {
@@ -408,6 +490,7 @@ fn thread_interval(
         slices: ds,
         busy,
         waited,
+        held: false,
     }
 }
 
@@ -574,6 +657,83 @@ mod tests {
         assert_eq!(carried.claims[0].demand, 1.0);
         assert!((carried.received_ns - 50.0 * MS as f64).abs() < 1.0);
         assert!((carried.wait_ns - 50.0 * MS as f64).abs() < 1.0);
+    }
+
+    /// Process 7 at `read_ns`, its CPU clock at `clock` ms (0: not read): threads 7, 8 and
+    /// 9 with (run, wait) ms and their read times.
+    fn rotated(clock: u64, read_ns: u64, threads: [(u64, u64, u64); 3]) -> WorkloadSample {
+        WorkloadSample {
+            processes: vec![ProcessSample {
+                pid: 7,
+                cpu_ns: clock * MS,
+                cpu_read_ns: if clock > 0 { read_ns } else { 0 },
+                threads: threads
+                    .iter()
+                    .zip(7..)
+                    .map(|(&(run, wait, read), tid)| TaskSample {
+                        tid,
+                        run_ns: run * MS,
+                        wait_ns: wait * MS,
+                        read_ns: read,
+                        ..TaskSample::default()
+                    })
+                    .collect(),
+                ..ProcessSample::default()
+            }],
+            ..WorkloadSample::default()
+        }
+    }
+
+    #[test]
+    fn threads_held_in_rotation_are_scaled_to_their_process_clock() {
+        // Three threads, each half on CPU and half waiting from 1.0 s to 1.1 s (150 ms of
+        // clock). From 1.1 s to 1.2 s the main thread is read and ran 10 ms more; 8 and 9 are
+        // not read (they hold 50 ms of run each), but the clock moved only 30 ms: they ran
+        // 20 ms between them, and wanted in proportion.
+        let (a, b, c) = (1000 * MS, 1100 * MS, 1200 * MS);
+        let t = 100.0 * MS as f64;
+        let mut memo = WorkloadMemo::default();
+        let first = rotated(1, a, [(0, 0, a); 3]);
+        let second = rotated(151, b, [(50, 50, b); 3]);
+        let read = account(&first, &second, t, a, &mut memo);
+        assert!((read.received_ns - 150.0 * MS as f64).abs() < 1.0);
+        let third = rotated(181, c, [(60, 50, c), (50, 50, b), (50, 50, b)]);
+        let acc = account(&second, &third, t, b, &mut memo);
+        assert!(
+            (acc.received_ns - 30.0 * MS as f64).abs() < 1.0,
+            "the clock's 30 ms, not 110: {}",
+            acc.received_ns
+        );
+        for held in &acc.claims[1..] {
+            assert!((held.received - 0.1).abs() < 1e-6, "{held:?}");
+            assert!((held.demand - 0.2).abs() < 1e-6, "{held:?}");
+        }
+        // Without the clock (an older recording) they keep their rates.
+        let mut memo = WorkloadMemo::default();
+        let unclocked = |w: &WorkloadSample| {
+            let mut w = w.clone();
+            w.processes[0].cpu_read_ns = 0;
+            w
+        };
+        account(&unclocked(&first), &unclocked(&second), t, a, &mut memo);
+        let acc = account(&unclocked(&second), &unclocked(&third), t, b, &mut memo);
+        assert!((acc.received_ns - 110.0 * MS as f64).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_process_whose_read_threads_ran_more_than_its_clock_runs_its_clock() {
+        // The main thread's delta says 80 ms, but the clock moved 40 ms: everything scales to
+        // the clock, and the held threads ran nothing.
+        let (a, b, c) = (1000 * MS, 1100 * MS, 1200 * MS);
+        let t = 100.0 * MS as f64;
+        let mut memo = WorkloadMemo::default();
+        let second = rotated(301, b, [(100, 0, b); 3]);
+        account(&rotated(1, a, [(0, 0, a); 3]), &second, t, a, &mut memo);
+        let third = rotated(341, c, [(180, 0, c), (100, 0, b), (100, 0, b)]);
+        let acc = account(&second, &third, t, b, &mut memo);
+        assert!((acc.received_ns - 40.0 * MS as f64).abs() < 1.0);
+        assert!((acc.claims[0].received - 0.4).abs() < 1e-6);
+        assert!(acc.claims[1..].iter().all(|c| c.demand == 0.0));
     }
 
     #[test]

@@ -679,6 +679,7 @@ impl Probe {
             sched: *sched,
             new_tasks: task::new_tasks_per_sweep(gap),
             bulk_intake: *real_proc,
+            group_clock: *real_proc,
         };
         if let Some(members) = members {
             group.admit(members, pid_cache, &mut sweep, buf, &mut problems);
@@ -822,6 +823,8 @@ impl Probe {
             new_tasks: task::new_tasks_per_sweep(rest::REST_EVERY_NS),
             // The rest is read for its active tasks' state and CPU, which only stat gives.
             bulk_intake: false,
+            // Read whole (stride 1): nothing to correct.
+            group_clock: false,
         };
         let out = rest.read(&members, &mut sweep, buf);
         *suspects = sweep.suspects;

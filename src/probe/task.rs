@@ -27,9 +27,8 @@ use super::{monotonic_ns, ProcessSample, TaskSample};
 /// 1,000 threads costs the kernel a dentry per thread, more than a sweep of their schedstat,
 /// so it is rare. A falling count re-lists too, though the dead would be found at their
 /// reads: a big process is read in rotation, and a thread not read in a sweep keeps its last
-/// rate in the model, so a dead one kept until its turn (up to 8 s) would count CPU it no
-/// longer uses (a 200-room chat's ending read up to 500% of one CPU on a 2-CPU machine so,
-/// against up to 257% when re-listing: the rest of that excess is the rotation's own).
+/// rate in the model (scaled to the process's CPU clock since 2026-12-04), so a dead one kept
+/// until its turn (up to 8 s) took a share of what the live ones ran.
 pub(super) const TASK_RELIST_NS: u64 = 10_000_000_000;
 /// Re-read every thread's nice at least this often (at once when the main thread's changes:
 /// a renice of a whole workload touches the main thread too).
@@ -151,6 +150,9 @@ pub(super) struct ProcState {
     /// The last allowed-CPU mask a bulk intake found, and its list: a process's threads
     /// nearly always share one, so 8,000 threads make one string.
     cpus_memo: Option<(nix::sched::CpuSet, Arc<str>)>,
+    /// Its CPU clock's id, found at its first read (read when its threads are read in
+    /// rotation).
+    cpu_clock: Option<nix::time::ClockId>,
     /// When per-thread nice was last read, and the main thread's (nice, policy) then.
     nice_ns: u64,
     main_sched: (i32, u32),
@@ -195,6 +197,9 @@ pub(super) struct Sweep<'a> {
     /// New threads of a big process may be taken in by system calls (the real /proc: the
     /// calls name threads by id, which a fake tree's are not).
     pub bulk_intake: bool,
+    /// Read the CPU clock of a process whose threads are read in rotation (the real /proc,
+    /// for the same reason).
+    pub group_clock: bool,
 }
 
 /// The sched-file reads one sweep may make: each thread's at most once a `period_ns` (with a
@@ -330,6 +335,7 @@ impl ProcState {
             pending: Vec::new(),
             watched: 0,
             cpus_memo: None,
+            cpu_clock: None,
             nice_ns: sweep.now,
             main_sched: (st.nice, st.policy),
             tasks: BTreeMap::new(),
@@ -342,6 +348,8 @@ impl ProcState {
                 cpu_ticks: st.cpu_ticks,
                 child_ticks: st.child_ticks,
                 threads: Vec::new(),
+                cpu_ns: 0,
+                cpu_read_ns: 0,
                 cgroup: None,
             },
             comm,
@@ -408,11 +416,36 @@ impl ProcState {
             };
             t.sweep(&thread, sweep, buf, notes, problems)
         });
+        let rotated = sweep.stride > 1 && self.tasks.len() > 1;
+        (self.sample.cpu_ns, self.sample.cpu_read_ns) = if rotated && sweep.group_clock {
+            self.read_clock(pid).unwrap_or((0, 0))
+        } else {
+            (0, 0)
+        };
         if sweep.status_due {
             self.sample.autogroup = read_autogroup(sweep.proc_root, pid, buf);
             self.sample.cgroup = read_group(sweep, pid, buf);
         }
         Ok(())
+    }
+
+    /// Its CPU clock now, and when it was read: one system call, which sums its threads'
+    /// run time in the kernel (exact, in ns) without formatting anything. None: it is gone.
+    fn read_clock(&mut self, pid: u32) -> Option<(u64, u64)> {
+        let id = match self.cpu_clock {
+            Some(id) => id,
+            None => {
+                let id =
+                    nix::time::clock_getcpuclockid(nix::unistd::Pid::from_raw(pid as i32)).ok()?;
+                *self.cpu_clock.insert(id)
+            }
+        };
+        // Timed on both sides: a preemption between the two calls must not move the time
+        // the clock is taken to have been read at.
+        let before = monotonic_ns();
+        let ts = nix::time::clock_gettime(id).ok()?;
+        let at = before + monotonic_ns().saturating_sub(before) / 2;
+        Some((ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64, at))
     }
 
     /// The process's own stat, still the process we knew, in the group it must be in.
