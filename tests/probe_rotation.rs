@@ -69,7 +69,12 @@ fn a_workload_read_in_rotation_reads_its_clock_when_its_threads_stop() {
         .iter()
         .filter(|s| s.workloads[0].processes[0].cpu_read_ns > 0)
         .count();
-    assert_eq!(clocked, 10, "the clock read at every sweep in rotation");
+    // A sweep that came late (a gap of 300 ms or more) had the budget to read every thread,
+    // and then needs no clock: most sweeps, not all, are in rotation.
+    assert!(
+        clocked >= 6,
+        "the clock read at the sweeps in rotation: {clocked} of 10"
+    );
     let cpus = spinning[0].machine.cpus as f64;
     let mut model = Model::new();
     let all: Vec<&Sample> = spinning.iter().chain(&after).collect();

@@ -302,8 +302,8 @@ pub struct ProcessSample {
     pub child_ticks: u64,
     /// Its CPU clock (CLOCK_PROCESS_CPUTIME_ID of this pid): what all its threads ran, dead
     /// ones too, in ns; and when it was read (CLOCK_MONOTONIC ns). Read at every sweep that
-    /// reads its threads in rotation, and only then (0, 0 otherwise): the threads a sweep
-    /// skips keep their last rates in the model, which this total corrects.
+    /// reads its threads in rotation, if it has more than 16, and only then (0, 0 otherwise):
+    /// the threads a sweep skips keep their last rates in the model, which this total corrects.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cpu_ns: u64,
     #[serde(default, skip_serializing_if = "is_zero")]

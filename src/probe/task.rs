@@ -47,7 +47,8 @@ const SUSPECT_MAX_SLICES: u64 = 2;
 /// SCHED_DEADLINE's policy number.
 const SCHED_DEADLINE: u32 = 6;
 /// A process with more threads than this has its main thread's stat read between status
-/// sweeps, not the process's (which sums over every thread).
+/// sweeps, not the process's (which sums over every thread); and, read in rotation, its CPU
+/// clock at every sweep.
 const MAIN_STAT_THREADS: usize = 16;
 /// A process with at least this many threads takes its new threads in by system calls
 /// (on the real /proc): policy, nice and real-time priority from sched_getattr, allowed CPUs
@@ -416,7 +417,9 @@ impl ProcState {
             };
             t.sweep(&thread, sweep, buf, notes, problems)
         });
-        let rotated = sweep.stride > 1 && self.tasks.len() > 1;
+        // Only a big process's held threads can add up to a wrong figure; a small one's few
+        // hold for a second at most, and 500 two-thread processes would cost 500 reads a tick.
+        let rotated = sweep.stride > 1 && self.tasks.len() > MAIN_STAT_THREADS;
         (self.sample.cpu_ns, self.sample.cpu_read_ns) = if rotated && sweep.group_clock {
             self.read_clock(pid).unwrap_or((0, 0))
         } else {
