@@ -13,9 +13,11 @@ use schedlab::probe::{Probe, ProbeConfig, Sample, Target};
 /// (the budget of schedstat reads a second), so two thirds of them hold their spinning rates
 /// in every sweep: without the clock, the model kept those rates until each thread's turn
 /// (their deltas then averaged over their whole rotation): the workload read 1.2 to 1.5 CPUs
-/// in the first interval after it stopped, and still 0.24 to 0.35 in the sixth, measured.
+/// in the first interval after it stopped, and still 0.24 to 0.35 in the sixth, measured. And
+/// while they spin, their switches a second are what their status files say (1.05-1.10 of the
+/// count by hand in five runs).
 #[test]
-fn a_workload_read_in_rotation_reads_its_clock_when_its_threads_stop() {
+fn a_workload_read_in_rotation_reads_its_clock_and_all_its_switches() {
     let n = 300;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(Barrier::new(n + 1));
@@ -57,7 +59,12 @@ fn a_workload_read_in_rotation_reads_its_clock_when_its_threads_stop() {
         std::thread::sleep(next - now);
         probe.sample(&targets)
     };
-    let spinning: Vec<Sample> = (0..12).map(|_| sweep()).collect();
+    // Spinning for 4 s: the switches of every thread are read by then (200 status reads a
+    // second), and counted by hand from the 2nd second to the 4th.
+    let mut spinning: Vec<Sample> = (0..20).map(|_| sweep()).collect();
+    let counted_from = (Instant::now(), switches_of_this_process());
+    spinning.extend((0..20).map(|_| sweep()).collect::<Vec<_>>());
+    let counted_to = (Instant::now(), switches_of_this_process());
     stop.store(true, Ordering::Relaxed);
     let after: Vec<Sample> = (0..6).map(|_| sweep()).collect();
     done.wait();
@@ -72,18 +79,34 @@ fn a_workload_read_in_rotation_reads_its_clock_when_its_threads_stop() {
     // A sweep that came late (a gap of 300 ms or more) had the budget to read every thread,
     // and then needs no clock: most sweeps, not all, are in rotation.
     assert!(
-        clocked >= 6,
-        "the clock read at the sweeps in rotation: {clocked} of 10"
+        clocked >= 25,
+        "the clock read at the sweeps in rotation: {clocked} of 38"
     );
     let cpus = spinning[0].machine.cpus as f64;
     let mut model = Model::new();
     let all: Vec<&Sample> = spinning.iter().chain(&after).collect();
-    let received: Vec<f64> = all
+    let frames: Vec<_> = all
         .windows(2)
-        .map(|pair| model.step(pair[0], pair[1]).workloads[0].cpu_received)
+        .map(|pair| model.step(pair[0], pair[1]).workloads[0].clone())
         .collect();
-    // Frames 2 to 10 are wholly while they spin (the first two take them in); 12 on, wholly
-    // after they stopped (11 spans the stop).
+    let received: Vec<f64> = frames.iter().map(|w| w.cpu_received).collect();
+    // Switches: the frames of the counted seconds against the count by hand. Before each
+    // thread's rate was its own, a status sweep's sum over the threads read at it stood for
+    // the workload: a fourth of them here.
+    let secs = (counted_to.0 - counted_from.0).as_secs_f64();
+    let by_hand = (counted_to.1 - counted_from.1) as f64 / secs;
+    let counted = &frames[21..39];
+    let read = counted
+        .iter()
+        .map(|w| w.voluntary_cs_per_sec + w.involuntary_cs_per_sec)
+        .sum::<f64>()
+        / counted.len() as f64;
+    assert!(
+        read > by_hand * 0.7 && read < by_hand * 1.4,
+        "switches a second: {read:.0} read, {by_hand:.0} counted"
+    );
+    // Frames 2 to 38 are wholly while they spin (the first two take them in); 40 on, wholly
+    // after they stopped (39 spans the stop).
     let (busy, idle) = received.split_at(spinning.len());
     assert!(
         busy[2..spinning.len() - 1]
@@ -95,4 +118,19 @@ fn a_workload_read_in_rotation_reads_its_clock_when_its_threads_stop() {
         idle.iter().all(|&r| r < 0.25),
         "stopped: the clock's near nothing, not the held rates: {idle:?}"
     );
+}
+
+/// Voluntary and involuntary switches of every thread of this process so far.
+fn switches_of_this_process() -> u64 {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
 }

@@ -19,8 +19,8 @@ use super::fair;
 use super::frame::{Cause, Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState};
 use super::host::{HostWatch, Taken};
 use super::latency;
-use super::migrations::{self, MigrationMemo};
 use super::solver::{self, Class};
+use super::thread_rates::{self, RateMemo};
 use super::tree::{Placement, Tree};
 use super::window::{Means, Shares, Slot, Windows, DEFAULT_WINDOW};
 use crate::probe::{CgroupNode, Health, Life, Sample, WorkloadSample};
@@ -30,20 +30,11 @@ const DEFAULT_FAIR_RESERVE: f64 = 0.05;
 /// Rest groups listed in a Frame.
 const REST_GROUPS_SHOWN: usize = 5;
 
-/// Voluntary/involuntary counts at the last status sweep, and the rates they gave.
-#[derive(Default)]
-struct StatusMemo {
-    t_ns: u64,
-    /// Per thread: foldhash, a thousand lookups at each status sweep.
-    counts: foldhash::HashMap<(u32, u64, u32), (u64, u64)>,
-    rates: (f64, f64),
-}
-
 #[derive(Default)]
 struct PerWorkload {
-    status: StatusMemo,
+    switches: RateMemo<2>,
     account: WorkloadMemo,
-    migrations: MigrationMemo,
+    migrations: RateMemo<1>,
 }
 
 /// Derives Frames from consecutive Samples.
@@ -342,10 +333,12 @@ impl Model {
             0.0
         };
         let memo = self.memo.entry(w.id).or_default();
-        let (vol, invol) = switch_rates(&mut memo.status, iv.cur, w);
+        let [vol, invol] = thread_rates::rate(pw, w, &mut memo.switches, thread_rates::switches)
+            .unwrap_or_default();
         f.voluntary_cs_per_sec = vol;
         f.involuntary_cs_per_sec = invol;
-        f.migrations_per_sec = migrations::rate(pw, w, &mut memo.migrations);
+        f.migrations_per_sec =
+            thread_rates::rate(pw, w, &mut memo.migrations, thread_rates::migrations).map(|[m]| m);
         f.accounting = acc.accounting;
         f.group = mine
             .first()
@@ -835,38 +828,6 @@ fn progress(w: &WorkloadSample) -> Option<f64> {
     }
     let (done, total) = (w.ops?, w.ops_expected?);
     Some((done as f64 / total as f64).clamp(0.0, 1.0))
-}
-
-/// Voluntary and involuntary switches per second, summed over threads, from the last two
-/// status sweeps (status may be read less often than the sampling interval).
-fn switch_rates(memo: &mut StatusMemo, cur: &Sample, w: &WorkloadSample) -> (f64, f64) {
-    if cur.status_t_ns == 0 || cur.status_t_ns == memo.t_ns {
-        return memo.rates;
-    }
-    let mut counts: foldhash::HashMap<_, _> =
-        foldhash::HashMapExt::with_capacity(memo.counts.len());
-    let (mut dv, mut di) = (0u64, 0u64);
-    for p in &w.processes {
-        for th in &p.threads {
-            let (Some(v), Some(i)) = (th.vol, th.invol) else {
-                continue;
-            };
-            let key = (p.pid, p.start, th.tid);
-            let (ov, oi) = memo.counts.get(&key).copied().unwrap_or((0, 0));
-            dv += v.saturating_sub(ov);
-            di += i.saturating_sub(oi);
-            counts.insert(key, (v, i));
-        }
-    }
-    if memo.t_ns != 0 {
-        let secs = cur.status_t_ns.saturating_sub(memo.t_ns) as f64 / 1e9;
-        if secs > 0.0 {
-            memo.rates = (dv as f64 / secs, di as f64 / secs);
-        }
-    }
-    memo.t_ns = cur.status_t_ns;
-    memo.counts = counts;
-    memo.rates
 }
 
 #[cfg(test)]

@@ -13,10 +13,10 @@ pub mod fair;
 pub mod frame;
 pub mod host;
 pub mod latency;
-pub mod migrations;
 pub mod rank;
 pub mod solver;
 pub mod stats;
+pub mod thread_rates;
 pub mod tree;
 pub mod window;
 

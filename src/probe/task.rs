@@ -2,7 +2,8 @@
 //! last values read, and the rules for what to read at each sweep.
 //!
 //! schedstat is read at every sweep (one small pread). stat (state, CPU, nice, policy) and
-//! status (switches, allowed CPUs) cost more, so they are read at status sweeps; and, out of
+//! status (switches, allowed CPUs) cost more: stat is read at status sweeps, status when the
+//! thread's own status period is up (within a budget of reads a second); and both, out of
 //! turn within a budget, for a thread that ran little while CPUs were busy: it may be starving,
 //! and only its state says so (the kernel adds run-queue wait to schedstat only when the task
 //! finally runs).
@@ -193,6 +194,9 @@ pub(super) struct Sweep<'a> {
     pub phase: u32,
     /// Sched-file reads (migrations) left in this sweep, and how often each thread's is due.
     pub sched: SchedReads,
+    /// Status reads (switches, allowed CPUs) left in this sweep, and how often each thread's
+    /// is due.
+    pub status: StatusReads,
     /// New threads whose files a process's listing may open in this sweep.
     pub new_tasks: usize,
     /// New threads of a big process may be taken in by system calls (the real /proc: the
@@ -218,6 +222,31 @@ impl SchedReads {
     fn turn(&mut self, last_ns: u64, now: u64) -> bool {
         let due = last_ns == 0 || now + self.period_ns / 10 >= last_ns + self.period_ns;
         due && take(&mut self.left)
+    }
+}
+
+/// The status reads one sweep may make: each thread's when its last is `period_ns` old (with a
+/// tenth of slack, as the sched files), and no more than `left` in all. Due per thread, not at
+/// a status sweep: a big workload is read in rotation, and a status sweep read only the threads
+/// whose turn it was (a tenth of 1,000), whose switches alone then stood for the workload's.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct StatusReads {
+    pub left: u32,
+    pub period_ns: u64,
+}
+
+impl StatusReads {
+    /// Every thread visited, at every sweep (tests and benches ask for it), with no budget.
+    pub fn every_sweep() -> StatusReads {
+        StatusReads {
+            left: u32::MAX,
+            period_ns: 0,
+        }
+    }
+
+    /// Whether a thread whose status was last read at `last_ns` (0: never) is due now.
+    fn due(&self, last_ns: u64, now: u64) -> bool {
+        self.left > 0 && (last_ns == 0 || now + self.period_ns / 10 >= last_ns + self.period_ns)
     }
 }
 
@@ -725,10 +754,16 @@ impl TaskState {
             && self.sample.state == Some('R')
             && self.ran_at_all()
             && Suspects::spend(turn, &mut sweep.suspects.status_left);
-        if (sweep.status_due && self.sample.slices != self.status_slices && !taken_in)
-            || waiting
-            || fresh
-        {
+        let due = !taken_in && !fresh && sweep.status.due(self.sample.vol_ns, sweep.now);
+        let mut periodic = false;
+        if due && self.sample.vol.is_some() && self.sample.slices == self.status_slices {
+            // Not scheduled since its last read: it cannot have switched (but for at most one
+            // switch-out, counted when it next runs). Its counts stand as of now, unread.
+            self.sample.vol_ns = sweep.now;
+        } else if due {
+            periodic = take(&mut sweep.status.left);
+        }
+        if periodic || waiting || fresh {
             self.open_files(proc_root, pid, tid, notes);
             self.status_slices = self.sample.slices;
             if let Err(why) = self.read_status(buf, sweep.now) {

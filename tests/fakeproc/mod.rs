@@ -533,11 +533,15 @@ pub fn pin(mut s: Sample, k: u64) -> Sample {
     s.t_ns = k * S;
     s.status_t_ns = s.t_ns;
     s.machine.stat_ns = s.t_ns;
-    // Every thread read at the sample's instant, as a sweep that took no time.
+    // Every thread read at the sample's instant, as a sweep that took no time; its switches
+    // too, once read (these trees ask for status at every sweep).
     for w in &mut s.workloads {
         for p in &mut w.processes {
             for th in &mut p.threads {
                 th.read_ns = s.t_ns;
+                if th.vol_ns != 0 {
+                    th.vol_ns = s.t_ns;
+                }
             }
         }
     }
