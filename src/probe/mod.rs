@@ -691,14 +691,13 @@ impl Probe {
             suspects: suspects.for_target(),
             stat_active: false,
             cgroups,
-            deadline_attrs: *real_proc,
+            real_proc: *real_proc,
             stride: group.stride(stride),
             phase: *sweeps,
             sched: *sched,
             status: *status,
             new_tasks: task::new_tasks_per_sweep(gap),
             bulk_intake: *real_proc,
-            group_clock: *real_proc,
         };
         if let Some(members) = members {
             group.admit(members, pid_cache, &mut sweep, buf, &mut problems);
@@ -835,7 +834,7 @@ impl Probe {
             suspects: suspects.for_target(),
             stat_active: true,
             cgroups,
-            deadline_attrs: *real_proc,
+            real_proc: *real_proc,
             stride: 1,
             phase: 0,
             // The rest of the machine's migrations are not read.
@@ -849,8 +848,6 @@ impl Probe {
             new_tasks: task::new_tasks_per_sweep(rest::REST_EVERY_NS),
             // The rest is read for its active tasks' state and CPU, which only stat gives.
             bulk_intake: false,
-            // Read whole (stride 1): nothing to correct.
-            group_clock: false,
         };
         let out = rest.read(&members, &mut sweep, buf);
         *suspects = sweep.suspects;

@@ -17,8 +17,9 @@ pub struct Sample {
     pub observer_cpu_ns: u64,
     /// CPU time the probe's sweeps have cost so far (thread CPU time inside `sample`), in ns.
     pub probe_cpu_ns: u64,
-    /// When the voluntary/involuntary counts in this Sample were read (CLOCK_MONOTONIC ns;
-    /// 0 = never). Between status sweeps the previous values are carried.
+    /// When the last status sweep (every visited thread's stat: state, nice, policy) began
+    /// (CLOCK_MONOTONIC ns; 0 = never). Each thread's switch counts carry their own read time
+    /// (`vol_ns`): status is read per thread, when its own period is up.
     pub status_t_ns: u64,
     /// How often status is read, in ns.
     pub status_every_ns: u64,

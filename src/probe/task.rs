@@ -186,8 +186,10 @@ pub(super) struct Sweep<'a> {
     /// machine, read once a second, wants each active task's state and CPU).
     pub stat_active: bool,
     pub cgroups: &'a mut Cgroups,
-    /// Read a SCHED_DEADLINE thread's reservation (real /proc only).
-    pub deadline_attrs: bool,
+    /// The real /proc: its ids name live tasks, which system calls can ask about (a
+    /// SCHED_DEADLINE thread's reservation, a rotated process's CPU clock); a fake tree's do
+    /// not.
+    pub real_proc: bool,
     /// Read one thread in `stride` at this sweep (by tid, turning with `phase`): the budget
     /// of schedstat reads a second, for very large workloads. 1: every thread.
     pub stride: u32,
@@ -202,9 +204,6 @@ pub(super) struct Sweep<'a> {
     /// New threads of a big process may be taken in by system calls (the real /proc: the
     /// calls name threads by id, which a fake tree's are not).
     pub bulk_intake: bool,
-    /// Read the CPU clock of a process whose threads are read in rotation (the real /proc,
-    /// for the same reason).
-    pub group_clock: bool,
 }
 
 /// The sched-file reads one sweep may make: each thread's at most once a `period_ns` (with a
@@ -449,7 +448,7 @@ impl ProcState {
         // Only a big process's held threads can add up to a wrong figure; a small one's few
         // hold for a second at most, and 500 two-thread processes would cost 500 reads a tick.
         let rotated = sweep.stride > 1 && self.tasks.len() > MAIN_STAT_THREADS;
-        (self.sample.cpu_ns, self.sample.cpu_read_ns) = if rotated && sweep.group_clock {
+        (self.sample.cpu_ns, self.sample.cpu_read_ns) = if rotated && sweep.real_proc {
             self.read_clock(pid).unwrap_or((0, 0))
         } else {
             (0, 0)
@@ -774,7 +773,7 @@ impl TaskState {
                 self.status = None;
             }
         }
-        if sweep.deadline_attrs && self.sample.policy == SCHED_DEADLINE {
+        if sweep.real_proc && self.sample.policy == SCHED_DEADLINE {
             self.sample.dl_bw = deadline_bandwidth(tid);
         }
         if !matches!(self.sched, LazyFile::Absent)
