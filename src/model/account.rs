@@ -5,15 +5,16 @@
 
 // foldhash, not SipHash: a thousand-thread workload costs several lookups per thread per tick,
 // and these keys (pids, tids) come from the kernel, not from a peer that could pick them.
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashMap, HashMapExt};
 
+use super::chains;
 use super::cpuset::CpuSet;
 use super::demand::{self, Observed, TaskMemo};
 use super::solver::Class;
 use super::tree::Placement;
 use super::Accounting;
 use crate::probe::parse::{nice_to_weight, NS_PER_TICK, WEIGHT_IDLE};
-use crate::probe::{ProcessSample, RestSample, TaskSample, WorkloadSample};
+use crate::probe::{ProcessSample, TaskSample, WorkloadSample};
 
 const SCHED_FIFO: u32 = 1;
 const SCHED_RR: u32 = 2;
@@ -73,6 +74,10 @@ pub struct Account {
     pub received_ns: f64,
     /// Task-ns spent waiting for a CPU (what schedstat reported plus what it has not yet).
     pub wait_ns: f64,
+    /// The part of it that followed a wakeup (latency), and how many timeslices began after
+    /// one (demand::Wanted).
+    pub woken_wait_ns: f64,
+    pub wakeups: f64,
     pub slices: u64,
     pub claims: Vec<Claim>,
     pub accounting: Accounting,
@@ -208,12 +213,17 @@ pub fn account(
     // Processes gone since are forgotten with their threads.
     memo.tasks = task_memos;
 
+    // The wait they wanted (after preemptions), not their wakeup delays.
     let wait_ratio = if sums.run > 0 {
-        (sums.wait as f64 / sums.run as f64).min(10.0)
+        (sums.wanted_wait as f64 / sums.run as f64).min(10.0)
     } else {
         0.0
     };
-    let (claims, busy_tasks) = fold_children(per_task, reaped, wait_ratio, t_ns);
+    let (mut claims, mut busy_tasks) = fold_children(per_task, reaped, wait_ratio, t_ns);
+    if let Some(loops) = w.closed_loops {
+        chains::reshape(&mut claims, loops);
+        busy_tasks = claims.iter().filter(|c| c.demand >= 0.5).count();
+    }
     let wait_total = sums.wait as f64;
 
     let (received_ns, accounting) = match (&w.cgroup, &pw.cgroup) {
@@ -226,6 +236,8 @@ pub fn account(
     Account {
         received_ns,
         wait_ns: wait_total,
+        woken_wait_ns: sums.woken_wait as f64,
+        wakeups: sums.wakeups,
         slices: sums.slices,
         claims,
         accounting,
@@ -271,6 +283,9 @@ pub(super) fn by_tid<T>(mut list: Vec<(u32, T)>) -> Vec<(u32, T)> {
 struct Sums {
     run: u64,
     wait: u64,
+    wanted_wait: u64,
+    woken_wait: u64,
+    wakeups: f64,
     slices: u64,
     cpus_allowed: CpuSet,
     cpus_used: CpuSet,
@@ -280,6 +295,9 @@ impl Sums {
     fn add(&mut self, iv: &ThreadInterval, cpus: &CpuSet, cpu: Option<u32>) {
         self.run += iv.run;
         self.wait += iv.waited;
+        self.wanted_wait += iv.busy.saturating_sub(iv.run);
+        self.woken_wait += iv.woken_wait;
+        self.wakeups += iv.wakeups;
         self.slices += iv.slices;
         self.cpus_allowed.add_all(cpus);
         if iv.busy > 0 {
@@ -353,12 +371,14 @@ fn fold_children(
 }
 
 /// One thread over the interval: what it ran, its timeslices, and how long it wanted a CPU
-/// and waited for one (ns).
+/// and waited for one (ns), and what of that wait followed a wakeup (latency, not demand).
 struct ThreadInterval {
     run: u64,
     slices: u64,
     busy: u64,
     waited: u64,
+    woken_wait: u64,
+    wakeups: f64,
     /// Read in rotation and not read this sweep: these are its last rates, held.
     held: bool,
 }
@@ -404,7 +424,9 @@ fn match_clock(intervals: &mut [ThreadInterval], clock: u64, t: u64) {
     let scale = |iv: &mut ThreadInterval, k: f64| {
         iv.run = ((iv.run as f64 * k) as u64).min(t);
         iv.waited = ((iv.waited as f64 * k) as u64).min(t - iv.run);
-        iv.busy = iv.run + iv.waited;
+        iv.woken_wait = ((iv.woken_wait as f64 * k) as u64).min(iv.waited);
+        iv.busy = (iv.busy as f64 * k) as u64;
+        iv.busy = iv.busy.clamp(iv.run, iv.run + iv.waited);
     };
     if read_run >= clock {
         let k = if read_run > 0 {
@@ -427,7 +449,7 @@ fn match_clock(intervals: &mut [ThreadInterval], clock: u64, t: u64) {
         // They held no run: what the clock adds is theirs, evenly (no rate says otherwise).
         let each = (left / held).min(t);
         for iv in intervals.iter_mut().filter(|iv| iv.held) {
-            (iv.run, iv.waited, iv.busy) = (each, 0, each);
+            (iv.run, iv.waited, iv.woken_wait, iv.busy) = (each, 0, 0, each);
         }
     }
 }
@@ -446,10 +468,12 @@ fn thread_interval(
         let busy = ((tm.rate.0 * t_ns) as u64).min(t);
         let waited = ((tm.rate.1 * t_ns) as u64).min(busy);
         return ThreadInterval {
-            run: busy - waited,
+            run: busy.saturating_sub(waited),
             slices: 0,
             busy,
             waited,
+            woken_wait: 0,
+            wakeups: 0.0,
             held: true,
         };
     }
@@ -472,24 +496,28 @@ fn thread_interval(
         // Its first interval: its state at the start is in the previous Sample.
         tm.runnable = old.and_then(|o| o.state).map(|c| c == 'R');
     }
-    let fresh_vol = th.vol.zip(Some(th.vol_ns)).filter(|&(_, at)| at > since_ns);
-    let (busy, waited) = demand::wanted(
+    let fresh = th.vol_ns > since_ns;
+    let w = demand::wanted(
         Observed {
             run_ns: dr,
             wait_ns: dw,
+            slices: ds,
             runnable: th.state.map(|c| c == 'R'),
-            vol: fresh_vol,
+            vol: th.vol.filter(|_| fresh).map(|v| (v, th.vol_ns)),
+            switches: th.vol.zip(th.invol).filter(|_| fresh),
             since_ns,
         },
         t,
         tm,
     );
-    tm.rate = (busy as f64 / t_ns, waited as f64 / t_ns);
+    tm.rate = (w.busy as f64 / t_ns, w.waited as f64 / t_ns);
     ThreadInterval {
         run: dr,
         slices: ds,
-        busy,
-        waited,
+        busy: w.busy,
+        waited: w.waited,
+        woken_wait: w.woken_wait,
+        wakeups: w.wakeups,
         held: false,
     }
 }
@@ -513,77 +541,6 @@ fn already_credited(
         }
     }
     already
-}
-
-/// A task of the rest of the machine, as a claim, with what names it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RestClaim {
-    pub claim: Claim,
-    pub comm: String,
-}
-
-/// The rest's claims from one read of it. `credit`: wait counted ahead, per thread.
-pub fn rest_claims(
-    r: &RestSample,
-    memo: &mut std::collections::HashMap<u32, TaskMemo>,
-) -> Vec<RestClaim> {
-    let t = r.t_ns.saturating_sub(r.since_ns);
-    if r.since_ns == 0 || t == 0 {
-        return Vec::new();
-    }
-    let mut out = Vec::with_capacity(r.tasks.len());
-    let mut seen = HashSet::with_capacity(r.tasks.len());
-    for task in &r.tasks {
-        seen.insert(task.tid);
-        let tm = memo.entry(task.tid).or_default();
-        tm.runnable = Some(task.runnable_before);
-        // A kernel thread serves work queued by others (a kworker, ksoftirqd): waiting does
-        // not make more of it, so it wanted what it ran. Counting its wait would have a
-        // kworker starved beside a real-time hog want the whole CPU.
-        let (busy, _) = if task.kthread {
-            (task.run_ns.min(t), 0)
-        } else {
-            demand::wanted(
-                Observed {
-                    run_ns: task.run_ns,
-                    wait_ns: task.wait_ns,
-                    runnable: Some(task.runnable),
-                    vol: None,
-                    since_ns: r.since_ns,
-                },
-                t,
-                tm,
-            )
-        };
-        let reaped = task.reaped_ns as f64;
-        let (class, weight) = class_of(task.policy, task.nice, task.rt_priority, task.dl_bw);
-        out.push(RestClaim {
-            claim: Claim {
-                demand: ((busy as f64 + reaped) / t as f64).min(1.0),
-                received: (task.run_ns as f64 + reaped) / t as f64,
-                weight,
-                class,
-                cpus: task
-                    .cpus
-                    .as_deref()
-                    .and_then(CpuSet::parse_list)
-                    .unwrap_or_default(),
-                cpu: task.cpu,
-                placement: Placement {
-                    cgroup: task.cgroup.as_deref().map(Into::into),
-                    autogroup: task.autogroup,
-                    session: task.session,
-                },
-            },
-            comm: task.comm.clone(),
-        });
-    }
-    // Threads not listed were idle: they keep what they were credited, and nothing else.
-    memo.retain(|tid, m| seen.contains(tid) || m.credit_ns > 0);
-    if memo.len() > 100_000 {
-        memo.clear();
-    }
-    out
 }
 
 #[cfg(test)]

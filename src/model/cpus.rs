@@ -87,6 +87,7 @@ pub(crate) mod tests {
             busy_ns: busy_ms * MS,
             idle_ns: idle_ms * MS,
             steal_ns: 0,
+            irq_ns: 0,
         }
     }
 

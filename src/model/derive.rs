@@ -10,15 +10,18 @@
 
 use std::collections::HashMap;
 
-use super::account::{self, Account, Claim, RestClaim, WorkloadMemo};
+use super::account::{self, Account, Claim, WorkloadMemo};
 use super::cpus::{self, TaskOnCpu};
 use super::cpuset::CpuSet;
 use super::demand::TaskMemo;
 use super::explain::{self, Evidence};
 use super::fair;
-use super::frame::{Cause, Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState};
+use super::frame::{
+    self, Cause, Frame, MachineFrame, RestGroup, Verdict, WorkloadFrame, WorkloadState,
+};
 use super::host::{HostWatch, Taken};
 use super::latency;
+use super::rest::{self, RestClaim};
 use super::solver::{self, Class};
 use super::thread_rates::{self, RateMemo};
 use super::tree::{Placement, Tree};
@@ -47,6 +50,8 @@ pub struct Model {
     /// The rest of the machine's claims from its last read, and its per-thread memory.
     rest: Vec<RestClaim>,
     rest_memo: HashMap<u32, TaskMemo>,
+    /// When the rest was last read (CLOCK_MONOTONIC ns).
+    rest_t_ns: Option<u64>,
     /// Each group's throttled ns per ns, as of its last two reads.
     throttle_rates: HashMap<String, f64>,
     windows: Windows,
@@ -83,6 +88,7 @@ impl Model {
             throttled_before: HashMap::new(),
             rest: Vec::new(),
             rest_memo: HashMap::new(),
+            rest_t_ns: None,
             throttle_rates: HashMap::new(),
             windows,
         }
@@ -209,6 +215,16 @@ impl Model {
                 rest_window_fair: rest.means.shares.fair + 0.0,
                 rest_verdict: self.rest_verdict(&rest.means, iv.t_end),
                 rest_groups: rest.groups,
+                rest_wake_delay_us: rest.means.shares.wake_delay_us(),
+                rest_late: frame::is_late(
+                    rest.means.shares.wake_delay_us(),
+                    rest.means.shares.woken_wait / 1e6 / rest.means.shares.wait.max(1e-12),
+                ),
+                irq_cpu: rest.irq + 0.0,
+                rest_unattributed: rest.unattributed + 0.0,
+                rest_age: self
+                    .rest_t_ns
+                    .map_or(0.0, |at| cur.t_ns.saturating_sub(at) as f64 / 1e9),
                 verdict_window: self.windows.secs(),
                 rt_cpu: all.rt_cpu() + 0.0,
                 host_stall_ms: host_stall_s * 1e3,
@@ -365,6 +381,8 @@ impl Model {
                     wait: wait_ns / t_ns,
                     throttled: throttled_ns / t_ns,
                     rt_taken: if fair_class { all.rt_on(&allowed) } else { 0.0 },
+                    woken_wait: acc.woken_wait_ns / 1e3 / secs,
+                    wakeups: acc.wakeups / secs,
                 },
             },
         );
@@ -372,6 +390,13 @@ impl Model {
         f.window_fair = means.shares.fair;
         f.window_demand = means.shares.demand;
         f.window_ratio = ratio(means.shares.received, means.shares.fair);
+        f.wake_delay_us = means.shares.wake_delay_us();
+        let woken_share = if means.shares.wait > 0.0 {
+            means.shares.woken_wait / 1e6 / means.shares.wait
+        } else {
+            0.0
+        };
+        f.late = frame::is_late(f.wake_delay_us, woken_share);
         f.verdict = Verdict::from_shares(means.shares.received, means.shares.fair);
         let taken = self.host.taken(&allowed, iv.t_end);
         let host = (f.verdict != Verdict::None && taken.distorts(means.shares.fair, means.span))
@@ -407,22 +432,31 @@ impl Model {
         let idx: Vec<usize> = (0..all.tasks.len())
             .filter(|&i| matches!(all.owners[i], Owner::Rest(_)))
             .collect();
-        // What /proc/stat says the rest took, and never less than its tasks' own rates
-        // (carried from their last read, once a second), which their shares came from.
-        let tasks_received: f64 = idx.iter().map(|&i| all.received[i]).sum();
-        let received = (busy / iv.t_ns - ours).max(tasks_received).max(0.0);
-        // Busy time no task was seen to take (interrupts, softirqs, tasks born and gone
-        // between two reads of the rest, the ticks' rounding) is no choice of the scheduler's:
-        // it is due what it took, so only the rest's tasks can make its verdict.
-        let unseen = Some(received - tasks_received)
-            .filter(|&u| u > 1e-6)
-            .unwrap_or(0.0);
-        let fair: f64 = idx.iter().map(|&i| sol.share[i]).sum::<f64>() + unseen;
+        // What its groups took: every task seen, and what each process's tasks took unseen
+        // (threads and children born and gone between reads), as of the rest's last read.
+        let received: f64 = idx.iter().map(|&i| all.received[i]).sum();
+        // What /proc/stat says the CPUs did beside the workloads: its groups' part, time no
+        // task took (interrupts, softirqs: their own fields, never due to a group), and
+        // what no read saw (processes born and gone between reads whose parent is not read,
+        // the ticks' rounding).
+        let irq = irq_cpus(iv.prev, iv.cur, iv.t_ns);
+        let unattributed = (busy / iv.t_ns - ours - irq - received).max(0.0);
+        let fair: f64 = idx.iter().map(|&i| sol.share[i]).sum::<f64>();
         let demand = idx
             .iter()
             .map(|&i| all.tasks[i].demand)
             .sum::<f64>()
             .max(received);
+        // Its tasks' waits as of its last read (ns), those after wakeups, and the wakeups.
+        let (waited, woken, wakeups) = idx.iter().fold((0.0, 0.0, 0.0), |(a, w, n), &i| match all
+            .owners[i]
+        {
+            Owner::Rest(k) => {
+                let c = &self.rest[k];
+                (a + c.wait_ns, w + c.woken_wait_ns, n + c.wakeups)
+            }
+            Owner::Workload(_) => (a, w, n),
+        });
         let secs = iv.t_ns / 1e9;
         let means = self.windows.push(
             "rest",
@@ -433,6 +467,11 @@ impl Model {
                     received,
                     fair,
                     demand,
+                    // In the units of a workload's (per second of its read's interval):
+                    // only their ratios are read.
+                    wait: waited / 1e9,
+                    woken_wait: woken / 1e3,
+                    wakeups,
                     ..Shares::default()
                 },
             },
@@ -442,6 +481,8 @@ impl Model {
             received,
             fair,
             demand,
+            irq,
+            unattributed,
             means,
             groups,
         }
@@ -469,7 +510,8 @@ impl Model {
             self.throttle_rates = rates;
         }
         if let Some(r) = &cur.machine.rest {
-            self.rest = account::rest_claims(r, &mut self.rest_memo);
+            self.rest = rest::claims(r, &mut self.rest_memo);
+            self.rest_t_ns = Some(r.t_ns);
         }
         self.throttle_rates.clone()
     }
@@ -643,6 +685,9 @@ struct RestFigures {
     received: f64,
     fair: f64,
     demand: f64,
+    /// CPUs interrupts and softirqs took, and busy time no read of the rest saw.
+    irq: f64,
+    unattributed: f64,
     means: Means,
     groups: Vec<RestGroup>,
 }
@@ -693,6 +738,12 @@ fn stat_interval_s(prev: &Sample, cur: &Sample) -> f64 {
         ab => ab,
     };
     b.saturating_sub(a) as f64 / 1e9
+}
+
+/// CPUs spent serving interrupts and softirqs over the interval (/proc/stat).
+fn irq_cpus(prev: &Sample, cur: &Sample, t_ns: f64) -> f64 {
+    let total = |s: &Sample| s.machine.per_cpu.iter().map(|c| c.irq_ns).sum::<u64>();
+    total(cur).saturating_sub(total(prev)) as f64 / t_ns
 }
 
 /// A derive without memory: for one-off pairs (tests).

@@ -105,6 +105,15 @@ pub struct WorkloadFrame {
     /// A failed workload's last stderr lines (else empty), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+    /// Its tasks' mean delay from a wakeup to running, over the verdict window, in µs: the
+    /// run-queue wait that followed wakeups (latency, not CPU it was refused:
+    /// model/demand.rs). None: no wakeup seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_delay_us: Option<f64>,
+    /// Its tasks waited long after wakeups (frame::is_late): latency, shown beside a CPU
+    /// verdict that it does not change.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub late: bool,
     /// How often its threads moved to another CPU, per second, summed over threads
     /// (`se.nr_migrations`, each thread's over its own read interval: model/migrations.rs).
     /// None: not known yet, or the kernel has no per-task sched file.
@@ -356,6 +365,24 @@ pub struct MachineFrame {
     pub rest_window_fair: f64,
     #[serde(default)]
     pub rest_verdict: Verdict,
+    /// The rest's tasks' mean wakeup delay over the window, in µs (None: none seen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rest_wake_delay_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rest_late: bool,
+    /// CPUs interrupts and softirqs took over the interval (/proc/stat irq + softirq): no
+    /// task's, never due to a group.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub irq_cpu: f64,
+    /// CPUs /proc/stat counts busy that neither the workloads nor any read of the rest's
+    /// groups accounts for (processes born and gone between reads whose parent is not read,
+    /// tick rounding).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub rest_unattributed: f64,
+    /// How old the rest's figures are at the end of the interval, in seconds (it is read
+    /// about once a second).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub rest_age: f64,
     /// The rest's busiest groups over the window (by due share), for "who paid".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rest_groups: Vec<RestGroup>,
@@ -371,6 +398,10 @@ pub struct MachineFrame {
     pub host_stall_ms: f64,
 }
 
+fn is_false(x: &bool) -> bool {
+    !*x
+}
+
 fn is_zero_f64(x: &f64) -> bool {
     *x == 0.0
 }
@@ -382,6 +413,19 @@ pub struct RestGroup {
     pub name: String,
     pub received: f64,
     pub fair: f64,
+}
+
+/// A mean wakeup delay this long or longer marks a row `late`: a woken task waited more than
+/// a whole tick of a 250 Hz kernel, so it was passed over more than once.
+pub const LATE_WAKEUP_US: f64 = 4_000.0;
+/// ... when at least this share of its run-queue wait followed wakeups: a CPU hog that sleeps
+/// once a second is not late, whatever its one wakeup's estimated delay.
+pub const LATE_WOKEN_SHARE: f64 = 0.1;
+
+/// Whether a row is `late`: its mean wakeup delay, and the share of its wait that followed
+/// wakeups.
+pub fn is_late(wake_delay_us: Option<f64>, woken_share: f64) -> bool {
+    wake_delay_us.is_some_and(|d| d >= LATE_WAKEUP_US) && woken_share >= LATE_WOKEN_SHARE
 }
 
 /// Everything derived from two Samples.

@@ -206,10 +206,12 @@ mod tests {
         let mut h = HostWatch::new(5.0);
         let a = [CpuTimes {
             steal_ns: 0,
+            irq_ns: 0,
             ..cpu(0, 0, 0)
         }];
         let b = [CpuTimes {
             steal_ns: 100 * MS,
+            irq_ns: 0,
             ..cpu(0, 250, 0)
         }];
         assert!((h.push(0.25, 0.25, &a, &b, |_| false, 0.05) - 0.1).abs() < 1e-9);

@@ -3,6 +3,7 @@
 //! repeated runs (means and Welch's test; a rank test for percentiles). No I/O.
 
 pub mod account;
+pub mod chains;
 pub mod cpus;
 // The CPU-list type lives with the plumbing (the probe parses and prints lists too).
 pub use crate::sys::cpuset;
@@ -14,6 +15,7 @@ pub mod frame;
 pub mod host;
 pub mod latency;
 pub mod rank;
+pub mod rest;
 pub mod solver;
 pub mod stats;
 pub mod thread_rates;

@@ -19,6 +19,17 @@ pub struct Shares {
     pub wait: f64,
     pub throttled: f64,
     pub rt_taken: f64,
+    /// Run-queue wait that followed wakeups (µs), and the wakeups it followed, per second:
+    /// their ratio over the window is the mean wakeup delay (latency, not demand).
+    pub woken_wait: f64,
+    pub wakeups: f64,
+}
+
+impl Shares {
+    /// The mean delay from a wakeup to running, in µs (None: no wakeup was seen).
+    pub fn wake_delay_us(&self) -> Option<f64> {
+        (self.wakeups > 0.0).then(|| self.woken_wait / self.wakeups)
+    }
 }
 
 /// One interval of one claimant.
@@ -95,6 +106,8 @@ fn means(q: &VecDeque<Slot>) -> Means {
             wait: avg(|s| s.wait),
             throttled: avg(|s| s.throttled),
             rt_taken: avg(|s| s.rt_taken),
+            woken_wait: avg(|s| s.woken_wait),
+            wakeups: avg(|s| s.wakeups),
         },
         span,
     }

@@ -28,7 +28,7 @@ use task::{ProcGone, ProcState, SchedReads, StatusReads, Suspects, Sweep};
 
 pub use sample::{
     CgroupNode, CgroupSample, CpuTimes, Health, LatencySample, Life, MachineSample, ProcessSample,
-    RestSample, RestTask, Sample, TaskSample, WorkloadSample,
+    RestProc, RestSample, RestTask, Sample, TaskSample, WorkloadSample,
 };
 
 /// A workload to watch.
@@ -530,6 +530,7 @@ impl Probe {
                             busy_ns: c.busy * NS_PER_TICK,
                             idle_ns: c.idle * NS_PER_TICK,
                             steal_ns: c.steal * NS_PER_TICK,
+                            irq_ns: c.irq * NS_PER_TICK,
                         })
                         .collect();
                 }
@@ -690,6 +691,7 @@ impl Probe {
             contended,
             suspects: suspects.for_target(),
             stat_active: false,
+            status_active: false,
             cgroups,
             real_proc: *real_proc,
             stride: group.stride(stride),
@@ -735,6 +737,7 @@ impl Probe {
             leader: target.leader,
             ops: target.counters.as_ref().map(|c| c.total()),
             ops_expected: target.counters.as_ref().and_then(|c| c.expected_total()),
+            closed_loops: target.counters.as_ref().and_then(|c| c.closed_loops()),
             finished: target.counters.as_ref().is_some_and(|c| c.finished()),
             processes,
             cgroup,
@@ -833,6 +836,7 @@ impl Probe {
             contended,
             suspects: suspects.for_target(),
             stat_active: true,
+            status_active: true,
             cgroups,
             real_proc: *real_proc,
             stride: 1,

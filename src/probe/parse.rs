@@ -120,6 +120,8 @@ pub struct CpuLine {
     pub idle: u64,
     /// Time the hypervisor ran something else while this CPU had work (when it says so).
     pub steal: u64,
+    /// Time spent serving interrupts and softirqs (no task's: their own fields).
+    pub irq: u64,
 }
 
 pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
@@ -152,6 +154,7 @@ pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
                         busy: total.saturating_sub(idle),
                         idle,
                         steal: v.get(7).copied().unwrap_or(0),
+                        irq: v.get(5).copied().unwrap_or(0) + v.get(6).copied().unwrap_or(0),
                     });
                 }
             }
@@ -405,13 +408,17 @@ mod tests {
         assert_eq!(kernel_version(b"6.18.44-fc-v1045\n"), Some((6, 18)));
         assert_eq!(single_i64(b"-1\n"), Some(-1));
         let ps = proc_stat(b"cpu  100 1 50 800 20 0 9 3 0 0\ncpu0 60 0 20 300 10 0 5 0 0 0\ncpu1 40 1 30 500 10 0 4 3 0 0\nctxt 1\n").unwrap();
-        let line = |id, busy, idle, steal| CpuLine {
+        let line = |id, busy, idle, steal, irq| CpuLine {
             id,
             busy,
             idle,
             steal,
+            irq,
         };
-        assert_eq!(ps.per_cpu, vec![line(0, 85, 310, 0), line(1, 78, 510, 3)]);
+        assert_eq!(
+            ps.per_cpu,
+            vec![line(0, 85, 310, 0, 5), line(1, 78, 510, 3, 4)]
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::task::{ProcGone, ProcState, Sweep};
-use super::{RestSample, RestTask, NS_PER_TICK};
+use super::{RestProc, RestSample, RestTask, NS_PER_TICK};
 
 /// How often the rest of the machine is read.
 pub(super) const REST_EVERY_NS: u64 = 1_000_000_000;
@@ -22,6 +22,11 @@ pub(super) struct Rest {
     pub(super) meta_ns: u64,
     /// Whether each thread was runnable at the last read.
     runnable: HashMap<u32, bool>,
+    /// Each process's own CPU (its threads', the exited ones' included) at the last read, ns.
+    own: HashMap<u32, u64>,
+    /// CLOCK_BOOTTIME at the last read: a process that started after it was born since, and
+    /// all it ran is this interval's.
+    boot_ns: u64,
 }
 
 impl Rest {
@@ -34,17 +39,25 @@ impl Rest {
     ) -> RestSample {
         let since = self.last_ns;
         self.last_ns = sweep.now;
+        let boot_before = std::mem::replace(&mut self.boot_ns, boottime_ns());
         // Per parent: the CPU its children that are gone had when last read, already counted
         // as theirs; its cutime takes it in again when it reaps them.
         let mut counted: HashMap<u32, u64> = HashMap::new();
+        let known: std::collections::HashSet<u32> = self.procs.keys().copied().collect();
         let skipped = self.admit(members, sweep, buf, &mut counted);
         let child_before = self.read_all(sweep, buf, &mut counted);
-        let mut tasks = self.tasks(since, &child_before, &counted);
+        let born_since = |pid: u32, start: u64| {
+            known.contains(&pid) || (boot_before != 0 && start * NS_PER_TICK > boot_before)
+        };
+        let (mut tasks, mut procs) =
+            self.tasks(since, &child_before, &counted, sweep.real_proc, born_since);
         tasks.sort_by_key(|t| t.tid);
+        procs.sort_by_key(|p| p.pid);
         RestSample {
             t_ns: sweep.now,
             since_ns: since,
             tasks,
+            procs,
             skipped,
         }
     }
@@ -107,17 +120,25 @@ impl Rest {
         child_before
     }
 
-    /// The tasks that ran, waited or are runnable, with what they did since the last read.
+    /// The tasks that ran, waited or are runnable, with what they did since the last read,
+    /// and every process that used CPU, with all it used. `known(pid, start)`: the process
+    /// was read before, or was born since the last read (so a thread of it that is new was
+    /// born in the interval, and its counters since birth are this interval's).
     fn tasks(
         &mut self,
         since: u64,
         child_before: &HashMap<u32, u64>,
         counted: &HashMap<u32, u64>,
-    ) -> Vec<RestTask> {
+        real_proc: bool,
+        known: impl Fn(u32, u64) -> bool,
+    ) -> (Vec<RestTask>, Vec<RestProc>) {
         let me = std::process::id();
         let mut out = Vec::new();
+        let mut procs = Vec::new();
         let mut runnable_now: HashMap<u32, bool> = HashMap::with_capacity(self.runnable.len());
-        for (&pid, p) in &self.procs {
+        let mut own_now: HashMap<u32, u64> = HashMap::with_capacity(self.procs.len());
+        for (&pid, p) in self.procs.iter_mut() {
+            let born_here = known(pid, p.start);
             // What its children used since the last read, less what was counted as theirs
             // while they lived. schedlab's own children are its workloads, counted as such.
             let reaped = if pid == me {
@@ -130,17 +151,23 @@ impl Rest {
                 (p.sample.child_ticks.saturating_sub(before) * NS_PER_TICK)
                     .saturating_sub(counted.get(&pid).copied().unwrap_or(0))
             };
+            let mut seen_ran = false;
             for (&tid, t) in &p.tasks {
                 let runnable = t.sample.state == Some('R');
                 let before = self.runnable.get(&tid).copied().unwrap_or(false);
                 runnable_now.insert(tid, runnable);
-                let Some((run, wait)) = t.deltas() else {
-                    continue;
+                // A thread read for the first time was born since the last read when its
+                // process was known then: all it did is this interval's.
+                let (run, wait) = match t.deltas() {
+                    Some(d) => d,
+                    None if born_here => (t.sample.run_ns, t.sample.wait_ns),
+                    None => continue,
                 };
-                let reaped_ns = if tid == pid { reaped } else { 0 };
-                if since == 0 || (run == 0 && wait == 0 && !runnable && reaped_ns == 0) {
+                seen_ran |= run > 0;
+                if since == 0 || (run == 0 && wait == 0 && !runnable) {
                     continue;
                 }
+                let fresh = t.sample.vol_ns == self.last_ns;
                 out.push(RestTask {
                     pid,
                     tid,
@@ -150,7 +177,7 @@ impl Rest {
                     autogroup: p.sample.autogroup,
                     run_ns: run,
                     wait_ns: wait,
-                    reaped_ns,
+                    reaped_ns: 0,
                     runnable,
                     runnable_before: before,
                     nice: t.sample.nice,
@@ -160,12 +187,65 @@ impl Rest {
                     cpus: t.sample.cpus.clone(),
                     cpu: t.sample.cpu,
                     kthread: p.kthread,
+                    vol: t.sample.vol.filter(|_| fresh),
+                    invol: t.sample.invol.filter(|_| fresh),
+                    slices: if t.first_read() {
+                        t.sample.slices
+                    } else {
+                        t.slices_since()
+                    },
                 });
             }
+            // Its own CPU, exited threads included: the clock where it can be read (exact),
+            // else its stat's ticks. Read only when something of it moved.
+            let last = self.own.get(&pid).copied();
+            let moved = seen_ran || last.is_none() || p.tasks.is_empty();
+            let own = if !moved {
+                last
+            } else if real_proc {
+                p.read_clock(pid)
+                    .map(|(ns, _)| ns)
+                    .or(Some(p.sample.cpu_ticks * NS_PER_TICK))
+            } else {
+                Some(p.sample.cpu_ticks * NS_PER_TICK)
+            };
+            let Some(own) = own else { continue };
+            own_now.insert(pid, own);
+            let base = match last {
+                Some(b) => b,
+                None if born_here && since != 0 => 0,
+                None => continue,
+            };
+            let own_ns = own.saturating_sub(base);
+            if since == 0 || (own_ns == 0 && reaped == 0) {
+                continue;
+            }
+            let main = p.tasks.get(&pid).or_else(|| p.tasks.values().next());
+            procs.push(RestProc {
+                pid,
+                comm: p.comm.clone(),
+                session: p.sample.session,
+                cgroup: p.sample.cgroup.clone(),
+                autogroup: p.sample.autogroup,
+                own_ns,
+                reaped_ns: reaped,
+                nice: main.map_or(0, |t| t.sample.nice),
+                policy: main.map_or(0, |t| t.sample.policy),
+                cpus: main.and_then(|t| t.sample.cpus.clone()),
+                kthread: p.kthread,
+            });
         }
         self.runnable = runnable_now;
-        out
+        self.own = own_now;
+        (out, procs)
     }
+}
+
+/// CLOCK_BOOTTIME now, in ns: the clock processes' start times count from.
+fn boottime_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
 }
 
 /// Adds a process that is gone to what its parent's cutime will count again.

@@ -97,6 +97,9 @@ pub struct CpuTimes {
     /// guest (model/host.rs also finds the time it does not tell).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub steal_ns: u64,
+    /// Interrupts and softirqs (/proc/stat's irq and softirq): time no task took.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub irq_ns: u64,
 }
 
 /// A group of the cpu controller (a cgroup), as the scheduler sees it.
@@ -125,9 +128,42 @@ pub struct RestSample {
     pub t_ns: u64,
     pub since_ns: u64,
     pub tasks: Vec<RestTask>,
+    /// Every process that used CPU since the previous read, with all it used: its threads'
+    /// (those gone since included) and its reaped children's. Absent in recordings made
+    /// before 2026-12-05, whose rest is then its tasks alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub procs: Vec<RestProc>,
     /// Tasks the read budget left out this time (a machine with very many tasks).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped: u64,
+}
+
+/// One process of the rest of the machine over `since_ns..t_ns`: what it used in all, so
+/// that threads and children born and gone between two reads are charged to its group.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RestProc {
+    pub pid: u32,
+    /// Its name (`comm`), its session and cpu cgroup, its autogroup.
+    pub comm: String,
+    pub session: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autogroup: Option<(u64, i32)>,
+    /// ns its threads ran, those that exited since included: its CPU clock's delta (exact),
+    /// or its stat's utime + stime where the clock cannot be read (ticks).
+    pub own_ns: u64,
+    /// ns its children that it reaped used, less what was counted as theirs while they
+    /// lived (cutime + cstime).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reaped_ns: u64,
+    /// Its main thread's nice, policy and allowed CPUs: what its unseen tasks most likely had.
+    pub nice: i32,
+    pub policy: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub kthread: bool,
 }
 
 /// One task of the rest of the machine, over `since_ns..t_ns`.
@@ -167,6 +203,15 @@ pub struct RestTask {
     /// to what it wants (a starved kworker would otherwise seem to want the whole CPU).
     #[serde(default, skip_serializing_if = "is_false")]
     pub kthread: bool,
+    /// Its voluntary and involuntary switch counts at this read, when it ran since the last
+    /// (status is read for those only): which part of its wait followed a wakeup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vol: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invol: Option<u64>,
+    /// Timeslices it ran over the interval.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slices: u64,
 }
 
 /// Whether a workload could be read.
@@ -193,6 +238,10 @@ pub struct WorkloadSample {
     pub ops: Option<u64>,
     pub ops_expected: Option<u64>,
     pub finished: bool,
+    /// Closed loops its tasks form, as it said (ping-pong pairs, fork loops): each wants a
+    /// whole CPU however its tasks take turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loops: Option<u32>,
     pub processes: Vec<ProcessSample>,
     pub cgroup: Option<CgroupSample>,
     pub health: Health,

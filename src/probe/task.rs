@@ -185,6 +185,9 @@ pub(super) struct Sweep<'a> {
     /// Read stat for every thread that ran or waited since its last read (the rest of the
     /// machine, read once a second, wants each active task's state and CPU).
     pub stat_active: bool,
+    /// Read status for every thread that ran since its last read (the rest of the machine:
+    /// its switches say which part of its wait followed a wakeup).
+    pub status_active: bool,
     pub cgroups: &'a mut Cgroups,
     /// The real /proc: its ids name live tasks, which system calls can ask about (a
     /// SCHED_DEADLINE thread's reservation, a rotated process's CPU clock); a fake tree's do
@@ -462,7 +465,7 @@ impl ProcState {
 
     /// Its CPU clock now, and when it was read: one system call, which sums its threads'
     /// run time in the kernel (exact, in ns) without formatting anything. None: it is gone.
-    fn read_clock(&mut self, pid: u32) -> Option<(u64, u64)> {
+    pub(super) fn read_clock(&mut self, pid: u32) -> Option<(u64, u64)> {
         let id = match self.cpu_clock {
             Some(id) => id,
             None => {
@@ -762,7 +765,8 @@ impl TaskState {
         } else if due {
             periodic = take(&mut sweep.status.left);
         }
-        if periodic || waiting || fresh {
+        let active = sweep.status_active && self.ran_at_all();
+        if periodic || waiting || fresh || active {
             self.open_files(proc_root, pid, tid, notes);
             self.status_slices = self.sample.slices;
             if let Err(why) = self.read_status(buf, sweep.now) {
@@ -875,6 +879,16 @@ impl TaskState {
 
     fn ran_at_all(&self) -> bool {
         self.sample.run_ns > self.prev.0
+    }
+
+    /// Timeslices run since the last read.
+    pub(super) fn slices_since(&self) -> u64 {
+        self.sample.slices.saturating_sub(self.prev_slices)
+    }
+
+    /// Never read before this sweep: its counters hold all it did since it was born.
+    pub(super) fn first_read(&self) -> bool {
+        self.prev.2 == 0
     }
 
     /// Reads status: switches and allowed CPUs.

@@ -50,6 +50,10 @@ struct Header {
     /// Histograms the region holds, and how many are handed out.
     histograms: AtomicU64,
     histograms_claimed: AtomicU64,
+    /// Closed loops its tasks form (0 = none said): ping-pong pairs, fork loops. One task
+    /// of each is runnable whenever none of it runs, so each wants a whole CPU (the
+    /// fairness model's demand, model/chains.rs).
+    closed_loops: AtomicU64,
 }
 
 #[repr(C, align(64))]
@@ -498,6 +502,16 @@ impl CounterRegion {
     /// Operations a finite run will do in all, if it said.
     pub fn expected_total(&self) -> Option<u64> {
         Some(self.header().expected_total.load(Relaxed)).filter(|&n| n > 0)
+    }
+
+    /// Says its tasks form `n` closed loops (see the header's field).
+    pub fn set_closed_loops(&self, n: u64) {
+        self.header().closed_loops.store(n, Relaxed);
+    }
+
+    /// The closed loops its tasks form, if it said.
+    pub fn closed_loops(&self) -> Option<u32> {
+        Some(self.header().closed_loops.load(Relaxed) as u32).filter(|&n| n > 0)
     }
 
     pub fn mark_finished(&self) {

@@ -142,6 +142,8 @@ pub fn main(args: Args) -> Result<()> {
     };
 
     let region = CounterRegion::for_workload()?;
+    // Each forker and its child are a closed loop: the child runs while the forker waits.
+    region.set_closed_loops(n as u64);
     let mut slots = (0..n)
         .map(|_| {
             let latency = region.claim_histogram(Unit::ForkCycle);

@@ -278,6 +278,8 @@ pub fn main(args: Args) -> Result<()> {
     crate::sys::guard::check("ipc-pingpong", demand, args.force)?;
     sysv::sweep_orphans()?;
     let counters = CounterRegion::for_workload()?;
+    // Each pair is a closed loop: one of its two tasks is runnable whenever the other sleeps.
+    counters.set_closed_loops(plan.pairs() as u64);
     let slots = (0..plan.pairs())
         .map(|_| {
             let latency = counters.claim_histogram(Unit::RoundTrip);

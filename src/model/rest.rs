@@ -1,0 +1,250 @@
+//! The rest of the machine as claimants: its tasks seen at a read, and for each process the
+//! CPU its tasks used unseen (threads and children born and gone between two reads), so that
+//! every CPU-second it took lands in its group and the solver shares the CPUs over all groups
+//! at once.
+//!
+//! A process's own CPU (its CPU clock, exited threads included) and its reaped children's
+//! (cutime + cstime) say what it used in all; its threads read at this read say what of that
+//! was seen. The difference was used by tasks that lived between two reads: under churn (a
+//! build's compilers, a thread pool's bursts) most of a group's CPU. Such tasks wanted at least
+//! what they took, and, as they ran beside the process's seen tasks, about the same wait per
+//! CPU-second those wanted (the wait after a preemption: demand::wanted).
+
+use foldhash::{HashMap, HashSet};
+
+use super::account::{class_of, Claim};
+use super::cpuset::CpuSet;
+use super::demand::{self, Observed, TaskMemo};
+use super::tree::Placement;
+use crate::probe::{RestProc, RestSample, RestTask};
+
+/// The most a process's unseen tasks are taken to have waited per ns they ran: a bound on an
+/// estimate, as for a fork loop's children (account::fold_children).
+const MAX_WAIT_RATIO: f64 = 10.0;
+
+/// A claimant of the rest of the machine, with what names it and its wakeups.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RestClaim {
+    pub claim: Claim,
+    /// Its process's name (`comm`).
+    pub comm: String,
+    /// ns it waited on a run queue, the part of it after wakeups, and how many of its
+    /// timeslices began after one.
+    pub wait_ns: f64,
+    pub woken_wait_ns: f64,
+    pub wakeups: f64,
+}
+
+/// The rest's claimants from one read of it. `memo`: per thread, what demand::wanted keeps.
+pub fn claims(
+    r: &RestSample,
+    memo: &mut std::collections::HashMap<u32, TaskMemo>,
+) -> Vec<RestClaim> {
+    let t = r.t_ns.saturating_sub(r.since_ns);
+    if r.since_ns == 0 || t == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(r.tasks.len() + r.procs.len());
+    let mut seen = HashSet::default();
+    // Per process: what its read tasks ran, and the part of that they wanted to wait more.
+    let mut ran: HashMap<u32, (u64, u64)> = HashMap::default();
+    for task in &r.tasks {
+        seen.insert(task.tid);
+        let tm = memo.entry(task.tid).or_default();
+        let c = task_claim(task, t, tm);
+        let e = ran.entry(task.pid).or_default();
+        e.0 += task.run_ns.min(t);
+        if !task.kthread {
+            e.1 += ((c.claim.demand * t as f64) as u64).saturating_sub(task.run_ns.min(t));
+        }
+        out.push(c);
+    }
+    for p in &r.procs {
+        let (seen_run, wanted_wait) = ran.get(&p.pid).copied().unwrap_or_default();
+        out.extend(unseen_claims(p, seen_run, wanted_wait, t));
+    }
+    // Threads not listed were idle: they keep what they were credited, and nothing else.
+    memo.retain(|tid, m| seen.contains(tid) || m.credit_ns > 0);
+    if memo.len() > 100_000 {
+        memo.clear();
+    }
+    out
+}
+
+/// One task seen at the read.
+fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
+    tm.runnable = Some(task.runnable_before);
+    let w = demand::wanted(
+        Observed {
+            run_ns: task.run_ns,
+            wait_ns: task.wait_ns,
+            slices: task.slices,
+            runnable: Some(task.runnable),
+            vol: None,
+            switches: task.vol.zip(task.invol),
+            since_ns: 0,
+        },
+        t,
+        tm,
+    );
+    // A kernel thread serves work queued by others (a kworker, ksoftirqd): waiting does not
+    // make more of it, so it wanted what it ran, and all its wait was a delay. Counting its
+    // wait would have a kworker starved beside a real-time hog want the whole CPU.
+    let (busy, woken_wait, wakeups) = if task.kthread {
+        (task.run_ns.min(t), task.wait_ns.min(t), task.slices as f64)
+    } else {
+        (w.busy, w.woken_wait, w.wakeups)
+    };
+    // Children its process reaped (recordings before procs were kept): as before, with it.
+    let reaped = task.reaped_ns as f64;
+    let (class, weight) = class_of(task.policy, task.nice, task.rt_priority, task.dl_bw);
+    RestClaim {
+        claim: Claim {
+            demand: ((busy as f64 + reaped) / t as f64).min(1.0),
+            received: (task.run_ns as f64 + reaped) / t as f64,
+            weight,
+            class,
+            cpus: cpus_of(task.cpus.as_deref()),
+            cpu: task.cpu,
+            placement: Placement {
+                cgroup: task.cgroup.as_deref().map(Into::into),
+                autogroup: task.autogroup,
+                session: task.session,
+            },
+        },
+        comm: task.comm.clone(),
+        wait_ns: task.wait_ns.min(t) as f64,
+        woken_wait_ns: woken_wait as f64,
+        wakeups,
+    }
+}
+
+/// What a process used that its read tasks do not show, as claimants of its group: one per
+/// CPU it kept busy (a task runs on one CPU at a time), each wanting its part of the unseen
+/// CPU and the wait its seen tasks wanted per ns they ran.
+fn unseen_claims(p: &RestProc, seen_run: u64, wanted_wait: u64, t: u64) -> Vec<RestClaim> {
+    let unseen = (p.own_ns + p.reaped_ns).saturating_sub(seen_run);
+    // Under a microsecond a second is the clock's and schedstat's reads a few µs apart.
+    if unseen * 1000 < t {
+        return Vec::new();
+    }
+    let ratio = if seen_run > 0 && !p.kthread {
+        (wanted_wait as f64 / seen_run as f64).min(MAX_WAIT_RATIO)
+    } else {
+        0.0
+    };
+    let received = unseen as f64 / t as f64;
+    let wanted = received * (1.0 + ratio);
+    let n = wanted.ceil().max(1.0);
+    let (class, weight) = class_of(p.policy, p.nice, 0, None);
+    (0..n as usize)
+        .map(|_| RestClaim {
+            claim: Claim {
+                demand: (wanted / n).min(1.0),
+                received: received / n,
+                weight,
+                class,
+                cpus: cpus_of(p.cpus.as_deref()),
+                cpu: None,
+                placement: Placement {
+                    cgroup: p.cgroup.as_deref().map(Into::into),
+                    autogroup: p.autogroup,
+                    session: p.session,
+                },
+            },
+            comm: p.comm.clone(),
+            wait_ns: 0.0,
+            woken_wait_ns: 0.0,
+            wakeups: 0.0,
+        })
+        .collect()
+}
+
+fn cpus_of(list: Option<&str>) -> CpuSet {
+    list.and_then(CpuSet::parse_list).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn sample(tasks: Vec<RestTask>, procs: Vec<RestProc>) -> RestSample {
+        RestSample {
+            t_ns: 2_000 * MS,
+            since_ns: 1_000 * MS,
+            tasks,
+            procs,
+            skipped: 0,
+        }
+    }
+
+    fn task(pid: u32, tid: u32, run: u64, wait: u64) -> RestTask {
+        RestTask {
+            pid,
+            tid,
+            comm: "churn".into(),
+            session: pid,
+            autogroup: Some((7, 0)),
+            run_ns: run * MS,
+            wait_ns: wait * MS,
+            runnable: true,
+            ..RestTask::default()
+        }
+    }
+
+    fn proc(pid: u32, own: u64, reaped: u64) -> RestProc {
+        RestProc {
+            pid,
+            comm: "churn".into(),
+            session: pid,
+            autogroup: Some((7, 0)),
+            own_ns: own * MS,
+            reaped_ns: reaped * MS,
+            ..RestProc::default()
+        }
+    }
+
+    fn received(cs: &[RestClaim]) -> f64 {
+        cs.iter().map(|c| c.claim.received).sum()
+    }
+
+    #[test]
+    fn threads_born_and_gone_between_reads_are_charged_to_their_process() {
+        // One survivor seen (100 ms run, 100 ms wait after preemptions); its process's clock
+        // says 1,700 ms: 1,600 ms ran in threads that came and went unseen.
+        let s = sample(vec![task(10, 11, 100, 100)], vec![proc(10, 1700, 0)]);
+        let cs = claims(&s, &mut Default::default());
+        assert!((received(&cs) - 1.7).abs() < 1e-9);
+        // Its unseen tasks wanted what they took and the wait its seen one wanted per ns:
+        // 1.6 × 2 = 3.2 CPUs, as four claimants of at most one CPU each.
+        let unseen: Vec<_> = cs[1..].iter().map(|c| c.claim.demand).collect();
+        assert_eq!(unseen.len(), 4);
+        assert!(unseen.iter().all(|d| (d - 0.8).abs() < 1e-9));
+        assert!(cs
+            .iter()
+            .all(|c| c.claim.placement.autogroup == Some((7, 0))));
+    }
+
+    #[test]
+    fn reaped_children_count_and_nothing_is_counted_twice() {
+        // A make: its own thread ran 10 ms; its compilers, reaped, 900 ms.
+        let s = sample(vec![task(20, 20, 10, 0)], vec![proc(20, 10, 900)]);
+        let cs = claims(&s, &mut Default::default());
+        assert!((received(&cs) - 0.91).abs() < 1e-9);
+        // A process whose threads were all read adds nothing.
+        let s = sample(vec![task(30, 30, 200, 0)], vec![proc(30, 200, 0)]);
+        assert_eq!(claims(&s, &mut Default::default()).len(), 1);
+    }
+
+    #[test]
+    fn a_sleeping_kernel_thread_wants_what_it_ran_and_its_wait_is_latency() {
+        let mut kworker = task(40, 40, 1, 971);
+        (kworker.kthread, kworker.runnable, kworker.slices) = (true, false, 12);
+        let cs = claims(&sample(vec![kworker], vec![]), &mut Default::default());
+        assert!((cs[0].claim.demand - 0.001).abs() < 1e-9);
+        assert!((cs[0].woken_wait_ns - 971.0 * MS as f64).abs() < 1.0);
+        assert_eq!(cs[0].wakeups, 12.0);
+    }
+}
