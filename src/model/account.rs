@@ -7,7 +7,6 @@
 // and these keys (pids, tids) come from the kernel, not from a peer that could pick them.
 use foldhash::{HashMap, HashMapExt};
 
-use super::chains;
 use super::cpuset::CpuSet;
 use super::demand::{self, Observed, TaskMemo};
 use super::solver::Class;
@@ -74,6 +73,9 @@ pub struct Account {
     pub received_ns: f64,
     /// Task-ns spent waiting for a CPU (what schedstat reported plus what it has not yet).
     pub wait_ns: f64,
+    /// The same with what its reaped children likely waited (gone with them): its tasks'
+    /// wait per ns they ran, times what the children ran.
+    pub with_children_wait_ns: f64,
     /// The part of it that followed a wakeup (latency), and how many timeslices began after
     /// one (demand::Wanted).
     pub woken_wait_ns: f64,
@@ -179,8 +181,19 @@ pub fn account(
                 iv
             })
             .collect();
+        // Threads that exited since the last Sample ran what the clock says beyond the
+        // read ones: like reaped children, folded into the process's main thread.
+        let mut exited = 0;
         if let Some(clock) = clock_run(p, pp, t_ns as u64) {
-            match_clock(&mut intervals, clock, t_ns as u64);
+            if intervals.iter().any(|iv| iv.held) {
+                match_clock(&mut intervals, clock, t_ns as u64);
+            } else {
+                let read: u64 = intervals.iter().map(|iv| iv.run).sum();
+                // The clock brings a running thread's time up to now, schedstat only to its
+                // last tick (4 ms here): under a fiftieth of the interval is that, not a
+                // thread that exited.
+                exited = clock.saturating_sub(read).saturating_sub(t_ns as u64 / 50);
+            }
         }
         for (th, iv) in p.threads.iter().zip(intervals) {
             own += iv.run;
@@ -203,10 +216,15 @@ pub fn account(
                 },
             ));
         }
-        let got = reaped_since(p, pp, already.get(&p.pid).copied().unwrap_or(0));
+        let before = already.get(&p.pid).copied().unwrap_or(0);
+        let got = reaped_since(p, pp, before) + exited;
         own += got;
         reaped.push((p.pid, got, placement));
-        *memo.credited.entry(key).or_default() += own;
+        // What it reaped counts as its own from now on, the part its children were credited
+        // while they lived included: when it is reaped in turn (hackbench's lean program, a
+        // make's sub-make), its parent's cutime holds all of it, and all of it was counted.
+        let taken_back = before.min(reaped_since(p, pp, 0));
+        *memo.credited.entry(key).or_default() += own + taken_back;
         received += own;
         task_memos.insert(key, by_tid(memos));
     }
@@ -219,11 +237,15 @@ pub fn account(
     } else {
         0.0
     };
-    let (mut claims, mut busy_tasks) = fold_children(per_task, reaped, wait_ratio, t_ns);
-    if let Some(loops) = w.closed_loops {
-        chains::reshape(&mut claims, loops);
-        busy_tasks = claims.iter().filter(|c| c.demand >= 0.5).count();
-    }
+    // Reaped children's wait is gone with them: taken to be what its live threads waited
+    // per ns they ran (all of it: for a closed loop every wait is the loop stalled).
+    let reaped_ns: u64 = reaped.iter().map(|r| r.1).sum();
+    let children_wait = if sums.run > 0 {
+        reaped_ns as f64 * (sums.wait as f64 / sums.run as f64).min(10.0)
+    } else {
+        0.0
+    };
+    let (claims, busy_tasks) = fold_children(per_task, reaped, wait_ratio, t_ns);
     let wait_total = sums.wait as f64;
 
     let (received_ns, accounting) = match (&w.cgroup, &pw.cgroup) {
@@ -236,6 +258,7 @@ pub fn account(
     Account {
         received_ns,
         wait_ns: wait_total,
+        with_children_wait_ns: wait_total + children_wait,
         woken_wait_ns: sums.woken_wait as f64,
         wakeups: sums.wakeups,
         slices: sums.slices,
@@ -347,27 +370,44 @@ fn fold_children(
             busy += r * (1.0 + wait_ratio);
             claim.received += r / t_ns;
         }
-        claim.demand = (busy / t_ns).min(1.0);
-        if claim.demand >= 0.5 {
-            busy_tasks += 1;
+        claim.demand = busy / t_ns;
+        for c in one_cpu_each(claim) {
+            busy_tasks += usize::from(c.demand >= 0.5);
+            claims.push(c);
         }
-        claims.push(claim);
     }
     // A zombie parent with reaped CPU but no thread left still ran.
     for (pid, got, placement) in reaped {
         if got > 0 && !carrier.contains_key(&pid) {
-            claims.push(Claim {
-                demand: (got as f64 * (1.0 + wait_ratio) / t_ns).min(1.0),
+            claims.extend(one_cpu_each(Claim {
+                demand: got as f64 * (1.0 + wait_ratio) / t_ns,
                 received: got as f64 / t_ns,
                 weight: 1024.0,
                 class: Class::Fair,
                 cpus: CpuSet::new(),
                 cpu: None,
                 placement,
-            });
+            }));
         }
     }
     (claims, busy_tasks)
+}
+
+/// A claim that carries more than one CPU (children that ran side by side, threads that
+/// exited, folded into their process's main thread: a hackbench run's 40 tasks reaped at once)
+/// as claims of at most one CPU each, since a task runs on one CPU at a time: folded into one,
+/// they would be due one CPU at most and read `ahead`.
+fn one_cpu_each(claim: Claim) -> Vec<Claim> {
+    let n = claim.demand.ceil().max(1.0);
+    if n <= 1.0 {
+        return vec![claim];
+    }
+    let part = Claim {
+        demand: claim.demand / n,
+        received: claim.received / n,
+        ..claim
+    };
+    vec![part; n as usize]
 }
 
 /// One thread over the interval: what it ran, its timeslices, and how long it wanted a CPU
@@ -524,20 +564,35 @@ fn thread_interval(
 
 /// CPU of children that vanished since the last sample and were reaped by a member: their
 /// parent's cutime now holds all of it, and part of it was already credited. Per parent pid.
+/// A child whose parent vanished too (hackbench's lean program and its tasks, reaped within
+/// one interval) is counted at the nearest member above it: the kernel adds a reaped child's
+/// own cutime to its reaper's, so that member's cutime holds the whole chain.
 fn already_credited(
     pw: &WorkloadSample,
     cur_keys: &HashMap<u32, ProcKey>,
     memo: &mut WorkloadMemo,
 ) -> HashMap<u32, u64> {
-    let mut already: HashMap<u32, u64> = HashMap::new();
+    let mut gone: HashMap<u32, (u32, u64)> = HashMap::new();
     for p in &pw.processes {
         let key = (p.pid, p.start);
         if cur_keys.get(&p.pid) == Some(&key) {
             continue;
         }
         let credited = memo.credited.remove(&key).unwrap_or(0);
-        if cur_keys.contains_key(&p.ppid) {
-            *already.entry(p.ppid).or_default() += credited;
+        gone.insert(p.pid, (p.ppid, credited));
+    }
+    let mut already: HashMap<u32, u64> = HashMap::new();
+    for &(ppid, credited) in gone.values() {
+        let mut reaper = ppid;
+        // A bound on the walk: pids can be reused, and a cycle must not hang the model.
+        for _ in 0..64 {
+            match gone.get(&reaper) {
+                Some(&(up, _)) if up != reaper => reaper = up,
+                _ => break,
+            }
+        }
+        if cur_keys.contains_key(&reaper) {
+            *already.entry(reaper).or_default() += credited;
         }
     }
     already
@@ -565,6 +620,65 @@ mod tests {
             }],
             ..WorkloadSample::default()
         }
+    }
+
+    #[test]
+    fn a_grandchild_reaped_twice_over_is_counted_once() {
+        // hackbench's shape: schedlab (1) runs a lean program (2), whose task (3) runs, dies
+        // and is reaped by 2 (its cutime), which then exits and is reaped by 1 (whose cutime
+        // holds 2's and 3's). Every ns once: 100 ms alive, 50 more before it died.
+        let proc_ = |pid: u32, ppid: u32, child_ms: u64, run_ms: Option<u64>| ProcessSample {
+            pid,
+            ppid,
+            start: 1,
+            child_ticks: child_ms / 10,
+            threads: run_ms
+                .map(|r| TaskSample {
+                    tid: pid,
+                    run_ns: r * MS,
+                    ..TaskSample::default()
+                })
+                .into_iter()
+                .collect(),
+            ..ProcessSample::default()
+        };
+        let w = |procs: Vec<ProcessSample>| WorkloadSample {
+            processes: procs,
+            ..WorkloadSample::default()
+        };
+        let samples = [
+            w(vec![
+                proc_(1, 0, 0, Some(0)),
+                proc_(2, 1, 0, Some(0)),
+                proc_(3, 2, 0, Some(0)),
+            ]),
+            w(vec![
+                proc_(1, 0, 0, Some(0)),
+                proc_(2, 1, 0, Some(0)),
+                proc_(3, 2, 0, Some(100)),
+            ]),
+            w(vec![proc_(1, 0, 0, Some(0)), proc_(2, 1, 150, Some(0))]),
+            w(vec![proc_(1, 0, 150, Some(0))]),
+        ];
+        // And the lean program and its task gone in the same interval.
+        let at_once = [
+            samples[0].clone(),
+            samples[1].clone(),
+            w(vec![proc_(1, 0, 150, Some(0))]),
+        ];
+        let mut memo = WorkloadMemo::default();
+        let t = 1000.0 * MS as f64;
+        let got: Vec<f64> = samples
+            .windows(2)
+            .map(|p| account(&p[0], &p[1], t, 0, &mut memo).received_ns / MS as f64)
+            .collect();
+        assert_eq!(got, vec![100.0, 50.0, 0.0]);
+        let mut memo = WorkloadMemo::default();
+        let got: Vec<f64> = at_once
+            .windows(2)
+            .map(|p| account(&p[0], &p[1], t, 0, &mut memo).received_ns / MS as f64)
+            .collect();
+        assert_eq!(got, vec![100.0, 50.0]);
     }
 
     #[test]

@@ -87,11 +87,12 @@ pub fn wanted(o: Observed, t_ns: u64, memo: &mut TaskMemo) -> Wanted {
     let wait = o.wait_ns - paid;
     let run = o.run_ns.min(t_ns);
     if let Some((v, i)) = o.switches {
-        if let Some((v0, i0)) = memo.switches {
-            let (dv, di) = (v.saturating_sub(v0), i.saturating_sub(i0));
-            if dv + di > 0 {
-                memo.preempted = Some(di as f64 / (dv + di) as f64);
-            }
+        // Between two reads, the switches since the last; at its first read, all since it
+        // was born (a new thread's are its whole life so far).
+        let (v0, i0) = memo.switches.unwrap_or((0, 0));
+        let (dv, di) = (v.saturating_sub(v0), i.saturating_sub(i0));
+        if dv + di > 0 {
+            memo.preempted = Some(di as f64 / (dv + di) as f64);
         }
         memo.switches = Some((v, i));
     }
@@ -119,13 +120,23 @@ pub fn wanted(o: Observed, t_ns: u64, memo: &mut TaskMemo) -> Wanted {
             || matches!((memo.vol, o.vol), (Some((v0, at0)), Some((v1, at1)))
                 if v0 == v1 && at0 <= o.since_ns && at1 > o.since_ns);
         if stayed_awake {
-            // It never slept: all its wait was wanted, and so is the rest of the interval.
-            memo.credit_ns += t_ns - run - wait.min(t_ns - run);
+            // It waited the whole rest of the interval, unreported yet: counted now, and
+            // paid back when the kernel reports it. Like any wait, it is demand as far as the
+            // task waits after preemptions (a hog kept off its CPU: `STARVED`), and a delay as
+            // far as after wakeups (a sleeper woken and not run for a second: late, by a
+            // second, which the kernel's tracepoints show too).
+            let ahead = t_ns - run - wait.min(t_ns - run);
+            memo.credit_ns += ahead;
+            let waited = t_ns - run;
+            // One that ran and did not sleep since was preempted, whatever its history.
+            let preempted = if run == 0 { preempted } else { 1.0 };
+            let wanted_wait = (waited as f64 * preempted).round() as u64;
             out = Wanted {
-                busy: t_ns,
-                waited: t_ns - run,
-                woken_wait: 0,
-                wakeups: 0.0,
+                busy: run + wanted_wait,
+                waited,
+                woken_wait: waited - wanted_wait,
+                // At least the wakeup it is still waiting after.
+                wakeups: (o.slices as f64).max(1.0) * (1.0 - preempted),
             };
         }
     }
@@ -185,19 +196,38 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_starved_for_whole_intervals_wants_them_whatever_its_switches_say() {
-        // A sleeper by its history (it only ever slept), now runnable and never run for two
-        // whole intervals: it wanted both, its past switches notwithstanding.
+    fn a_thread_starved_for_whole_intervals_still_wants_them() {
+        // A CPU hog by its switches (only ever preempted), runnable and never run for two
+        // whole intervals: it wanted both (STARVED, not late).
         let mut m = TaskMemo {
             runnable: Some(true),
-            switches: Some((100, 0)),
-            preempted: Some(0.0),
+            switches: Some((0, 100)),
+            preempted: Some(1.0),
             ..TaskMemo::default()
         };
         for _ in 0..2 {
             let w = wanted(obs(0, 0, Some(true)), 500 * MS, &mut m);
             assert_eq!((bw(w), w.woken_wait), ((500, 500), 0));
         }
+        assert_eq!(m.credit_ns, 1000 * MS);
+    }
+
+    #[test]
+    fn a_sleeper_woken_and_not_run_for_a_whole_interval_is_late_not_short() {
+        // The VM's agent beside a free pipe ping-pong: it sleeps at nearly every switch, and
+        // once woke and waited 6 s (the kernel's tracepoints timed it). Over such a second it
+        // wanted almost none of the CPU; the second is a wakeup delay.
+        let mut m = TaskMemo {
+            runnable: Some(true),
+            switches: Some((61_218, 264)),
+            preempted: Some(0.0),
+            ..TaskMemo::default()
+        };
+        let w = wanted(obs(0, 0, Some(true)), 1000 * MS, &mut m);
+        assert_eq!(bw(w), (0, 1000));
+        assert_eq!(w.woken_wait, 1000 * MS);
+        assert_eq!(w.wakeups, 1.0);
+        // The 6 s the kernel reports when it finally runs pay back what was counted ahead.
         assert_eq!(m.credit_ns, 1000 * MS);
     }
 

@@ -11,6 +11,8 @@
 use std::collections::HashMap;
 
 use super::account::{self, Account, Claim, WorkloadMemo};
+use super::chains;
+use super::contention;
 use super::cpus::{self, TaskOnCpu};
 use super::cpuset::CpuSet;
 use super::demand::TaskMemo;
@@ -146,7 +148,7 @@ impl Model {
         self.memo
             .retain(|id, _| cur.workloads.iter().any(|w| w.id == *id));
         let throttled = self.learn_machine(cur);
-        let accounts = self.accounts(&iv);
+        let accounts = self.accounts(&iv, &throttled);
         let all = self.claimants(&iv, &accounts);
         let reserve = cur.machine.fair_reserve.unwrap_or(DEFAULT_FAIR_RESERVE);
         let sol = solver::solve(
@@ -250,8 +252,14 @@ impl Model {
         Verdict::from_shares(means.shares.received, means.shares.fair)
     }
 
-    /// Each running workload's interval (None: not running at both ends).
-    fn accounts(&mut self, iv: &Interval) -> Vec<Option<Account>> {
+    /// Each running workload's interval (None: not running at both ends), its demand bounded
+    /// by what others took where it may run (model/contention.rs) and shaped into its closed
+    /// loops when it runs any (model/chains.rs).
+    fn accounts(
+        &mut self,
+        iv: &Interval,
+        throttled: &HashMap<String, f64>,
+    ) -> Vec<Option<Account>> {
         iv.cur
             .workloads
             .iter()
@@ -265,13 +273,26 @@ impl Model {
                     .iter()
                     .find(|p| p.id == w.id && p.life == Life::Running)?;
                 let memo = self.memo.entry(w.id).or_default();
-                Some(account::account(
-                    pw,
-                    w,
-                    iv.t_ns,
-                    iv.prev.t_ns,
-                    &mut memo.account,
-                ))
+                let mut acc = account::account(pw, w, iv.t_ns, iv.prev.t_ns, &mut memo.account);
+                let received = acc.received_ns / iv.t_ns;
+                // Without per-CPU figures (older recordings) its waits alone bound it.
+                let others = busy_on(iv, &acc.cpus_allowed)
+                    .map_or(f64::INFINITY, |busy| (busy - received).max(0.0));
+                let held = throttled_of(&acc, throttled, iv.t_ns) / iv.t_ns;
+                if let Some(loops) = w.closed_loops {
+                    let waited = acc.with_children_wait_ns / iv.t_ns;
+                    let wanted = chains::demand(loops, received, waited, others + held);
+                    chains::reshape(&mut acc.claims, loops, wanted);
+                } else {
+                    let capacity = if acc.cpus_allowed.is_empty() {
+                        iv.online.len()
+                    } else {
+                        acc.cpus_allowed.intersection(&iv.online).len()
+                    };
+                    contention::cap(&mut acc.claims, received + others + held, capacity as f64);
+                }
+                acc.busy_tasks = acc.claims.iter().filter(|c| c.demand >= 0.5).count();
+                Some(acc)
             })
             .collect()
     }
@@ -738,6 +759,28 @@ fn stat_interval_s(prev: &Sample, cur: &Sample) -> f64 {
         ab => ab,
     };
     b.saturating_sub(a) as f64 / 1e9
+}
+
+/// How busy these CPUs were over the interval, in CPUs (/proc/stat; empty: every CPU). None:
+/// the Samples have no per-CPU times.
+fn busy_on(iv: &Interval, cpus: &CpuSet) -> Option<f64> {
+    if iv.prev.machine.per_cpu.is_empty() || iv.cur.machine.per_cpu.is_empty() {
+        return None;
+    }
+    let busy = |s: &Sample, id: u32| {
+        s.machine
+            .per_cpu
+            .iter()
+            .find(|c| c.id == id)
+            .map_or(0, |c| c.busy_ns)
+    };
+    let ns: u64 = iv
+        .online
+        .iter()
+        .filter(|&c| cpus.is_empty() || cpus.contains(c))
+        .map(|c| busy(iv.cur, c).saturating_sub(busy(iv.prev, c)))
+        .sum();
+    Some(ns as f64 / iv.t_ns)
 }
 
 /// CPUs spent serving interrupts and softirqs over the interval (/proc/stat).

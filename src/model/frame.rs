@@ -180,6 +180,10 @@ pub enum Verdict {
 
 /// A fair share below this (CPUs) makes the ratio noise.
 pub const MIN_FAIR: f64 = 0.02;
+/// A difference between received and due under this (CPUs) is within what the figures
+/// resolve: two 10 ms ticks a second (the grain of reaped children's time and of
+/// /proc/stat), and the wait split by switch counts of tasks read once a second.
+pub const MIN_GAP: f64 = 0.02;
 
 impl Verdict {
     pub fn from_shares(received: f64, fair: f64) -> Verdict {
@@ -187,7 +191,9 @@ impl Verdict {
             return Verdict::None;
         }
         let r = received / fair;
-        if r < 0.6 {
+        if (received - fair).abs() < MIN_GAP {
+            Verdict::Fair
+        } else if r < 0.6 {
             Verdict::Starved
         } else if r < 0.9 {
             Verdict::Short

@@ -4,6 +4,7 @@
 
 pub mod account;
 pub mod chains;
+pub mod contention;
 pub mod cpus;
 // The CPU-list type lives with the plumbing (the probe parses and prints lists too).
 pub use crate::sys::cpuset;

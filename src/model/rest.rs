@@ -63,8 +63,10 @@ pub fn claims(
         let (seen_run, wanted_wait) = ran.get(&p.pid).copied().unwrap_or_default();
         out.extend(unseen_claims(p, seen_run, wanted_wait, t));
     }
-    // Threads not listed were idle: they keep what they were credited, and nothing else.
-    memo.retain(|tid, m| seen.contains(tid) || m.credit_ns > 0);
+    // Threads not listed were idle: they keep what they were credited and the share of their
+    // switches that were preemptions (a sleeper stuck after a wakeup is late, not short),
+    // and nothing else.
+    memo.retain(|tid, m| seen.contains(tid) || m.credit_ns > 0 || m.preempted.is_some());
     if memo.len() > 100_000 {
         memo.clear();
     }

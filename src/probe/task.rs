@@ -448,10 +448,12 @@ impl ProcState {
             };
             t.sweep(&thread, sweep, buf, notes, problems)
         });
-        // Only a big process's held threads can add up to a wrong figure; a small one's few
-        // hold for a second at most, and 500 two-thread processes would cost 500 reads a tick.
-        let rotated = sweep.stride > 1 && self.tasks.len() > MAIN_STAT_THREADS;
-        (self.sample.cpu_ns, self.sample.cpu_read_ns) = if rotated && sweep.real_proc {
+        // A big process's clock says what its threads ran, those read in rotation and held,
+        // and those that exited since the last sweep (a chat run's 160 threads come and go
+        // within a second): a small one's few threads hold for a second at most, and 500
+        // two-thread processes would cost 500 reads a tick. Once clocked, always.
+        let clocked = self.tasks.len() > MAIN_STAT_THREADS || self.cpu_clock.is_some();
+        (self.sample.cpu_ns, self.sample.cpu_read_ns) = if clocked && sweep.real_proc {
             self.read_clock(pid).unwrap_or((0, 0))
         } else {
             (0, 0)

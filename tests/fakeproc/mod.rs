@@ -261,7 +261,8 @@ impl FakeProc {
         {
             let mut m = self.machine.borrow_mut();
             m.total = (busy_ticks, 1000);
-            m.per_cpu = vec![(0, 0), (0, 0)];
+            // Two CPUs, busy alike.
+            m.per_cpu = vec![(busy_ticks / 2, 500), (busy_ticks - busy_ticks / 2, 500)];
             m.ctxt = ctxt;
         }
         self.write_machine();
