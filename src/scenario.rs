@@ -32,8 +32,7 @@ use crate::supervisor::{
     Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
 };
 use crate::sys::guard::{self, Demand};
-use crate::workload::kind::WorkloadKind;
-use crate::workload::registry::{self, Absent, Kind, Param, Ty, Value};
+use crate::workload::registry::{self, Absent, Kind, Param, Ty, Value, WorkloadKind};
 
 /// One workload in a scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -715,6 +714,19 @@ mod tests {
                 ],
             }
         );
+    }
+
+    /// The registry's test-only kind (workload/registry/toy.rs) is read from a scenario file,
+    /// by its name and its old one, with its limits, and nothing is written for it here.
+    #[test]
+    fn a_kind_in_the_registry_is_read_from_scenario_files() {
+        let s = Scenario::from_toml("[[workload]]\nkind = \"toy\"\nspins = 7\n", "t").unwrap();
+        assert_eq!(s.workloads[0].kind, WorkloadKind::Toy { spins: 7 });
+        assert_eq!(s.workloads[0].name, "toy");
+        let s = Scenario::from_toml("[[workload]]\nkind = \"plaything\"\n", "t").unwrap();
+        assert_eq!(s.workloads[0].kind, WorkloadKind::Toy { spins: 3 });
+        let e = Scenario::from_toml("[[workload]]\nkind = \"toy\"\nspins = 0\n", "t");
+        assert_eq!(e.unwrap_err().message, "spins must be at least 1, found 0");
     }
 
     #[test]

@@ -176,7 +176,7 @@ fn bad_input_is_one_line_and_nonzero() {
 /// nothing behind.
 #[test]
 fn counts_reach_a_supervisor_and_stop_is_clean() {
-    use schedlab::workload::kind::WorkloadKind;
+    use schedlab::workload::registry::WorkloadKind;
     let _serial = subreaper::serial();
     let mut run = common::spawn_real("fork_load", &WorkloadKind::ForkLoad { forkers: Some(2) });
     let deadline = Instant::now() + Duration::from_secs(20);

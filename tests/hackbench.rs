@@ -112,7 +112,7 @@ fn bad_input_is_one_line_and_nonzero() {
 #[test]
 fn counts_reach_a_supervisor() {
     use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
-    use schedlab::workload::kind::WorkloadKind;
+    use schedlab::workload::registry::WorkloadKind;
     let kind = WorkloadKind::Hackbench {
         groups: 1,
         loops: 10,

@@ -10,7 +10,7 @@ use schedlab::engine::lab::Lab;
 use schedlab::model::WorkloadState;
 use schedlab::scenario::WorkloadDecl;
 use schedlab::sys::proc::alive;
-use schedlab::workload::kind::WorkloadKind;
+use schedlab::workload::registry::WorkloadKind;
 
 fn sh(name: &str, script: &str) -> WorkloadDecl {
     WorkloadDecl {

@@ -19,7 +19,7 @@ use schedlab::model::Latency;
 use schedlab::probe::LatencySample;
 use schedlab::scenario::WorkloadDecl;
 use schedlab::sys::counters::{CounterRegion, ENV_FD, ENV_LATENCY};
-use schedlab::workload::kind::WorkloadKind;
+use schedlab::workload::registry::WorkloadKind;
 
 mod common;
 use common::BIN;

@@ -3,7 +3,8 @@
 
 use schedlab::scenario::{Scenario, ScenarioError, PRESETS};
 use schedlab::supervisor::Placement;
-use schedlab::workload::kind::{IpcKind, Pin, WorkloadKind};
+use schedlab::workload::pingpong::{IpcKind, Pin};
+use schedlab::workload::registry::WorkloadKind;
 
 fn err(src: &str) -> ScenarioError {
     Scenario::from_toml(src, "bad.toml").expect_err("must not parse")

@@ -309,7 +309,7 @@ fn picker_and_its_form() {
     assert_eq!(decl.name, "chat");
     assert_eq!(
         decl.kind,
-        schedlab::workload::kind::WorkloadKind::Chat {
+        schedlab::workload::registry::WorkloadKind::Chat {
             rooms: 3,
             messages: 50,
             runs: Some(1)
@@ -440,7 +440,7 @@ fn finished_runs_record_their_figure_and_loop() {
     let mut app = seed_app();
     app.workloads[0].looping = true;
     // ref-job here is a finite run: make it finish.
-    if let schedlab::workload::kind::WorkloadKind::RefJob { runs, .. } =
+    if let schedlab::workload::registry::WorkloadKind::RefJob { runs, .. } =
         &mut app.workloads[0].decl.kind
     {
         *runs = Some(1);

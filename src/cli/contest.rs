@@ -15,9 +15,9 @@ use anyhow::{bail, Context, Result};
 
 use crate::probe::{Probe, ProbeConfig, Target};
 use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running, NICE};
-use crate::workload::kind::WorkloadKind;
 use crate::workload::refjob::children_cpu;
-use crate::workload::registry::{self, REF_JOB};
+use crate::workload::registry::params::REF_JOB;
+use crate::workload::registry::{self, WorkloadKind};
 
 /// Arguments of `schedlab contest`.
 #[derive(clap::Args, Debug, Clone)]
@@ -60,15 +60,20 @@ pub struct Args {
 /// A load contest knows by name (the registry's contest loads).
 pub fn load_kind(name: &str) -> Result<WorkloadKind> {
     registry::contest_load(name).ok_or_else(|| {
-        let names: Vec<&str> = registry::contest_loads().map(|(_, l)| l.name).collect();
+        let names = load_names();
         let (last, rest) = names.split_last().expect("contest has loads");
         anyhow::anyhow!("unknown load {name:?}: use {} or {last}", rest.join(", "))
     })
 }
 
+/// The loads' names, from the registry.
+fn load_names() -> Vec<&'static str> {
+    registry::contest_loads().map(|w| w.label()).collect()
+}
+
 /// `--load`'s help: the names, from the registry.
 fn load_help() -> String {
-    let names: Vec<&str> = registry::contest_loads().map(|(_, l)| l.name).collect();
+    let names = load_names();
     format!(
         "A load to run the job under (repeatable): {}. The job always runs with no load first",
         names.join(", ")
@@ -157,8 +162,8 @@ pub fn main(args: Args) -> Result<()> {
     );
     crate::outln!("Autogroup: {}", autogroup_state());
     crate::outln!(
-        "CPUs: {}. Loads counts: fork_load children forked, hackbench/chat messages, \
-         ping-pong round trips, cpu_hog loops (from the load's start)",
+        "CPUs: {}. Loads counts: fork-load children forked, hackbench/chat messages, \
+         ping-pong round trips, cpu-hog loops, wakeup-probe wakeups (from the load's start)",
         supervisor::online_cpus()
     );
     crate::outln!();

@@ -162,7 +162,7 @@ impl Lab {
             id,
             decl: WorkloadDecl {
                 name: name.to_string(),
-                kind: crate::workload::kind::WorkloadKind::Command { argv: Vec::new() },
+                kind: crate::workload::registry::WorkloadKind::Command { argv: Vec::new() },
                 knobs: Default::default(),
                 start_delay: 0.0,
                 duration: None,

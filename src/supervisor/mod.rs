@@ -251,7 +251,7 @@ impl Drop for Running {
 const GROUP_GONE_WITHIN: Duration = Duration::from_secs(2);
 
 /// Waits, up to `within`, until no process is left in the group. The leader is reaped first,
-/// but a second process of the group (chat-bench's server beside its client) may still be
+/// but a second process of the group (`schedlab chat`'s server beside its client) may still be
 /// exiting, its ledger still held: a sweep then would pass over its objects, and with the
 /// dashboard gone nobody would sweep again (CI saw 32 semaphore sets left after `q`).
 fn wait_group_gone(pgid: u32, within: Duration) {

@@ -52,6 +52,15 @@ impl Demand {
         }
     }
 
+    /// `n` tasks: threads of one process, or processes.
+    pub fn tasks(n: u64, threads: bool) -> Self {
+        if threads {
+            Self::threads(n)
+        } else {
+            Self::processes(n)
+        }
+    }
+
     pub fn plus(self, other: Self) -> Self {
         Self {
             tasks: self.tasks.saturating_add(other.tasks),

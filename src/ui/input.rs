@@ -8,7 +8,7 @@ use crossterm::event::{
 
 use super::app::{App, Mode};
 use super::form::Outcome;
-use super::picker::TEMPLATES;
+use super::picker::{Template, TEMPLATES};
 use crate::engine::Playback;
 
 /// Every key of the main screen and what it does, grouped as the help screen shows them.
@@ -87,13 +87,10 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
                 KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => {
                     Mode::NewWorkload(TEMPLATES[i], TEMPLATES[i].form(app.cpus))
                 }
-                KeyCode::Char(c @ '1'..='9') => {
-                    let j = (c as usize - '1' as usize).min(n - 1);
-                    Mode::NewWorkload(TEMPLATES[j], TEMPLATES[j].form(app.cpus))
-                }
-                KeyCode::Char('0') => {
-                    Mode::NewWorkload(TEMPLATES[n - 1], TEMPLATES[n - 1].form(app.cpus))
-                }
+                KeyCode::Char(c) => match Template::of_key(c) {
+                    Some(t) => Mode::NewWorkload(t, t.form(app.cpus)),
+                    None => Mode::Picker(i),
+                },
                 _ => Mode::Picker(i),
             };
         }

@@ -7,58 +7,50 @@ use crate::supervisor::knobs::{format_cpu_list, parse_cpu_list, policy_name};
 use crate::supervisor::{
     Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
 };
-use crate::workload::kind::WorkloadKind;
-use crate::workload::registry::{self, Absent, Ends, Kind, Param, Pick, Ty, Value};
+use crate::workload::registry::{self, Absent, Ends, Kind, Param, Ty, Value, WorkloadKind};
 
 use super::form::{Field, Form};
 
-/// One line of the picker: a kind of the registry, with some parameters fixed (ping-pong's
-/// IPC), by its place in [`registry::picks`].
+/// One line of the picker: a kind of the registry, by its place in [`registry::KINDS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Template(usize);
 
-/// Every line of the picker, in order (the registry's picks; a test checks the count).
-pub const TEMPLATES: [Template; 11] = {
-    let mut all = [Template(0); 11];
-    let mut i = 0;
-    while i < all.len() {
-        all[i] = Template(i);
-        i += 1;
-    }
-    all
-};
+/// Every line of the picker, in the registry's order.
+pub static TEMPLATES: std::sync::LazyLock<Vec<Template>> =
+    std::sync::LazyLock::new(|| (0..registry::KINDS.len()).map(Template).collect());
+
+/// The keys that open a line's form at once: the first ten lines have one each.
+pub const KEYS: [char; 10] = ['1', '2', '3', '4', '5', '6', '7', '8', '9', '0'];
 
 impl Template {
-    fn pick(self) -> (&'static Kind, &'static Pick) {
-        registry::picks()
-            .nth(self.0)
-            .expect("TEMPLATES has one entry per registry pick")
+    /// The line a key opens, if any.
+    pub fn of_key(c: char) -> Option<Template> {
+        let i = KEYS.iter().position(|k| *k == c)?;
+        TEMPLATES.get(i).copied()
+    }
+
+    /// Its key, if it has one.
+    pub fn key(self) -> Option<char> {
+        KEYS.get(self.0).copied()
     }
 
     /// The kind it starts.
     pub fn kind(self) -> &'static Kind {
-        self.pick().0
+        registry::KINDS[self.0]
     }
 
+    /// Its name in the list: the kind's, which its workloads get too.
     pub fn label(self) -> &'static str {
-        self.pick().1.label
+        self.kind().word
     }
 
     pub fn about(self) -> &'static str {
-        self.pick().1.about
+        self.kind().about
     }
 
     /// Finite runs can loop: restart when they finish.
     pub fn finite(self) -> bool {
         self.kind().ends != Ends::Never
-    }
-
-    /// The parameters the form asks for: the kind's, less those the pick fixes.
-    fn asked(self) -> impl Iterator<Item = &'static Param> {
-        let (kind, pick) = self.pick();
-        kind.params
-            .iter()
-            .filter(move |p| !pick.fixed.iter().any(|(k, _)| *k == p.key))
     }
 
     /// The picker's form for this kind: its parameters with their defaults, then the knobs.
@@ -69,7 +61,7 @@ impl Template {
             "",
             "empty: the kind's name (made unique)",
         )];
-        fields.extend(self.asked().map(param_field));
+        fields.extend(self.kind().params.iter().map(param_field));
         fields.extend(knob_fields(&Knobs::default()));
         if self.finite() {
             fields.push(Field::toggle(
@@ -84,14 +76,11 @@ impl Template {
 
     /// The workload this form describes, or why not.
     pub fn decl(self, form: &Form, taken: &[String]) -> Result<WorkloadDecl, String> {
-        let (kind, pick) = self.pick();
+        let kind = self.kind();
         let values = kind
             .params
             .iter()
-            .map(|p| match pick.fixed.iter().find(|(k, _)| *k == p.key) {
-                Some((_, s)) => Ok(p.setting(*s)),
-                None => field_value(p, form),
-            })
+            .map(|p| field_value(p, form))
             .collect::<Result<Vec<_>, _>>()?;
         let kind = kind.build(values);
         let knobs = knobs_from(form)?;
@@ -323,7 +312,7 @@ mod tests {
 
     #[test]
     fn every_template_builds_with_its_defaults() {
-        for t in TEMPLATES {
+        for &t in TEMPLATES.iter() {
             let mut form = t.form(2);
             if t.kind().word == "command" {
                 form.fields[1].value = super::super::form::Value::Text("make -j4".into());
@@ -335,8 +324,31 @@ mod tests {
     }
 
     #[test]
-    fn there_is_one_template_per_registry_pick() {
-        assert_eq!(TEMPLATES.len(), registry::picks().count());
+    fn every_line_has_a_key() {
+        assert_eq!(TEMPLATES.len(), registry::KINDS.len());
+        assert!(
+            TEMPLATES.len() <= KEYS.len(),
+            "a kind past the tenth would have no key in the picker"
+        );
+        for (t, k) in TEMPLATES.iter().zip(KEYS) {
+            assert_eq!(Template::of_key(k), Some(*t));
+            assert_eq!(t.key(), Some(k));
+        }
+    }
+
+    /// The registry's test-only kind (workload/registry/toy.rs) is offered with nothing
+    /// written for it here: a line, a key, a form with its parameter.
+    #[test]
+    fn a_kind_in_the_registry_is_in_the_picker() {
+        let toy = *TEMPLATES
+            .iter()
+            .find(|t| t.label() == "toy")
+            .expect("the picker offers the test-only kind");
+        let key = toy.key().expect("a key");
+        assert_eq!(Template::of_key(key), Some(toy));
+        let decl = toy.decl(&toy.form(2), &[]).unwrap();
+        assert_eq!(decl.kind, WorkloadKind::Toy { spins: 3 });
+        assert_eq!(decl.name, "toy");
     }
 
     #[test]

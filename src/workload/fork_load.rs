@@ -24,7 +24,7 @@ use crate::sys::histogram::Unit;
 use crate::sys::shm::{self, Shareable, SharedMapping};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
-use crate::workload::registry::{CPUS, FORK_LOAD};
+use crate::workload::registry::params::FORK_LOAD;
 
 /// How long a forker waits after fork fails with EAGAIN before trying again.
 const BACKOFF: Duration = Duration::from_millis(10);
@@ -32,7 +32,7 @@ const BACKOFF: Duration = Duration::from_millis(10);
 /// Arguments of `schedlab fork-load`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    #[arg(long, default_value = CPUS, value_parser = parse_forkers,
+    #[arg(long, default_value = FORK_LOAD.param("forkers").default_word(), value_parser = parse_forkers,
           help = FORK_LOAD.param("forkers").cli_help())]
     pub forkers: Forkers,
     /// Stop after this many seconds (default: run until stopped).

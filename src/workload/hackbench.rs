@@ -22,9 +22,10 @@ use crate::model::latency::Distribution;
 use crate::sys::counters::{
     self, now_ns, CounterRegion, CounterSlot, Histogram, LatencyTotals, Sampler,
 };
+use crate::sys::guard::Demand;
 use crate::sys::histogram::Unit;
 use crate::workload::fork_load::check_executable;
-use crate::workload::registry::HACKBENCH;
+use crate::workload::registry::params::HACKBENCH;
 use crate::workload::{children, stamp};
 
 /// Messages timed: one in this many per sender. A write of 100 bytes costs about 1.1 µs of CPU
@@ -102,19 +103,15 @@ impl Shape {
     }
 }
 
+/// What a run of `groups` groups of `fds` senders and as many receivers asks of the machine.
+pub fn demand(groups: u32, fds: u32, threads: bool) -> Demand {
+    Demand::tasks(u64::from(groups) * u64::from(fds) * 2, threads)
+}
+
 pub fn main(args: Args) -> Result<()> {
     let shape = check(&args)?;
     // What the run asks of the machine, as the registry declares it for a scenario too.
-    let demand = crate::workload::kind::WorkloadKind::Hackbench {
-        groups: shape.groups as u32,
-        loops: shape.loops as u32,
-        datasize: shape.datasize as u32,
-        fds: shape.fds as u32,
-        pipe: shape.pipe,
-        threads: shape.threads,
-        runs: Some(shape.runs),
-    }
-    .demand(crate::supervisor::online_cpus() as u64);
+    let demand = demand(shape.groups as u32, shape.fds as u32, shape.threads);
     crate::sys::guard::check("hackbench", demand, args.force)?;
     crate::outln!(
         "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)",

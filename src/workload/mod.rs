@@ -8,7 +8,6 @@ pub mod children;
 pub mod cpuhog;
 pub mod fork_load;
 pub mod hackbench;
-pub mod kind;
 pub mod msgbench;
 pub mod pingpong;
 pub mod placement;

@@ -15,13 +15,11 @@ use anyhow::{bail, Context, Result};
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::proc::sysctl;
 use crate::sys::sysv::{self, LedgerRange, MsgQueue};
-use crate::workload::registry::MSGBENCH;
+use crate::workload::registry::params::MSGBENCH;
 
 /// The 2008 runs raised `kernel.msgmni` to 32768, the most a kernel without
 /// `ipcmni_extend` allows; more would only measure memory.
 pub const DEFAULT_QUEUE_CAP: usize = 32_768;
-/// The 2008 runs: 1000 batches.
-pub const DEFAULT_BATCHES: u64 = 1000;
 /// Bytes of text in the one message each queue gets.
 const MESSAGE_LEN: usize = 8;
 
@@ -29,8 +27,9 @@ const MESSAGE_LEN: usize = 8;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(short = 'n', long = "batches", value_name = "BATCHES",
-          help = MSGBENCH.param("batches").cli_help() + " [default: 1000, the 2008 original's run]")]
-    pub batches: Option<String>,
+          default_value_t = MSGBENCH.param("batches").default_count().to_string(),
+          help = MSGBENCH.param("batches").cli_help())]
+    pub batches: String,
     #[arg(long, value_name = "N", help = MSGBENCH.param("queues").cli_help())]
     pub queues: Option<String>,
 }
@@ -183,10 +182,7 @@ pub fn main(args: Args) -> Result<()> {
             .parse_count(text)
             .map_err(anyhow::Error::msg)
     };
-    let batches = match &args.batches {
-        Some(t) => count("batches", t)?.map_or(DEFAULT_BATCHES, u64::from),
-        None => DEFAULT_BATCHES,
-    };
+    let batches = count("batches", &args.batches)?.map_or(0, u64::from);
     let requested = match &args.queues {
         Some(t) => count("queues", t)?.map(u64::from),
         None => None,

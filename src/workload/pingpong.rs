@@ -19,15 +19,60 @@ use anyhow::{bail, Context, Result};
 use nix::fcntl::OFlag;
 use nix::sched::{sched_getaffinity, CpuSet};
 use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
 
 use crate::model::latency::Distribution;
 use crate::sys::counters::{CounterRegion, CounterSlot, Histogram};
+use crate::sys::guard::Demand;
 use crate::sys::histogram::Unit;
 use crate::sys::sysv::{self, MsgQueue, SemSet};
-use crate::workload::kind::{IpcKind, Pin};
-use crate::workload::registry::{CPUS, PINGPONG};
+use crate::workload::registry::params::PINGPONG;
 
 pub use endpoint::{Call, TaskError};
+
+/// Which IPC mechanism a ping-pong pair uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IpcKind {
+    #[default]
+    Msg,
+    Sem,
+    Pipe,
+}
+
+impl IpcKind {
+    /// As `--kind` and a scenario's `ipc` write it.
+    pub fn word(self) -> &'static str {
+        match self {
+            IpcKind::Msg => "msg",
+            IpcKind::Sem => "sem",
+            IpcKind::Pipe => "pipe",
+        }
+    }
+}
+
+/// How ping-pong pairs are bound to CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pin {
+    /// Both tasks of pair k on CPU k.
+    #[default]
+    Same,
+    /// The two tasks of a pair on two different CPUs.
+    Cross,
+    None,
+}
+
+impl Pin {
+    /// As `--pin` and a scenario's `pin` write it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Pin::Same => "same",
+            Pin::Cross => "cross",
+            Pin::None => "none",
+        }
+    }
+}
 
 /// Arguments of `schedlab ipc-pingpong`. Values are checked by hand so that a bad one gets
 /// one clear line, like every other error.
@@ -36,7 +81,7 @@ pub struct Args {
     #[arg(long, value_name = "IPC", default_value = PINGPONG.param("ipc").default_word(),
           help = PINGPONG.param("ipc").cli_help())]
     pub kind: String,
-    #[arg(long, value_name = "N|cpus", default_value = CPUS,
+    #[arg(long, value_name = "N|cpus", default_value = PINGPONG.param("pairs").default_word(),
           help = PINGPONG.param("pairs").cli_help())]
     pub pairs: String,
     #[arg(long, value_name = "PIN", default_value = PINGPONG.param("pin").default_word(),
@@ -265,16 +310,15 @@ pub fn report(
     out
 }
 
+/// What `pairs` pairs ask of the machine: two tasks each, threads or processes.
+pub fn demand(pairs: u64, threads: bool) -> Demand {
+    Demand::tasks(2 * pairs, threads)
+}
+
 pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &allowed_cpus()?)?;
     // What the run asks of the machine, as the registry declares it for a scenario too.
-    let demand = crate::workload::kind::WorkloadKind::Pingpong {
-        ipc: plan.kind,
-        pairs: Some(plan.pairs() as u32),
-        pin: plan.pin,
-        threads: plan.threads,
-    }
-    .demand(plan.pairs() as u64);
+    let demand = demand(plan.pairs() as u64, plan.threads);
     crate::sys::guard::check("ipc-pingpong", demand, args.force)?;
     sysv::sweep_orphans()?;
     let counters = CounterRegion::for_workload()?;

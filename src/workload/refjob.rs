@@ -19,7 +19,7 @@ use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::shm::SharedMapping;
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
-use crate::workload::registry::REF_JOB;
+use crate::workload::registry::params::REF_JOB;
 
 /// Units in `--work 1`.
 pub const UNITS_PER_WORK: f64 = 2000.0;

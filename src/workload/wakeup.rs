@@ -28,8 +28,9 @@ use rustix::time::{ClockId, Timespec};
 use crate::model::latency::Distribution;
 use crate::probe::LatencySample;
 use crate::sys::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
+use crate::sys::guard::Demand;
 use crate::sys::histogram::Unit;
-use crate::workload::registry::WAKEUP_PROBE;
+use crate::workload::registry::params::WAKEUP_PROBE;
 
 /// How long a woken thread waits on its futex before it looks at the stop flag again.
 const RECHECK: Duration = Duration::from_millis(100);
@@ -398,15 +399,14 @@ fn latency_of(region: &CounterRegion) -> Vec<LatencySample> {
     region.read_latency().into_iter().map(Into::into).collect()
 }
 
+/// What a probe asks of the machine: its threads and the main thread that reports.
+pub fn demand(timers: u32, pairs: u32) -> Demand {
+    Demand::threads(u64::from(timers) + 2 * u64::from(pairs) + 1)
+}
+
 pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &crate::workload::pingpong::allowed_cpus()?)?;
-    let demand = crate::workload::kind::WorkloadKind::WakeupProbe {
-        timers: plan.timers,
-        pairs: plan.pairs,
-        period: plan.period.as_micros() as u32,
-        cpu: plan.timed_cpu.map(|c| c as u32),
-    }
-    .demand(0);
+    let demand = demand(plan.timers, plan.pairs);
     crate::sys::guard::check("wakeup-probe", demand, args.force)?;
     let region = CounterRegion::for_workload()?;
     let probe = Probe::start(&plan, &region)?;

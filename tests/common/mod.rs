@@ -14,7 +14,7 @@ use std::process::Command;
 use schedlab::model::{Frame, MachineFrame, WorkloadFrame, WorkloadState};
 use schedlab::scenario::WorkloadDecl;
 use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program, Running};
-use schedlab::workload::kind::WorkloadKind;
+use schedlab::workload::registry::WorkloadKind;
 
 /// The command succeeded; its stderr says why not.
 pub fn assert_success(out: &std::process::Output) {

@@ -1,4 +1,4 @@
-//! `schedlab chat-bench ROOMS MESSAGES [--runs N]`: the dashboard's chat workload. A chat
+//! `schedlab chat ROOMS MESSAGES [--runs N]`: the dashboard's chat workload. A chat
 //! server child on 127.0.0.1 (an ephemeral port, learnt through a pipe, same process group)
 //! and client runs against it in this process, counting the client's messages sent plus
 //! received, one `Average throughput` line per run.
@@ -20,9 +20,9 @@ use super::slots::SlotPool;
 use super::{net, parse_timeout};
 use crate::sys::counters::{self, CounterRegion};
 use crate::sys::lifeline;
-use crate::workload::registry::CHAT;
+use crate::workload::registry::params::CHAT;
 
-/// Arguments of `schedlab chat-bench`.
+/// Arguments of `schedlab chat`.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
     #[arg(allow_hyphen_values = true, help = CHAT.param("rooms").cli_help())]
@@ -39,14 +39,14 @@ pub struct BenchArgs {
     pub force: bool,
 }
 
-/// Consecutive failed runs after which chat-bench gives up.
+/// Consecutive failed runs after which `schedlab chat` gives up.
 const MAX_FAILED_IN_A_ROW: u32 = 3;
 
 pub fn bench_main(args: BenchArgs) -> Result<()> {
     let (size, runs) = run_size(&args)?;
     let timeout = parse_timeout(args.timeout)?;
     let runs = Some(u64::from(runs)).filter(|&n| n > 0);
-    super::guard("chat-bench", size, 2, args.force)?;
+    super::guard("chat", size, 2, args.force)?;
     crate::sys::sysv::sweep_orphans()?;
     // Map the dashboard's region (closing the inherited descriptor) before forking the server,
     // which must count into a region of its own, not into ours.
@@ -81,7 +81,7 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
             // abandoned by the server; a looping workload should go on, not die of one.
             Err(err) if failed_in_a_row + 1 < MAX_FAILED_IN_A_ROW => {
                 failed_in_a_row += 1;
-                crate::errln!("schedlab chat-bench: run failed, starting another: {err:#}");
+                crate::errln!("schedlab chat: run failed, starting another: {err:#}");
                 std::thread::sleep(Duration::from_millis(200));
             }
             Err(err) => {

@@ -31,7 +31,7 @@ pub struct ClientConfig {
     pub size: RunSize,
     /// Give up when nothing moves for this long (connecting, waiting for START, running).
     pub timeout: Duration,
-    /// Print the original's progress lines and report (chat-bench prints its own line).
+    /// Print the original's progress lines and report (`schedlab chat` prints its own line).
     pub verbose: bool,
 }
 

@@ -1,5 +1,5 @@
 //! The chatroom benchmark 1.0.1: client and server, wire-compatible with chat_c and chat_s
-//! (docs/workloads.md), and chat-bench, the two together for the dashboard.
+//! (docs/workloads.md), and `schedlab chat`, the two together for the dashboard.
 
 mod bench;
 mod client;
@@ -41,7 +41,7 @@ pub struct ServerArgs {
     pub runs: Option<u64>,
     #[arg(long, value_name = "SECS", default_value_t = 10.0, help = TIMEOUT_HELP)]
     pub timeout: f64,
-    /// Write the bound port to this descriptor and close it (used by chat-bench).
+    /// Write the bound port to this descriptor and close it (used by `schedlab chat`).
     #[arg(long, hide = true)]
     pub port_fd: Option<i32>,
 }
@@ -152,7 +152,7 @@ fn parse_timeout(secs: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Tells chat-bench which port the kernel gave us.
+/// Tells `schedlab chat` which port the kernel gave us.
 fn report_port(fd: i32, port: u16) -> Result<()> {
     use std::io::Write;
     use std::os::fd::FromRawFd;
@@ -160,23 +160,27 @@ fn report_port(fd: i32, port: u16) -> Result<()> {
     if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
         bail!("--port-fd {fd} is not an open descriptor");
     }
-    // SAFETY: chat-bench handed us `fd` (--port-fd) for the port alone, it is open (checked above),
+    // SAFETY: `schedlab chat` handed us `fd` (--port-fd) for the port alone, it is open (checked above),
     // and this File becomes its only owner, closing it once when dropped.
     let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
     writeln!(pipe, "{port}").map_err(|e| anyhow!("writing the port to --port-fd {fd}: {e}"))?;
     Ok(())
 }
 
-/// The size guard for a chat run (`sides`: 1 for the client, 2 for chat-bench). A run
+/// The size guard for a chat run (`sides`: 1 for the client, 2 for `schedlab chat`). A run
 /// beyond the rooms this process can hold is refused now with chat's own reason (it names
-/// the limit precisely; chat-bench would otherwise retry a run that can never start); the
+/// the limit precisely; `schedlab chat` would otherwise retry a run that can never start); the
 /// guard adds what that check does not see (RLIMIT_AS, RLIMIT_NPROC, both sides together).
 pub(crate) fn guard(what: &str, size: RunSize, sides: u64, force: bool) -> Result<()> {
     if !force && size.rooms > limits::max_rooms().0 {
         return limits::reserve_for(size.rooms).map_err(|why| anyhow!(why));
     }
-    let threads = size.rooms as u64 * limits::THREADS_PER_ROOM * sides;
-    crate::sys::guard::check(what, crate::sys::guard::Demand::threads(threads), force)
+    crate::sys::guard::check(what, demand(size.rooms, sides), force)
+}
+
+/// What `rooms` rooms ask of the machine on `sides` sides (a client, a server, or both).
+pub fn demand(rooms: u32, sides: u64) -> crate::sys::guard::Demand {
+    crate::sys::guard::Demand::threads(u64::from(rooms) * limits::THREADS_PER_ROOM * sides)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Counter slots and latency histograms that outlive a run: the server serves runs forever
-//! and chat-bench repeats them, so threads borrow them from a pool and hand them back, instead
+//! and `schedlab chat` repeats them, so threads borrow them from a pool and hand them back, instead
 //! of claiming new ones each run until the region is full.
 
 use anyhow::Result;
