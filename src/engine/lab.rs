@@ -3,6 +3,7 @@
 //! per tick with the model. It never sleeps: the caller ticks it at `interval()`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -91,7 +92,8 @@ pub struct Lab {
     sampler_promoted: Option<bool>,
     next_id: u32,
     entries: Vec<Entry>,
-    last: Option<Sample>,
+    /// Shared: the engine hands it to a frontend that records it without a copy.
+    last: Option<Arc<Sample>>,
 }
 
 impl Lab {
@@ -334,13 +336,18 @@ impl Lab {
             Some(prev) => self.model.step(prev, &sample),
             None => self.model.first(&sample),
         };
-        self.last = Some(sample);
+        self.last = Some(Arc::new(sample));
         frame
     }
 
     /// The raw Sample behind the last Frame, for recording.
     pub fn last_sample(&self) -> Option<&Sample> {
-        self.last.as_ref()
+        self.last.as_deref()
+    }
+
+    /// The raw Sample behind the last Frame, shared.
+    pub fn shared_sample(&self) -> Option<Arc<Sample>> {
+        self.last.clone()
     }
 
     pub fn workloads(&self) -> Vec<WorkloadInfo> {

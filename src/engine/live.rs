@@ -140,6 +140,10 @@ impl Backend for Lab {
         Some(Lab::next_due(self))
     }
 
+    fn sample(&self) -> Option<std::sync::Arc<crate::probe::Sample>> {
+        self.shared_sample()
+    }
+
     fn live_groups(&self) -> Vec<LiveGroup> {
         self.workloads()
             .iter()

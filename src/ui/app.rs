@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use ratatui::layout::Rect;
 
+pub use crate::engine::runs::RunResult;
+use crate::engine::runs::RunTracker;
 use crate::engine::{Command, Event, Playback, ReplayStatus};
 use crate::model::{Frame, WorkloadFrame, WorkloadState};
 use crate::scenario::WorkloadDecl;
@@ -23,15 +25,6 @@ pub const INTERVALS_MS: [u64; 9] = [100, 200, 250, 500, 1000, 2000, 3000, 5000, 
 /// Time windows offered by z and Z, in seconds.
 pub const WINDOWS: [f64; 7] = [15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 600.0];
 
-/// A finished run of a finite workload and its figure.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunResult {
-    pub seconds: f64,
-    /// Mean operations per second over the run.
-    pub ops_per_sec: f64,
-    pub exit_code: i32,
-}
-
 /// One workload as the dashboard knows it.
 #[derive(Clone, Debug)]
 pub struct WorkloadView {
@@ -43,9 +36,8 @@ pub struct WorkloadView {
     /// Restart it each time it finishes.
     pub looping: bool,
     pub runs: Vec<RunResult>,
-    run_started: Option<f64>,
-    run_ops: f64,
-    last_state: Option<WorkloadState>,
+    /// Its run in progress: the engine's account of runs, fed with the Frames that arrive.
+    run: RunTracker,
 }
 
 impl WorkloadView {
@@ -199,6 +191,8 @@ impl App {
     pub fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Frame(f) => self.on_frame(f),
+            // The dashboard's engine sends none: it records nothing.
+            Event::Sample(_) => {}
             Event::Added(id, decl) => self.on_added(id, decl),
             Event::Removed(id) => {
                 if let Some(i) = self.workloads.iter().position(|w| w.id == id) {
@@ -229,9 +223,7 @@ impl App {
         for w in &mut self.workloads {
             w.series = Series::default();
             w.runs.clear();
-            w.run_started = None;
-            w.run_ops = 0.0;
-            w.last_state = None;
+            w.run = RunTracker::default();
         }
         self.latest = None;
         self.frozen = None;
@@ -259,9 +251,7 @@ impl App {
             series: Series::default(),
             looping: looping.unwrap_or(false),
             runs: Vec::new(),
-            run_started: None,
-            run_ops: 0.0,
-            last_state: None,
+            run: RunTracker::default(),
         });
         self.next_slot += 1;
     }
@@ -279,32 +269,11 @@ impl App {
                 continue;
             };
             view.series.push(Point::of(frame.t, wf));
-            let was = view.last_state.replace(wf.state.clone());
-            match (&was, &wf.state) {
-                (_, WorkloadState::Running) => {
-                    if !matches!(was, Some(WorkloadState::Running)) {
-                        view.run_started = Some(frame.t - frame.interval);
-                        view.run_ops = 0.0;
-                    }
-                    view.run_ops += wf.ops_per_sec * frame.interval;
+            if let Some(ended) = view.run.observe(frame.t, frame.interval, wf, view.looping) {
+                view.runs.push(ended.run);
+                if ended.restart {
+                    restarts.push(view.id);
                 }
-                (Some(WorkloadState::Running), WorkloadState::Done(code)) => {
-                    view.run_ops += wf.ops_per_sec * frame.interval;
-                    let seconds = frame.t - view.run_started.unwrap_or(frame.t - frame.interval);
-                    view.runs.push(RunResult {
-                        seconds,
-                        ops_per_sec: if seconds > 0.0 {
-                            view.run_ops / seconds
-                        } else {
-                            0.0
-                        },
-                        exit_code: *code,
-                    });
-                    if view.looping {
-                        restarts.push(view.id);
-                    }
-                }
-                _ => {}
             }
         }
         for id in restarts {

@@ -75,9 +75,8 @@ pub fn run(
     let engine = std::thread::Builder::new()
         .name("schedlab-engine".into())
         .spawn(move || match make_backend(interval) {
-            Ok(backend) => crate::engine::thread::run(backend, interval, cmd_rx, |e| {
-                etx.send(Msg::Engine(Box::new(e))).is_ok()
-            }),
+            Ok(backend) => crate::engine::thread::Engine::new(backend, interval)
+                .run(cmd_rx, |e| etx.send(Msg::Engine(Box::new(e))).is_ok()),
             Err(e) => {
                 let _ = etx.send(Msg::EngineFailed(format!("{e:#}")));
             }
