@@ -35,6 +35,9 @@ pub enum Command {
     /// New knobs for a workload: applied live when possible; a new placement restarts it.
     SetKnobs(u32, Knobs),
     SetInterval(Duration),
+    /// Sample now, off the grid: for a frontend that needs a reading at a moment of its own
+    /// (contest, when its job ends).
+    Tick,
     /// Pause or seek a replay (a live backend refuses).
     Playback(Playback),
     /// Stop everything and end the thread.

@@ -47,8 +47,16 @@ impl Schedule {
     }
 
     /// Takes the sample due now (`now` is when the sampler got to it): its due time, and the
-    /// grid points it had to skip. The grid then moves past `now`.
+    /// grid points it had to skip. The grid then moves past `now`. A sample taken early is due
+    /// when it is taken.
     pub fn take(&mut self, now: Instant) -> Slot {
+        // Asked for before its time (a frontend's off-grid tick): on time, and the grid stays.
+        if now < self.next {
+            return Slot {
+                due: now,
+                missed: 0,
+            };
+        }
         let mut due = self.next;
         let mut missed = 0u32;
         // Woke past one or more later grid points: those are missed; this sample is the

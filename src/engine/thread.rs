@@ -75,6 +75,12 @@ impl Engine {
             };
             let reply = match cmd {
                 Command::Quit => break,
+                Command::Tick => {
+                    if !tick(backend.as_mut(), samples, &mut sink) {
+                        break;
+                    }
+                    vec![]
+                }
                 Command::SetInterval(d) => {
                     backend.set_interval(d);
                     interval = d;
@@ -140,7 +146,7 @@ fn answer(backend: &mut dyn Backend, cmd: Command) -> Vec<Event> {
                 .collect(),
             Err(e) => vec![Event::Error(format!("{e:#}"))],
         },
-        Command::Quit | Command::SetInterval(_) => vec![],
+        Command::Quit | Command::SetInterval(_) | Command::Tick => vec![],
     }
 }
 

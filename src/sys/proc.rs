@@ -181,6 +181,11 @@ fn kb_field(path: &str, key: &str) -> Option<u64> {
     line.split_whitespace().next()?.parse().ok()
 }
 
+/// One of this process's own files under /proc/self ("autogroup"), as bytes.
+pub fn own_file(name: &str) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/self/{name}")).ok()
+}
+
 /// This process's address space, in bytes (VmSize of /proc/self/status).
 pub fn own_vm_size() -> Option<u64> {
     Some(kb_field("/proc/self/status", "VmSize")? * 1024)
