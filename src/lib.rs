@@ -5,7 +5,8 @@
 //! [`record`]. The pieces, in that order:
 //!
 //! - [`workload`]: the load generators; the same code runs standalone and under the engine.
-//! - [`scenario`]: scenario files (TOML) and presets: which workloads, knobs, and how long.
+//! - [`scenario`]: scenario files (TOML) and presets: which workloads, knobs, and how long;
+//!   [`knobs`]: a workload's knobs, their limits and their words.
 //! - [`supervisor`]: starts workloads in process groups of their own, and makes sure they end.
 //! - [`probe`]: everything that reads the kernel (/proc, cgroups, PSI) into raw Samples.
 //! - [`model`]: pure maths from Samples to Frames: rates, CPU shares, fair share, statistics.
@@ -21,6 +22,7 @@
 
 pub mod cli;
 pub mod engine;
+pub mod knobs;
 pub mod model;
 pub mod probe;
 pub mod record;

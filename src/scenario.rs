@@ -28,8 +28,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::supervisor::{
-    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
+use crate::knobs::{
+    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, MAX_CPU_QUOTA, NICE,
+    RT_PRIORITY,
 };
 use crate::sys::guard::{self, Demand};
 use crate::workload::registry::{self, Absent, Kind, Param, Ty, Value, WorkloadKind};
@@ -461,13 +462,9 @@ impl WorkloadFile {
     fn policy(&self) -> Result<(Policy, u8), Bad> {
         let policy = match &self.policy {
             None => Policy::Other,
-            Some(v) => match word(v, "policy", &["other", "batch", "idle", "fifo", "rr"])? {
-                "other" => Policy::Other,
-                "batch" => Policy::Batch,
-                "idle" => Policy::Idle,
-                "fifo" => Policy::Fifo,
-                _ => Policy::Rr,
-            },
+            Some(v) => {
+                Policy::from_word(word(v, "policy", &Policy::words())?).expect("one of the words")
+            }
         };
         let rt_priority = match (&self.rt_priority, policy.is_realtime()) {
             (Some(v), true) => int_in(
@@ -493,21 +490,19 @@ impl WorkloadFile {
     fn placement(&self) -> Result<(Placement, Option<u32>), Bad> {
         let placement = match &self.placement {
             None => Placement::Shared,
-            Some(v) => match word(v, "placement", &["shared", "own-session", "cgroup"])? {
-                "shared" => Placement::Shared,
-                "own-session" => Placement::OwnSession,
-                _ => Placement::Cgroup {
-                    weight: match &self.cgroup_weight {
-                        Some(w) => int_in(
-                            w,
-                            "cgroup_weight",
-                            (*CGROUP_WEIGHT.start()).into(),
-                            (*CGROUP_WEIGHT.end()).into(),
-                        )? as u32,
-                        None => DEFAULT_CGROUP_WEIGHT,
-                    },
-                },
-            },
+            Some(v) => {
+                let weight = match &self.cgroup_weight {
+                    Some(w) => int_in(
+                        w,
+                        "cgroup_weight",
+                        (*CGROUP_WEIGHT.start()).into(),
+                        (*CGROUP_WEIGHT.end()).into(),
+                    )? as u32,
+                    None => DEFAULT_CGROUP_WEIGHT,
+                };
+                let w = word(v, "placement", &Placement::FILE_WORDS)?;
+                Placement::from_word(w, weight).expect("one of the words")
+            }
         };
         let in_cgroup = matches!(placement, Placement::Cgroup { .. });
         if let (Some(w), false) = (&self.cgroup_weight, in_cgroup) {
@@ -518,12 +513,9 @@ impl WorkloadFile {
         }
         let cpu_quota = match (&self.cpu_quota, in_cgroup) {
             (None, _) => None,
-            (Some(q), true) => Some(int_in(
-                q,
-                "cpu_quota (% of one CPU)",
-                1,
-                crate::supervisor::MAX_CPU_QUOTA as i64,
-            )? as u32),
+            (Some(q), true) => {
+                Some(int_in(q, "cpu_quota (% of one CPU)", 1, MAX_CPU_QUOTA as i64)? as u32)
+            }
             (Some(q), false) => {
                 return Err((
                     span_of(q),

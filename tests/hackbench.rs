@@ -111,7 +111,8 @@ fn bad_input_is_one_line_and_nonzero() {
 /// region, from their forked processes, and the run says when it is finished.
 #[test]
 fn counts_reach_a_supervisor() {
-    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
+    use schedlab::knobs::Knobs;
+    use schedlab::supervisor::{spawn, LaunchSpec, Program};
     use schedlab::workload::registry::WorkloadKind;
     let kind = WorkloadKind::Hackbench {
         groups: 1,

@@ -253,7 +253,8 @@ fn bad_input_gets_one_line_and_leaves_nothing() {
 
 #[test]
 fn forked_pingers_count_live_into_the_supervisors_region() {
-    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
+    use schedlab::knobs::Knobs;
+    use schedlab::supervisor::{spawn, LaunchSpec, Program};
     for threads in [false, true] {
         let mut argv: Vec<String> = [
             BIN,

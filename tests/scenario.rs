@@ -1,8 +1,8 @@
 //! Scenario files: every preset parses, and every kind of bad input is one clear message that
 //! points at file:line:column.
 
+use schedlab::knobs::Placement;
 use schedlab::scenario::{Scenario, ScenarioError, PRESETS};
-use schedlab::supervisor::Placement;
 use schedlab::workload::pingpong::{IpcKind, Pin};
 use schedlab::workload::registry::WorkloadKind;
 

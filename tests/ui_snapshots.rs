@@ -410,7 +410,7 @@ fn knob_keys_send_commands() {
     key(&mut app, KeyCode::Char('s'));
     key(&mut app, KeyCode::Char('d'));
     key(&mut app, KeyCode::Char('d'));
-    use schedlab::supervisor::{Knobs, Placement};
+    use schedlab::knobs::{Knobs, Placement};
     let nice = Knobs {
         nice: 1,
         ..Knobs::default()

@@ -21,9 +21,10 @@ use anyhow::{bail, Context, Result};
 use crate::engine::lab::{Lab, MAX_INTERVAL};
 use crate::engine::thread::Engine;
 use crate::engine::{Command, Event};
+use crate::knobs::{Knobs, Placement, NICE};
 use crate::probe::{Life, Sample, WorkloadSample};
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, NICE};
+use crate::supervisor::{self, LaunchSpec, Program};
 use crate::workload::refjob::children_cpu;
 use crate::workload::registry::params::REF_JOB;
 use crate::workload::registry::{self, WorkloadKind};
@@ -174,7 +175,7 @@ pub fn main(args: Args) -> Result<()> {
     crate::outln!(
         "CPUs: {}. Loads counts: fork-load children forked, hackbench/chat messages, \
          ping-pong round trips, cpu-hog loops, wakeup-probe wakeups (from the load's start)",
-        supervisor::online_cpus()
+        supervisor::usable_cpus()
     );
     crate::outln!();
     crate::outln!(

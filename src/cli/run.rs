@@ -236,7 +236,7 @@ fn results_of(
     let mut results = RunResults::from_repeats(
         host.unwrap_or_else(|| Host {
             kernel: kernel_release(),
-            cpus: crate::supervisor::online_cpus(),
+            cpus: crate::supervisor::usable_cpus(),
             autogroup: false,
         }),
         info,

@@ -9,9 +9,9 @@ use anyhow::{bail, Context, Result};
 
 use super::{Backend, LiveGroup};
 use crate::engine::lab::Lab;
+use crate::knobs::{Knobs, Placement};
 use crate::model::Frame;
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::{Knobs, Placement};
 use crate::sys::cgroup;
 
 /// What the exit hook kills when the dashboard is ended by a signal or a panic, while the
@@ -101,10 +101,7 @@ impl Backend for Lab {
                     Err(_) => format!("{name}: could not restart it"),
                 }));
             }
-            return Ok(format!(
-                "{name}: restarted in {}",
-                crate::supervisor::knobs::placement_words(&knobs.placement)
-            ));
+            return Ok(format!("{name}: restarted in {}", knobs.placement.words()));
         }
         match self.running_mut(id) {
             Some(run) => {

@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
+use crate::knobs::Knobs;
 use crate::model::Frame;
 use crate::probe::Sample;
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::Knobs;
 
 /// What the UI asks of the engine.
 #[derive(Clone, Debug, PartialEq)]

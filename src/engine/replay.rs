@@ -8,10 +8,10 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use crate::engine::{Backend, LiveGroup, Playback, ReplayStatus};
+use crate::knobs::Knobs;
 use crate::model::Frame;
 use crate::record::recording::Replay;
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::Knobs;
 
 pub struct ReplayBackend {
     replay: Replay,

@@ -163,9 +163,9 @@ fn stop(backend: Box<dyn Backend>) {
 mod tests {
     use super::*;
     use crate::engine::LiveGroup;
+    use crate::knobs::Knobs;
     use crate::model::Frame;
     use crate::scenario::{Scenario, WorkloadDecl};
-    use crate::supervisor::Knobs;
     use anyhow::Result;
     use std::sync::mpsc;
 

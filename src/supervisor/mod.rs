@@ -18,84 +18,16 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{getppid, pipe2, setpgid, setsid, Pid};
 use serde::{Deserialize, Serialize};
 
+use crate::knobs::{Knobs, Placement, Policy, RT_PRIORITY};
 use crate::sys::counters::{self, CounterRegion};
 use crate::sys::lifeline::ENV_LIFELINE_FD;
 
-pub mod knobs;
+pub mod change;
 pub mod stderr;
 
 pub use stderr::StderrTail;
 
 use crate::sys::cgroup::{self, WorkloadCgroup};
-
-/// Scheduling policy a workload runs under.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Policy {
-    #[default]
-    Other,
-    Batch,
-    Idle,
-    Fifo,
-    Rr,
-}
-
-impl Policy {
-    pub fn as_libc(self) -> libc::c_int {
-        match self {
-            Policy::Other => libc::SCHED_OTHER,
-            Policy::Batch => libc::SCHED_BATCH,
-            Policy::Idle => libc::SCHED_IDLE,
-            Policy::Fifo => libc::SCHED_FIFO,
-            Policy::Rr => libc::SCHED_RR,
-        }
-    }
-
-    pub fn is_realtime(self) -> bool {
-        matches!(self, Policy::Fifo | Policy::Rr)
-    }
-}
-
-/// Where a workload sits, which decides what its fair share is.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Placement {
-    /// Its own process group in the supervisor's session: it shares the session's autogroup
-    /// with every other shared workload, as `make -j4` and a fork loop typed in one shell do.
-    #[default]
-    Shared,
-    /// Its own session (setsid), so its own autogroup when autogroup is enabled.
-    OwnSession,
-    /// Its own cgroup with this CPU weight (cgroup v2 scale, 1..10000; 100 is the default).
-    Cgroup { weight: u32 },
-}
-
-/// The knobs' limits, stated once for scenario files, the knob editor and the launch.
-pub const NICE: std::ops::RangeInclusive<i32> = -20..=19;
-pub const RT_PRIORITY: std::ops::RangeInclusive<u8> = 1..=99;
-pub const CGROUP_WEIGHT: std::ops::RangeInclusive<u32> = 1..=10_000;
-/// The weight of a cgroup when none is given (cgroup v2's default).
-pub const DEFAULT_CGROUP_WEIGHT: u32 = 100;
-
-/// The knobs set on a workload before it starts.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Knobs {
-    pub nice: i32,
-    pub policy: Policy,
-    /// Real-time priority, for the FIFO and RR policies (1..99).
-    pub rt_priority: u8,
-    /// CPUs it may run on; None = all.
-    pub affinity: Option<Vec<usize>>,
-    pub placement: Placement,
-    /// A bandwidth limit for its cgroup (placement = cgroup only), in % of one CPU: cgroup
-    /// v2 `cpu.max`, v1 `cpu.cfs_quota_us` over a 100 ms period.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_quota: Option<u32>,
-}
-
-/// The largest quota a workload may be given, in % of one CPU (100 CPUs); the cgroup
-/// plumbing, which enforces it, holds it.
-pub use crate::sys::cgroup::MAX_CPU_QUOTA;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +36,16 @@ pub enum Program {
     SelfExe(Vec<String>),
     /// Any program: argv[0] looked up in PATH.
     Command(Vec<String>),
+}
+
+impl std::fmt::Display for Program {
+    /// As a person would type it: `schedlab hackbench -g 10`, `make -j4`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Program::SelfExe(args) => write!(f, "`schedlab {}`", args.join(" ")),
+            Program::Command(argv) => write!(f, "`{}`", argv.join(" ")),
+        }
+    }
 }
 
 /// A workload about to be started.
@@ -148,10 +90,10 @@ impl Running {
     pub fn set_knobs(&mut self, new: &Knobs) -> Result<usize> {
         let changed = {
             let scope = match &self.cgroup {
-                Some(g) => knobs::Scope::Cgroup(g),
-                None => knobs::Scope::ProcessGroup(self.pgid()),
+                Some(g) => change::Scope::Cgroup(g),
+                None => change::Scope::ProcessGroup(self.pgid()),
             };
-            knobs::apply(&scope, &knobs::Change::between(&self.knobs, new))?
+            change::apply(&scope, &change::Change::between(&self.knobs, new))?
         };
         match (&self.knobs.placement, &new.placement) {
             (a, b) if a == b => {}
@@ -324,13 +266,15 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
     let child = cmd.spawn().map_err(|err| {
         let what = match err.raw_os_error() {
             Some(libc::EPERM) if policy.is_realtime() || nice < 0 => format!(
-                "{}: not permitted to set {:?} policy / nice {} (needs root or CAP_SYS_NICE)",
-                spec.name, policy, nice
+                "{}: not permitted to set the {} policy / nice {} (needs root or CAP_SYS_NICE)",
+                spec.name,
+                policy.word(),
+                nice
             ),
             Some(libc::EINVAL) if pinned => {
                 format!("{}: CPU affinity names no usable CPU", spec.name)
             }
-            _ => format!("{}: cannot start {:?}", spec.name, spec.program),
+            _ => format!("{}: cannot start {}", spec.name, spec.program),
         };
         anyhow::Error::new(err).context(what)
     })?;
@@ -458,7 +402,7 @@ impl ChildSetup {
                         0
                     },
                 };
-                if libc::sched_setscheduler(0, self.policy.as_libc(), &param) < 0 {
+                if libc::sched_setscheduler(0, policy_number(self.policy), &param) < 0 {
                     return fail();
                 }
             }
@@ -477,9 +421,20 @@ fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd)> {
     pipe2(OFlag::O_CLOEXEC).context("pipe2 for a lifeline")
 }
 
+/// The kernel's number for a policy (sched_setscheduler).
+fn policy_number(p: Policy) -> libc::c_int {
+    match p {
+        Policy::Other => libc::SCHED_OTHER,
+        Policy::Batch => libc::SCHED_BATCH,
+        Policy::Idle => libc::SCHED_IDLE,
+        Policy::Fifo => libc::SCHED_FIFO,
+        Policy::Rr => libc::SCHED_RR,
+    }
+}
+
 /// A CPU set holding `cpus`, checked against the machine.
 pub fn cpu_set(cpus: &[usize]) -> Result<CpuSet> {
-    let online = online_cpus();
+    let online = usable_cpus();
     let mut set = CpuSet::new();
     if cpus.is_empty() {
         bail!("an empty CPU list");
@@ -497,8 +452,8 @@ pub fn cpu_set(cpus: &[usize]) -> Result<CpuSet> {
     Ok(set)
 }
 
-/// CPUs this process may use (its affinity), which is what a workload can get.
-pub fn online_cpus() -> usize {
+/// How many CPUs this process may use (its affinity), which is what a workload can get.
+pub fn usable_cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

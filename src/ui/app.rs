@@ -10,10 +10,9 @@ use ratatui::layout::Rect;
 pub use crate::engine::runs::RunResult;
 use crate::engine::runs::RunTracker;
 use crate::engine::{Command, Event, Playback, ReplayStatus};
+use crate::knobs::{Knobs, Placement, Policy};
 use crate::model::{Frame, WorkloadFrame, WorkloadState};
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::knobs::placement_words;
-use crate::supervisor::{Knobs, Placement, Policy};
 
 use super::form::Form;
 use super::history::{MachineSeries, Point, Series};
@@ -479,10 +478,7 @@ impl App {
                 _ => Policy::Other,
             };
             k.rt_priority = 0;
-            Ok(format!(
-                "policy {} (fifo and rr: e)",
-                crate::supervisor::knobs::policy_name(k.policy)
-            ))
+            Ok(format!("policy {} (fifo and rr: e)", k.policy.word()))
         });
     }
 
@@ -493,7 +489,7 @@ impl App {
                 Placement::OwnSession => Placement::Cgroup { weight: 100 },
                 Placement::Cgroup { .. } => Placement::Shared,
             };
-            Ok(format!("restarting in {}", placement_words(&k.placement)))
+            Ok(format!("restarting in {}", k.placement.words()))
         });
     }
 
@@ -569,7 +565,7 @@ impl App {
             self.mode = Mode::Normal;
             return;
         };
-        match super::picker::knobs_from(&form) {
+        match super::picker::knobs_from(&form, crate::supervisor::usable_cpus()) {
             Ok(knobs) => {
                 if w.finite() {
                     w.looping = form.toggle("loop");

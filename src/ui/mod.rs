@@ -104,7 +104,7 @@ pub fn run(
         .context("starting the input thread")?;
     drop(tx);
 
-    let cpus = crate::supervisor::online_cpus();
+    let cpus = crate::supervisor::usable_cpus();
     let mut app = App::new(scenario.name.clone(), interval, cpus, Theme::from_env());
     let result = (|| -> Result<()> {
         loop {

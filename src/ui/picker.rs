@@ -2,11 +2,11 @@
 //! then a form with its parameters and knobs, which becomes a `WorkloadDecl`. The knob part
 //! of the form is also the editor for a running workload's knobs.
 
-use crate::scenario::WorkloadDecl;
-use crate::supervisor::knobs::{format_cpu_list, parse_cpu_list, policy_name};
-use crate::supervisor::{
-    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
+use crate::knobs::{
+    cpus_text, parse_cpus, Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT,
+    MAX_CPU_QUOTA, NICE, RT_PRIORITY,
 };
+use crate::scenario::WorkloadDecl;
 use crate::workload::registry::{self, Absent, Ends, Kind, Param, Ty, Value, WorkloadKind};
 
 use super::form::{Field, Form};
@@ -83,7 +83,7 @@ impl Template {
             .map(|p| field_value(p, form))
             .collect::<Result<Vec<_>, _>>()?;
         let kind = kind.build(values);
-        let knobs = knobs_from(form)?;
+        let knobs = knobs_from(form, crate::supervisor::usable_cpus())?;
         let wanted = form.text("name");
         let base = if wanted.is_empty() {
             match &kind {
@@ -156,10 +156,9 @@ fn field_value(p: &Param, form: &Form) -> Result<Value, String> {
 
 /// The knob fields, filled from `k`.
 pub fn knob_fields(k: &Knobs) -> Vec<Field> {
-    let (placement, weight) = match k.placement {
-        Placement::Shared => ("shared session", DEFAULT_CGROUP_WEIGHT),
-        Placement::OwnSession => ("own session", DEFAULT_CGROUP_WEIGHT),
-        Placement::Cgroup { weight } => ("own cgroup", weight),
+    let weight = match k.placement {
+        Placement::Cgroup { weight } => weight,
+        _ => DEFAULT_CGROUP_WEIGHT,
     };
     vec![
         Field::text(
@@ -171,8 +170,8 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
         Field::choice(
             "policy",
             "policy",
-            &["other", "batch", "idle", "fifo", "rr"],
-            policy_name(k.policy),
+            &Policy::words(),
+            k.policy.word(),
             "fifo and rr are real-time: they need root or CAP_SYS_NICE",
         ),
         Field::text(
@@ -184,17 +183,14 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
         Field::text(
             "affinity",
             "CPUs",
-            k.affinity
-                .as_deref()
-                .map(format_cpu_list)
-                .unwrap_or_default(),
+            k.affinity.as_deref().map(cpus_text).unwrap_or_default(),
             "empty: every CPU; else e.g. 0 or 0,1 or 0-3",
         ),
         Field::choice(
             "placement",
             "placement",
-            &["shared session", "own session", "own cgroup"],
-            placement,
+            &Placement::FORM_WORDS,
+            k.placement.form_word(),
             "shared: one autogroup with the others; own session: its own autogroup",
         ),
         Field::text(
@@ -212,15 +208,10 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
     ]
 }
 
-/// Knobs from the knob fields of `form`.
-pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
-    let policy = match form.choice("policy") {
-        "batch" => Policy::Batch,
-        "idle" => Policy::Idle,
-        "fifo" => Policy::Fifo,
-        "rr" => Policy::Rr,
-        _ => Policy::Other,
-    };
+/// Knobs from the knob fields of `form`, its CPUs among the `cpus` schedlab may use: every
+/// mistake is found here, while the form is still open with what was typed.
+pub fn knobs_from(form: &Form, cpus: usize) -> Result<Knobs, String> {
+    let policy = Policy::from_word(form.choice("policy")).unwrap_or_default();
     let rt_priority = if policy.is_realtime() {
         form.number::<u8>("rtprio", RT_PRIORITY)?
     } else {
@@ -228,21 +219,20 @@ pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
     };
     let affinity = match form.text("affinity") {
         "" => None,
-        text => Some(parse_cpu_list(text).map_err(|e| format!("CPUs: {e}"))?),
+        text => Some(parse_cpus(text, cpus).map_err(|e| format!("CPUs: {e}"))?),
     };
-    let placement = match form.choice("placement") {
-        "own session" => Placement::OwnSession,
-        "own cgroup" => Placement::Cgroup {
+    let placement = match Placement::from_word(form.choice("placement"), 0) {
+        Some(Placement::Cgroup { .. }) => Placement::Cgroup {
             weight: form.number("weight", CGROUP_WEIGHT)?,
         },
-        _ => Placement::Shared,
+        p => p.unwrap_or_default(),
     };
     let cpu_quota = match form.text("quota") {
         "" => None,
         _ if !matches!(placement, Placement::Cgroup { .. }) => {
             return Err("cpu quota %: applies only to an own cgroup".into())
         }
-        _ => Some(form.number("quota", 1..=crate::supervisor::MAX_CPU_QUOTA)?),
+        _ => Some(form.number("quota", 1..=MAX_CPU_QUOTA)?),
     };
     Ok(Knobs {
         nice: form.number("nice", NICE)?,
@@ -379,12 +369,12 @@ mod tests {
             cpu_quota: None,
         };
         let form = Form::new("k", knob_fields(&k));
-        assert_eq!(knobs_from(&form).unwrap(), k);
+        assert_eq!(knobs_from(&form, 2).unwrap(), k);
         let quota = Knobs {
             cpu_quota: Some(20),
             ..k
         };
         let form = Form::new("k", knob_fields(&quota));
-        assert_eq!(knobs_from(&form).unwrap(), quota);
+        assert_eq!(knobs_from(&form, 2).unwrap(), quota);
     }
 }

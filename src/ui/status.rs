@@ -9,7 +9,6 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame as TermFrame;
 
 use crate::model::{Accounting, WorkloadFrame, WorkloadState};
-use crate::supervisor::knobs::placement_words;
 use crate::supervisor::Program;
 
 use super::app::{App, WorkloadView};
@@ -236,7 +235,7 @@ pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
             " │ {} │ {} │ {}{}",
             command_line(w),
             knobs_words(w),
-            placement_words(&w.decl.knobs.placement),
+            w.decl.knobs.placement.words(),
             group
         )),
     ];

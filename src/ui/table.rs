@@ -10,8 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame as TermFrame;
 
+use crate::knobs::cpus_text;
 use crate::model::{Cause, Latency, WorkloadFrame, WorkloadState};
-use crate::supervisor::knobs::{placement_words, policy_name};
 
 use super::app::{App, TableGeometry, WorkloadView};
 use super::fmt::{clip, pct, si};
@@ -269,10 +269,7 @@ fn workload_cell<'a>(
         Col::Weight => live.map_or_else(dash, |f| num(super::fmt::weight(f.weight))),
         Col::Knobs => Cell::from(clip(&knobs_words(w), width as usize)),
         Col::Group => Cell::from(clip(
-            &live.map_or_else(
-                || placement_words(&w.decl.knobs.placement),
-                |f| f.group.clone(),
-            ),
+            &live.map_or_else(|| w.decl.knobs.placement.words(), |f| f.group.clone()),
             width as usize,
         )),
         Col::LastRun => Cell::from(match w.runs.last() {
@@ -312,15 +309,12 @@ pub fn knobs_words(w: &WorkloadView) -> String {
     let k = &w.decl.knobs;
     let mut parts = vec![format!("nice {}", k.nice)];
     parts.push(if k.policy.is_realtime() {
-        format!("{} {}", policy_name(k.policy), k.rt_priority)
+        format!("{} {}", k.policy.word(), k.rt_priority)
     } else {
-        policy_name(k.policy).to_string()
+        k.policy.word().to_string()
     });
     if let Some(cpus) = &k.affinity {
-        parts.push(format!(
-            "cpu {}",
-            crate::supervisor::knobs::format_cpu_list(cpus)
-        ));
+        parts.push(format!("cpu {}", cpus_text(cpus)));
     }
     parts.join(" ")
 }

@@ -137,7 +137,7 @@ pub fn main(args: Args) -> Result<()> {
     let program = exec_program(&args)?;
     args.placement.apply()?;
     let n = match args.forkers {
-        Forkers::Cpus => crate::supervisor::online_cpus(),
+        Forkers::Cpus => crate::supervisor::usable_cpus(),
         Forkers::N(n) => n as usize,
     };
 

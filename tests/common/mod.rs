@@ -11,9 +11,10 @@ pub mod wait;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use schedlab::knobs::Knobs;
 use schedlab::model::{Frame, MachineFrame, WorkloadFrame, WorkloadState};
 use schedlab::scenario::WorkloadDecl;
-use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program, Running};
+use schedlab::supervisor::{spawn, LaunchSpec, Program, Running};
 use schedlab::workload::registry::WorkloadKind;
 
 /// The command succeeded; its stderr says why not.

@@ -626,7 +626,7 @@ impl Setting {
         match self {
             Setting::Count(n) => Value::Count(Some(n)),
             Setting::UsableCpus => {
-                Value::Count(Some(crate::supervisor::online_cpus().max(1) as u32))
+                Value::Count(Some(crate::supervisor::usable_cpus().max(1) as u32))
             }
             Setting::Word(w) => Value::Word(w),
         }
