@@ -336,7 +336,9 @@ impl Cause {
     }
 }
 
-fn weight_text(w: f64) -> String {
+/// A scheduling weight as the kernel writes it (1024 for nice 0), or with one decimal when
+/// it has a fraction; the details line and the table's WEIGHT both print it so.
+pub fn weight_text(w: f64) -> String {
     if (w - w.round()).abs() < 0.05 {
         format!("{}", w.round() as i64)
     } else {

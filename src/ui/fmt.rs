@@ -70,15 +70,6 @@ pub fn span(secs: f64) -> String {
     }
 }
 
-/// A scheduling weight: whole numbers as the kernel writes them (1024 for nice 0).
-pub fn weight(w: f64) -> String {
-    if w.is_finite() && w < 999_999.5 {
-        format!("{w:.0}")
-    } else {
-        si(w)
-    }
-}
-
 /// A latency in µs as at most 5 characters with its unit: 2.6µs, 29µs, 931µs, 1.2ms, 12ms,
 /// 931ms, 1.2s, 137s.
 pub fn latency(us: f64) -> String {

@@ -11,7 +11,8 @@ use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame as TermFrame;
 
 use crate::knobs::cpus_text;
-use crate::model::{Cause, Latency, WorkloadFrame, WorkloadState};
+use crate::model::frame::weight_text;
+use crate::model::{Cause, Due, Latency, WorkloadFrame, WorkloadState};
 
 use super::app::{App, TableGeometry, WorkloadView};
 use super::fmt::{clip, pct, si};
@@ -266,7 +267,7 @@ fn workload_cell<'a>(
         Col::P999 => latency_cell(live, |l| l.p999_us),
         Col::WaitSlice => live.map_or_else(dash, |f| num(micros(f.wait_per_slice_us))),
         Col::Demand => live.map_or_else(dash, |f| num(pct(f.cpu_demand))),
-        Col::Weight => live.map_or_else(dash, |f| num(super::fmt::weight(f.weight))),
+        Col::Weight => live.map_or_else(dash, |f| num(weight_text(shown_weight(f)))),
         Col::Knobs => Cell::from(clip(&knobs_words(w), width as usize)),
         Col::Group => Cell::from(clip(
             &live.map_or_else(|| w.decl.knobs.placement.words(), |f| f.group.clone()),
@@ -279,6 +280,15 @@ fn workload_cell<'a>(
             ),
             None => String::new(),
         }),
+    }
+}
+
+/// The weight its due share was counted with, as the details line says it (its group's when
+/// it is alone in one); the model's sum over its tasks when its due share is no weight's.
+fn shown_weight(f: &WorkloadFrame) -> f64 {
+    match f.due {
+        Due::Share { weight, .. } => weight,
+        _ => f.weight,
     }
 }
 
@@ -322,6 +332,31 @@ pub fn knobs_words(w: &WorkloadView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weight_is_the_details_figure_and_never_minus_zero() {
+        let mut f = WorkloadFrame {
+            weight: 2048.0,
+            due: Due::Share {
+                weight: 4096.0,
+                of_weight: 5120.0,
+                pool: 2.0,
+                pool_name: "its group".into(),
+                wants: 4.0,
+            },
+            ..WorkloadFrame::default()
+        };
+        assert_eq!(weight_text(shown_weight(&f)), "4096");
+        assert!(
+            f.due.text().contains("weight 4096/5120"),
+            "{}",
+            f.due.text()
+        );
+        // An empty sum of f64 is -0.0.
+        f.due = Due::Nothing;
+        f.weight = std::iter::empty::<f64>().sum();
+        assert_eq!(weight_text(shown_weight(&f)), "0");
+    }
 
     #[test]
     fn required_columns_fit_in_80() {
