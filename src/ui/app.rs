@@ -61,6 +61,8 @@ pub enum Mode {
     EditKnobs(u32, Form),
     /// The last stderr lines of a failed workload.
     Stderr(u32),
+    /// The last messages, in full.
+    Messages,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -92,7 +94,10 @@ pub struct App {
     /// The Frame on screen while frozen.
     pub frozen: Option<Frame>,
     pub mode: Mode,
+    /// The message the bottom line shows until it fades.
     pub message: Option<Message>,
+    /// The last messages, oldest first, for the key that shows them in full.
+    pub messages: Vec<Message>,
     pub quit: bool,
     /// Commands for the engine, drained by the main loop.
     pub outbox: Vec<Command>,
@@ -110,9 +115,13 @@ pub struct App {
     /// drawing.
     pub chart_width: Cell<u16>,
     next_slot: usize,
-    /// Loop settings of workloads asked for and not yet added, by name.
-    pending_loops: Vec<(String, bool)>,
+    /// Workloads the person asked for and the engine has not added yet, by name, with their
+    /// loop setting: once added, each is selected.
+    asked: Vec<(String, bool)>,
 }
+
+/// Messages kept for the key that shows them in full.
+const MESSAGES_KEPT: usize = 20;
 
 /// From this width the latency panel is beside the three charts unless hidden: four panels
 /// of 35 columns still hold a y axis and a minute of points.
@@ -138,6 +147,7 @@ impl App {
             frozen: None,
             mode: Mode::Normal,
             message: None,
+            messages: Vec::new(),
             quit: false,
             outbox: Vec::new(),
             pending_remove: None,
@@ -147,7 +157,7 @@ impl App {
             cpu_view: false,
             chart_width: Cell::new(0),
             next_slot: 0,
-            pending_loops: Vec::new(),
+            asked: Vec::new(),
         }
     }
 
@@ -183,7 +193,31 @@ impl App {
 
     fn say(&mut self, text: String, error: bool) {
         let until = self.now() + if error { 15.0 } else { 6.0 };
-        self.message = Some(Message { text, error, until });
+        let message = Message { text, error, until };
+        if self.messages.len() == MESSAGES_KEPT {
+            self.messages.remove(0);
+        }
+        self.messages.push(message.clone());
+        self.message = Some(message);
+    }
+
+    /// A replay shows what was recorded: a key that would start, stop or change a workload
+    /// says so at once instead of opening its form.
+    fn live_only(&mut self) -> bool {
+        if self.replay.is_some() {
+            self.error("a replay shows what was recorded: its workloads and knobs cannot change");
+            return false;
+        }
+        true
+    }
+
+    /// Shows the last messages in full.
+    pub fn open_messages(&mut self) {
+        if self.messages.is_empty() {
+            self.notice("no messages yet");
+        } else {
+            self.mode = Mode::Messages;
+        }
     }
 
     /// Takes in what the engine sent.
@@ -238,21 +272,25 @@ impl App {
         if self.workloads.iter().any(|w| w.id == id) {
             return;
         }
-        let looping = self
-            .pending_loops
+        let asked = self
+            .asked
             .iter()
             .position(|(n, _)| *n == decl.name)
-            .map(|i| self.pending_loops.remove(i).1);
+            .map(|i| self.asked.remove(i).1);
         self.workloads.push(WorkloadView {
             id,
             decl,
             slot: self.next_slot,
             series: Series::default(),
-            looping: looping.unwrap_or(false),
+            looping: asked.unwrap_or(false),
             runs: Vec::new(),
             run: RunTracker::default(),
         });
         self.next_slot += 1;
+        // The one just asked for is the one the next key is about (a nice step, a stop).
+        if asked.is_some() {
+            self.selected = self.workloads.len() - 1;
+        }
     }
 
     pub fn on_frame(&mut self, frame: Frame) {
@@ -382,6 +420,9 @@ impl App {
 
     /// Start a stopped or finished workload; stop a running one.
     pub fn toggle_run(&mut self) {
+        if !self.live_only() {
+            return;
+        }
         let Some(w) = self.selected_view() else {
             return;
         };
@@ -400,6 +441,9 @@ impl App {
     }
 
     pub fn restart(&mut self) {
+        if !self.live_only() {
+            return;
+        }
         if let Some(w) = self.selected_view() {
             let (id, name) = (w.id, w.decl.name.clone());
             self.outbox.push(Command::Restart(id));
@@ -409,6 +453,9 @@ impl App {
 
     /// The first press asks, the second removes.
     pub fn remove(&mut self) {
+        if !self.live_only() {
+            return;
+        }
         let Some(w) = self.selected_view() else {
             return;
         };
@@ -423,6 +470,9 @@ impl App {
     }
 
     pub fn toggle_loop(&mut self) {
+        if !self.live_only() {
+            return;
+        }
         let Some(w) = self.workloads.get_mut(self.selected) else {
             return;
         };
@@ -442,6 +492,9 @@ impl App {
 
     /// Sends new knobs for the selected workload.
     pub fn set_knobs(&mut self, change: impl FnOnce(&mut Knobs) -> Result<String, String>) {
+        if !self.live_only() {
+            return;
+        }
         let Some(w) = self.workloads.get_mut(self.selected) else {
             return;
         };
@@ -510,6 +563,9 @@ impl App {
     }
 
     pub fn open_picker(&mut self) {
+        if !self.live_only() {
+            return;
+        }
         self.mode = Mode::Picker(0);
     }
 
@@ -526,6 +582,9 @@ impl App {
     }
 
     pub fn open_knob_editor(&mut self) {
+        if !self.live_only() {
+            return;
+        }
         let Some(w) = self.selected_view() else {
             return;
         };
@@ -548,8 +607,7 @@ impl App {
         match template.decl(&form, &taken) {
             Ok(decl) => {
                 self.notice(format!("starting {}", decl.name));
-                self.pending_loops
-                    .push((decl.name.clone(), form.toggle("loop")));
+                self.asked.push((decl.name.clone(), form.toggle("loop")));
                 self.outbox.push(Command::Add(decl));
                 self.mode = Mode::Normal;
             }

@@ -20,7 +20,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     ("View", "+  -", "longer / shorter sampling interval"),
     ("View", "z  Z   <  >", "zoom the time window in / out"),
     ("View", "L  c", "latency panel / per-CPU view: show or hide"),
-    ("View", "?", "this help"),
+    ("View", "?  m", "this help / the last messages, in full"),
     ("Workloads", "a", "add a workload from the picker"),
     ("Workloads", "s", "stop it, or start it again"),
     ("Workloads", "r", "restart it"),
@@ -76,8 +76,8 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
     let pending_remove = app.pending_remove.take();
     match std::mem::take(&mut app.mode) {
         Mode::Normal => normal_key(app, key, pending_remove),
-        // Any key closes the help, and a failed workload's stderr.
-        Mode::Help | Mode::Stderr(_) => {}
+        // Any key closes the help, a failed workload's stderr and the messages.
+        Mode::Help | Mode::Stderr(_) | Mode::Messages => {}
         Mode::Picker(i) => {
             let n = TEMPLATES.len();
             app.mode = match key.code {
@@ -141,6 +141,7 @@ fn normal_key(app: &mut App, key: KeyEvent, pending_remove: Option<u32>) {
         }
         KeyCode::Char('o') => app.toggle_loop(),
         KeyCode::Char('v') => app.open_stderr(),
+        KeyCode::Char('m') => app.open_messages(),
         KeyCode::Char('e') | KeyCode::Enter => app.open_knob_editor(),
         KeyCode::Char('[') | KeyCode::F(7) => app.nice_step(-1),
         KeyCode::Char(']') | KeyCode::F(8) => app.nice_step(1),

@@ -182,6 +182,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
         Mode::NewWorkload(_, form) => popup::draw_form(f, area, app, form, "start"),
         Mode::EditKnobs(_, form) => popup::draw_form(f, area, app, form, "apply"),
         Mode::Stderr(id) => status::draw_stderr(f, area, app, *id),
+        Mode::Messages => status::draw_messages(f, area, app),
     }
 }
 

@@ -19,19 +19,24 @@ pub struct Template(usize);
 pub static TEMPLATES: std::sync::LazyLock<Vec<Template>> =
     std::sync::LazyLock::new(|| (0..registry::KINDS.len()).map(Template).collect());
 
-/// The keys that open a line's form at once: the first ten lines have one each.
-pub const KEYS: [char; 10] = ['1', '2', '3', '4', '5', '6', '7', '8', '9', '0'];
-
 impl Template {
-    /// The line a key opens, if any.
+    /// The line a key opens at once: 1-9 the first nine, 0 the last (so that ten lines all
+    /// have a key; a test keeps the registry at ten kinds or fewer).
     pub fn of_key(c: char) -> Option<Template> {
-        let i = KEYS.iter().position(|k| *k == c)?;
-        TEMPLATES.get(i).copied()
+        match c {
+            '0' => TEMPLATES.last().copied(),
+            '1'..='9' => TEMPLATES.get(c as usize - '1' as usize).copied(),
+            _ => None,
+        }
     }
 
-    /// Its key, if it has one.
+    /// Its key in the list: its number among the first nine, else 0 for the last line.
     pub fn key(self) -> Option<char> {
-        KEYS.get(self.0).copied()
+        match self.0 {
+            i @ 0..=8 => char::from_digit(i as u32 + 1, 10),
+            i if i + 1 == TEMPLATES.len() => Some('0'),
+            _ => None,
+        }
     }
 
     /// The kind it starts.
@@ -317,13 +322,16 @@ mod tests {
     fn every_line_has_a_key() {
         assert_eq!(TEMPLATES.len(), registry::KINDS.len());
         assert!(
-            TEMPLATES.len() <= KEYS.len(),
+            TEMPLATES.len() <= 10,
             "a kind past the tenth would have no key in the picker"
         );
-        for (t, k) in TEMPLATES.iter().zip(KEYS) {
+        for t in TEMPLATES.iter() {
+            let k = t
+                .key()
+                .unwrap_or_else(|| panic!("{} has no key", t.label()));
             assert_eq!(Template::of_key(k), Some(*t));
-            assert_eq!(t.key(), Some(k));
         }
+        assert_eq!(Template::of_key('0'), TEMPLATES.last().copied());
     }
 
     /// The registry's test-only kind (workload/registry/toy.rs) is offered with nothing

@@ -366,10 +366,20 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
     let room = area.width as usize;
     if let Some(m) = &app.message {
         let style = if m.error { t.error() } else { t.warn() };
-        f.render_widget(
-            Paragraph::new(clip_line(vec![Span::styled(m.text.clone(), style)], room)),
-            area,
-        );
+        // Too long for the line: cut, with the key that shows it whole.
+        const MORE: &str = " m: all";
+        let line = if m.text.chars().count() > room {
+            clip_line(
+                vec![
+                    Span::styled(clip(&m.text, room.saturating_sub(MORE.len())), style),
+                    Span::styled(MORE, t.key()),
+                ],
+                room,
+            )
+        } else {
+            Line::from(Span::styled(m.text.clone(), style))
+        };
+        f.render_widget(Paragraph::new(line), area);
         return;
     }
     let replay_hints: &[(&str, &str)] = &[
@@ -418,20 +428,41 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
 
 /// The last lines a failed workload wrote on stderr, over the dashboard (any key closes it).
 pub fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
-    use ratatui::widgets::{Block, Borders, Clear, Wrap};
-    let t = &app.theme;
     let Some(wf) = app.frame_of(id) else {
         return;
     };
+    let lines = wf.stderr.iter().map(|l| Line::raw(l.clone())).collect();
+    draw_lines(
+        f,
+        area,
+        app,
+        &format!(" {}: its last lines on stderr ", wf.name),
+        lines,
+    );
+}
+
+/// The last messages, each in full, the newest last (any key closes it).
+pub fn draw_messages(f: &mut TermFrame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let lines = app
+        .messages
+        .iter()
+        .map(|m| {
+            let style = if m.error { t.error() } else { Style::new() };
+            Line::from(Span::styled(m.text.clone(), style))
+        })
+        .collect();
+    draw_lines(f, area, app, " the last messages ", lines);
+}
+
+/// `lines` in a box over the dashboard, long ones wrapped, with a closing hint.
+fn draw_lines(f: &mut TermFrame, area: Rect, app: &App, title: &str, mut lines: Vec<Line>) {
+    use ratatui::widgets::{Block, Borders, Clear, Wrap};
+    let t = &app.theme;
     let w = area.width.saturating_sub(4).min(100);
     let inner = w.saturating_sub(2).max(1) as usize;
     // Rows once long lines wrap (roughly: by characters), plus the hint and the borders.
-    let rows: usize = wf
-        .stderr
-        .iter()
-        .map(|l| l.chars().count().div_ceil(inner).max(1))
-        .sum();
-    let mut lines: Vec<Line> = wf.stderr.iter().map(|l| Line::raw(l.clone())).collect();
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(" any key closes", t.dim())));
     let h = (rows as u16 + 4).min(area.height);
@@ -440,15 +471,15 @@ pub fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.border())
-        .title(Span::styled(
-            format!(" {}: its last lines on stderr ", wf.name),
-            t.title(),
-        ))
+        .title(Span::styled(title.to_string(), t.title()))
         .style(t.popup());
+    // The newest lines are the ones to keep in view when they do not all fit.
+    let hidden = (rows + 2).saturating_sub(h.saturating_sub(2) as usize);
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
-            .wrap(Wrap { trim: false }),
+            .wrap(Wrap { trim: false })
+            .scroll((hidden as u16, 0)),
         popup,
     );
 }
