@@ -858,3 +858,27 @@ fn long_messages_can_be_read_in_full() {
     key(&mut app, KeyCode::Char('x'));
     assert_eq!(app.mode, Mode::Normal);
 }
+
+/// Without colour at 80 columns each chart names its lines under it, by the shape each
+/// workload's lines are drawn in, which the table's rows show too.
+#[test]
+fn no_color_charts_have_a_legend_at_80_columns() {
+    let mut app = seed_app();
+    app.theme = Theme { colour: false };
+    let text = text_of(&screen(&app, 80, 24));
+    assert!(text.contains("⣿ ref-job"), "{text}");
+    assert!(text.contains("█ fork_load"), "{text}");
+    let legends = text
+        .lines()
+        .filter(|l| l.contains("⣿ref-job █fork_load"))
+        .count();
+    assert_eq!(
+        legends, 1,
+        "one line of legends under the three charts:\n{text}"
+    );
+    let under = text
+        .lines()
+        .find(|l| l.contains("⣿ref-job █fork_load"))
+        .unwrap();
+    assert_eq!(under.matches("⣿ref-job █fork_load").count(), 3, "{text}");
+}

@@ -228,7 +228,7 @@ fn workload_cell<'a>(
                 (width as usize).saturating_sub(2 + mark.chars().count()),
             );
             Cell::from(Line::from(vec![
-                Span::styled("■ ", colour),
+                Span::styled(format!("{} ", app.theme.mark(w.slot)), colour),
                 Span::styled(name, colour),
                 Span::raw(mark),
             ]))

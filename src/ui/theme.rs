@@ -3,6 +3,15 @@
 //! verdict is also spelled out, and selection uses reverse video.
 
 use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
+
+/// Without colour, each workload's chart lines have a shape of their own, and the same shape
+/// names it in legends and in the table: braille dots, full blocks, lower half blocks.
+const SHAPES: [(Marker, &str); 3] = [
+    (Marker::Braille, "⣿"),
+    (Marker::Block, "█"),
+    (Marker::Bar, "▄"),
+];
 
 /// Workload colours: distinct on dark and light terminals, none of them the verdict red.
 const PALETTE: [Color; 8] = [
@@ -46,6 +55,26 @@ impl Theme {
     /// The colour of workload number `slot` (its order of arrival), in every panel.
     pub fn workload(&self, slot: usize) -> Style {
         self.fg(PALETTE[slot % PALETTE.len()])
+    }
+
+    /// How workload `slot`'s chart lines are drawn: braille in its colour; without colour,
+    /// in a shape of its own.
+    pub fn marker(&self, slot: usize) -> Marker {
+        if self.colour {
+            Marker::Braille
+        } else {
+            SHAPES[slot % SHAPES.len()].0
+        }
+    }
+
+    /// What names workload `slot` in a legend or its table row: ■ in its colour; without
+    /// colour, the shape of its lines.
+    pub fn mark(&self, slot: usize) -> &'static str {
+        if self.colour {
+            "■"
+        } else {
+            SHAPES[slot % SHAPES.len()].1
+        }
     }
 
     pub fn verdict(&self, v: Verdict) -> Style {
