@@ -330,7 +330,8 @@ impl Load {
             },
             start_delay: 0.0,
             duration: None,
-        })?;
+        })
+        .context("starting the load")?;
         crate::engine::live::publish_live(&lab);
         let (commands, rx) = mpsc::channel();
         let (samples_tx, samples) = mpsc::channel();

@@ -343,7 +343,7 @@ fn run_once(
     for d in &sc.workloads {
         let added = lab.add(d.clone());
         crate::engine::live::publish_live(&lab);
-        added.with_context(|| format!("cannot start workload {}", d.name))?;
+        added.context("cannot start a workload")?;
     }
     let mut repeat = Repeat {
         plan,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::schedule::Schedule;
 use crate::model::{Frame, Model, WorkloadState};
@@ -120,7 +120,8 @@ impl Lab {
         Ok(lab)
     }
 
-    /// Declares a workload; it starts now or when its start delay is due. Returns its id.
+    /// Declares a workload; it starts now or when its start delay is due. Returns its id; an
+    /// error names it.
     pub fn add(&mut self, decl: WorkloadDecl) -> Result<u32> {
         if !decl.start_delay.is_finite() || decl.start_delay < 0.0 {
             anyhow::bail!("{}: start delay must be ≥ 0 seconds", decl.name);
@@ -146,7 +147,7 @@ impl Lab {
         };
         if entry.decl.start_delay == 0.0 {
             // Start now, so a bad command is reported to the caller at once.
-            start(&mut entry)?;
+            start(&mut entry).with_context(|| entry.decl.name.clone())?;
         }
         self.entries.push(entry);
         Ok(id)

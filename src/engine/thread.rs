@@ -115,7 +115,13 @@ fn answer(backend: &mut dyn Backend, cmd: Command) -> Vec<Event> {
     match cmd {
         Command::Add(decl) => match backend.add(decl.clone()) {
             Ok(id) => vec![Event::Added(id, decl)],
-            Err(e) => vec![Event::Error(format!("cannot add {}: {e:#}", decl.name))],
+            Err(e) => {
+                // Named once, whether or not the backend's error names it already.
+                let why = format!("{e:#}");
+                let prefix = format!("{}: ", decl.name);
+                let why = why.strip_prefix(&prefix).unwrap_or(&why);
+                vec![Event::Error(format!("cannot add {}: {why}", decl.name))]
+            }
         },
         // The next Frame shows a restart or a stop.
         Command::Restart(id) => match backend.restart(id) {
@@ -209,6 +215,42 @@ mod tests {
         fn live_groups(&self) -> Vec<LiveGroup> {
             Vec::new()
         }
+    }
+
+    /// A workload that cannot start is named once in the error, with what went wrong in
+    /// words (the Lab and the supervisor leave the name to the engine).
+    #[test]
+    fn a_failed_add_names_the_workload_once() {
+        let lab = crate::engine::lab::Lab::new(Duration::from_millis(100)).unwrap();
+        let mut events = Vec::new();
+        let (ctx, crx) = mpsc::channel();
+        let decl = WorkloadDecl {
+            name: "cpu-hog".into(),
+            kind: crate::workload::registry::WorkloadKind::Command {
+                argv: vec!["/nonexistent/prog".into()],
+            },
+            knobs: Knobs::default(),
+            start_delay: 0.0,
+            duration: None,
+        };
+        ctx.send(Command::Add(decl)).unwrap();
+        ctx.send(Command::Quit).unwrap();
+        Engine::new(Box::new(lab), Duration::from_secs(10)).run(crx, |e| {
+            events.push(e);
+            true
+        });
+        let error = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Error(text) => Some(text.clone()),
+                _ => None,
+            })
+            .expect("an error");
+        assert!(
+            error.starts_with("cannot add cpu-hog: `/nonexistent/prog` could not be run: "),
+            "{error}"
+        );
+        assert!(!error.contains("cpu-hog: cpu-hog"), "{error}");
     }
 
     #[test]

@@ -100,15 +100,12 @@ impl Running {
             (Placement::Cgroup { .. }, Placement::Cgroup { weight }) if self.cgroup.is_some() => {
                 self.cgroup.as_mut().unwrap().set_weight(*weight)?;
             }
-            _ => bail!("{}: a new placement needs a restart", self.name),
+            _ => bail!("a new placement needs a restart"),
         }
         if new.cpu_quota != self.knobs.cpu_quota {
             match self.cgroup.as_mut() {
                 Some(g) => g.set_quota(new.cpu_quota)?,
-                None => bail!(
-                    "{}: a CPU quota needs a cgroup of its own (placement cgroup)",
-                    self.name
-                ),
+                None => bail!("a CPU quota needs a cgroup of its own (placement cgroup)"),
             }
         }
         self.knobs = new.clone();
@@ -214,12 +211,12 @@ fn kill_group(pgid: u32, sig: Signal) {
     }
 }
 
-/// Starts a workload in a process group of its own, with its knobs applied before exec.
+/// Starts a workload in a process group of its own, with its knobs applied before exec. Its
+/// errors say what went wrong, not which workload: the caller knows that.
 pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
     if spec.knobs.policy.is_realtime() && !RT_PRIORITY.contains(&spec.knobs.rt_priority) {
         bail!(
-            "{}: real-time priority must be 1..99, not {}",
-            spec.name,
+            "real-time priority must be 1..99, not {}",
             spec.knobs.rt_priority
         );
     }
@@ -255,7 +252,7 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
         rt_priority: spec.knobs.rt_priority,
         cpuset: spec.knobs.affinity.as_deref().map(cpu_set).transpose()?,
     };
-    let (policy, nice, pinned) = (setup.policy, setup.nice, setup.cpuset.is_some());
+    let pinned = setup.cpuset.is_some();
     // SAFETY: the closure runs in the child between fork and exec and does only what
     // ChildSetup::in_child does: async-signal-safe system calls on values prepared here, no
     // allocation, no lock.
@@ -264,18 +261,7 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
     }
 
     let child = cmd.spawn().map_err(|err| {
-        let what = match err.raw_os_error() {
-            Some(libc::EPERM) if policy.is_realtime() || nice < 0 => format!(
-                "{}: not permitted to set the {} policy / nice {} (needs root or CAP_SYS_NICE)",
-                spec.name,
-                policy.word(),
-                nice
-            ),
-            Some(libc::EINVAL) if pinned => {
-                format!("{}: CPU affinity names no usable CPU", spec.name)
-            }
-            _ => format!("{}: cannot start {}", spec.name, spec.program),
-        };
+        let what = spawn_failure(spec, err.raw_os_error(), pinned);
         anyhow::Error::new(err).context(what)
     })?;
     drop(lifeline_r);
@@ -301,22 +287,34 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
     })
 }
 
+/// What a failed spawn means, in words: the child's setup before exec (its knobs) or the
+/// exec itself.
+fn spawn_failure(spec: &LaunchSpec, errno: Option<i32>, pinned: bool) -> String {
+    let (policy, nice) = (spec.knobs.policy, spec.knobs.nice);
+    match errno {
+        Some(libc::EPERM) if policy.is_realtime() || nice < 0 => format!(
+            "not permitted to set the {} policy / nice {nice} (needs root or CAP_SYS_NICE)",
+            policy.word(),
+        ),
+        Some(libc::EINVAL) if pinned => "its CPU affinity names no usable CPU".to_string(),
+        _ => format!("{} could not be run", spec.program),
+    }
+}
+
 /// The workload's own cgroup, when its placement asks for one.
 fn own_cgroup(spec: &LaunchSpec) -> Result<Option<WorkloadCgroup>> {
     match spec.knobs.placement {
         Placement::Cgroup { weight } => {
-            let mut g = WorkloadCgroup::create(&spec.name, weight).with_context(|| {
-                format!("{}: cannot place it in a cgroup of its own", spec.name)
-            })?;
+            let mut g = WorkloadCgroup::create(&spec.name, weight)
+                .context("cannot place it in a cgroup of its own")?;
             if spec.knobs.cpu_quota.is_some() {
                 g.set_quota(spec.knobs.cpu_quota)?;
             }
             Ok(Some(g))
         }
-        _ if spec.knobs.cpu_quota.is_some() => bail!(
-            "{}: a CPU quota needs a cgroup of its own (placement cgroup)",
-            spec.name
-        ),
+        _ if spec.knobs.cpu_quota.is_some() => {
+            bail!("a CPU quota needs a cgroup of its own (placement cgroup)")
+        }
         _ => Ok(None),
     }
 }
@@ -332,7 +330,7 @@ fn command(spec: &LaunchSpec) -> Result<Command> {
         }
         Program::Command(argv) => {
             let Some((first, rest)) = argv.split_first() else {
-                bail!("{}: empty command", spec.name);
+                bail!("an empty command");
             };
             let mut c = Command::new(first);
             c.args(rest);
@@ -512,6 +510,23 @@ pub(crate) mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(!alive(grandchild));
+    }
+
+    #[test]
+    fn spawn_errors_are_words_without_the_name_or_rust_debug_text() {
+        let mut spec = sh("w", "true", Knobs::default());
+        spec.program = Program::Command(vec!["/nonexistent/prog".into(), "-x".into()]);
+        let err = format!("{:#}", spawn(&spec).err().unwrap());
+        assert!(
+            err.starts_with("`/nonexistent/prog -x` could not be run: "),
+            "{err}"
+        );
+        spec.knobs.policy = Policy::Fifo;
+        spec.knobs.rt_priority = 1;
+        assert_eq!(
+            spawn_failure(&spec, Some(libc::EPERM), false),
+            "not permitted to set the fifo policy / nice 0 (needs root or CAP_SYS_NICE)"
+        );
     }
 
     #[test]

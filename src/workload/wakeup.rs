@@ -112,7 +112,10 @@ impl Plan {
             .map(|c| c as usize);
         if let Some(c) = timed_cpu {
             if !allowed.contains(&c) {
-                bail!("--cpu {c} is not one of the CPUs this process may use ({allowed:?})");
+                bail!(
+                    "--cpu {c} is not one of the CPUs this process may use ({})",
+                    crate::knobs::cpus_text(allowed)
+                );
             }
         }
         let waker_cpus = match timed_cpu {
