@@ -9,8 +9,7 @@ use schedlab::sys::lifeline;
 use schedlab::workload;
 
 /// Ends on a command line clap refused: help and version as clap prints them; a usage error
-/// in the one-line form of every other error (clap's tips folded in), then its usage line,
-/// exit 2.
+/// in one line, then its usage line, exit 2.
 fn usage_error(err: &clap::Error, command: Option<&str>) -> ! {
     use clap::error::ErrorKind;
     if matches!(
@@ -21,49 +20,10 @@ fn usage_error(err: &clap::Error, command: Option<&str>) -> ! {
     ) {
         err.exit();
     }
-    let known = |name: &str| {
-        cli::command()
-            .get_subcommands()
-            .any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
-    };
-    let who = match command.filter(|c| known(c)) {
-        Some(c) => format!("schedlab {c}"),
-        None => "schedlab".to_string(),
-    };
-    let (line, usage) = one_line(&err.render().to_string());
-    schedlab::errln!("{who}: error: {line}");
-    if let Some(usage) = usage {
-        schedlab::errln!("{usage} (more with --help)");
+    for line in cli::usage_lines(err, command) {
+        schedlab::errln!("{line}");
     }
-    std::process::exit(2)
-}
-
-/// clap's rendering (`error: ...`, indented details, `tip: ...` paragraphs, `Usage: ...`,
-/// `For more information ...`) as one line, and the usage line.
-fn one_line(rendered: &str) -> (String, Option<String>) {
-    let mut message = String::new();
-    let mut tips = Vec::new();
-    let mut usage = None;
-    for paragraph in rendered.split("\n\n") {
-        let mut lines = paragraph.lines().map(str::trim).filter(|l| !l.is_empty());
-        let Some(first) = lines.next() else { continue };
-        if let Some(text) = first.strip_prefix("error: ") {
-            message = text.to_string();
-            let details: Vec<&str> = lines.collect();
-            if !details.is_empty() {
-                let sep = if message.ends_with(':') { " " } else { "; " };
-                message = format!("{message}{sep}{}", details.join(", "));
-            }
-        } else if let Some(tip) = first.strip_prefix("tip: ") {
-            tips.push(tip.to_string());
-        } else if first.starts_with("Usage: ") && usage.is_none() {
-            usage = Some(first.to_string());
-        }
-    }
-    if !tips.is_empty() {
-        message = format!("{message} ({})", tips.join("; "));
-    }
-    (message, usage)
+    std::process::exit(cli::USAGE_STATUS.into())
 }
 
 fn main() -> ExitCode {
@@ -96,7 +56,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // One line, the whole chain of causes: scripts grep it, people read it.
             schedlab::errln!("schedlab {name}: error: {err:#}");
-            ExitCode::FAILURE
+            ExitCode::from(cli::exit_status(&err))
         }
     }
 }

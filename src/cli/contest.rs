@@ -26,7 +26,7 @@ use crate::probe::{Life, Sample, WorkloadSample};
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{self, LaunchSpec, Program};
 use crate::workload::refjob::children_cpu;
-use crate::workload::registry::params::REF_JOB;
+use crate::workload::registry::params::{refused, REF_JOB};
 use crate::workload::registry::{self, WorkloadKind};
 
 /// Arguments of `schedlab contest`.
@@ -72,7 +72,10 @@ pub fn load_kind(name: &str) -> Result<WorkloadKind> {
     registry::contest_load(name).ok_or_else(|| {
         let names = load_names();
         let (last, rest) = names.split_last().expect("contest has loads");
-        anyhow::anyhow!("unknown load {name:?}: use {} or {last}", rest.join(", "))
+        refused(format!(
+            "unknown load {name:?}: use {} or {last}",
+            rest.join(", ")
+        ))
     })
 }
 
@@ -131,7 +134,10 @@ pub fn main(args: Args) -> Result<()> {
         .map(|n| Ok((n.clone(), load_kind(n)?)))
         .collect::<Result<Vec<_>>>()?;
     if !(args.lead.is_finite() && args.lead >= 0.0) {
-        bail!("--lead must be a number of seconds, not {}", args.lead);
+        return Err(refused(format!(
+            "--lead must be a number of seconds, not {}",
+            args.lead
+        )));
     }
     let job = match &args.job {
         Some(cmd) => Program::Command(vec!["sh".into(), "-c".into(), cmd.clone()]),
@@ -139,11 +145,11 @@ pub fn main(args: Args) -> Result<()> {
             REF_JOB
                 .param("jobs")
                 .check_count(i64::from(args.jobs))
-                .map_err(anyhow::Error::msg)?;
+                .map_err(refused)?;
             REF_JOB
                 .param("work")
                 .check_amount(args.work)
-                .map_err(anyhow::Error::msg)?;
+                .map_err(refused)?;
             crate::workload::refjob::units_for(args.work)?;
             WorkloadKind::RefJob {
                 jobs: args.jobs,

@@ -15,6 +15,7 @@ use anyhow::Result;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::workload::registry;
+pub use crate::workload::registry::params::ArgumentError;
 
 #[derive(Parser)]
 #[command(
@@ -74,6 +75,78 @@ pub fn run(matches: &ArgMatches) -> Result<()> {
     }
 }
 
+/// The status of a command whose arguments were wrong: clap's, whoever found the mistake.
+pub const USAGE_STATUS: u8 = 2;
+
+/// The status a failed command ends with: [`USAGE_STATUS`] for a value its arguments gave
+/// that is not taken ([`ArgumentError`]), 1 for anything else.
+pub fn exit_status(err: &anyhow::Error) -> u8 {
+    if err.chain().any(|e| e.is::<ArgumentError>()) {
+        USAGE_STATUS
+    } else {
+        1
+    }
+}
+
+/// A usage error clap found, as schedlab writes every error: one line naming the command as
+/// typed (`schedlab tui: error: ...`, clap's tips folded in, std's parse errors in words),
+/// then clap's usage line when it has one.
+pub fn usage_lines(err: &clap::Error, typed: Option<&str>) -> Vec<String> {
+    let known = |name: &str| {
+        command()
+            .get_subcommands()
+            .any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
+    };
+    let who = match typed.filter(|c| known(c)) {
+        Some(c) => format!("schedlab {c}"),
+        None => "schedlab".to_string(),
+    };
+    let (line, usage) = one_line(&err.render().to_string());
+    let mut lines = vec![format!("{who}: error: {line}")];
+    lines.extend(usage.map(|u| format!("{u} (more with --help)")));
+    lines
+}
+
+/// std's words for a number that did not parse, as a person would say them.
+const PARSE_WORDS: [(&str, &str); 5] = [
+    ("invalid digit found in string", "not a whole number"),
+    ("invalid float literal", "not a number"),
+    ("cannot parse integer from empty string", "empty"),
+    ("number too large to fit in target type", "too large"),
+    ("number too small to fit in target type", "too small"),
+];
+
+/// clap's rendering (`error: ...`, indented details, `tip: ...` paragraphs, `Usage: ...`,
+/// `For more information ...`) as one line, and the usage line.
+fn one_line(rendered: &str) -> (String, Option<String>) {
+    let mut message = String::new();
+    let mut tips = Vec::new();
+    let mut usage = None;
+    for paragraph in rendered.split("\n\n") {
+        let mut lines = paragraph.lines().map(str::trim).filter(|l| !l.is_empty());
+        let Some(first) = lines.next() else { continue };
+        if let Some(text) = first.strip_prefix("error: ") {
+            message = text.to_string();
+            let details: Vec<&str> = lines.collect();
+            if !details.is_empty() {
+                let sep = if message.ends_with(':') { " " } else { "; " };
+                message = format!("{message}{sep}{}", details.join(", "));
+            }
+        } else if let Some(tip) = first.strip_prefix("tip: ") {
+            tips.push(tip.to_string());
+        } else if first.starts_with("Usage: ") && usage.is_none() {
+            usage = Some(first.to_string());
+        }
+    }
+    for (std_words, words) in PARSE_WORDS {
+        message = message.replace(std_words, words);
+    }
+    if !tips.is_empty() {
+        message = format!("{message} ({})", tips.join("; "));
+    }
+    (message, usage)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +159,28 @@ mod tests {
 
     /// The registry's test-only kind (workload/registry/toy.rs) is a subcommand, with its
     /// parameters' help and defaults, and nothing is written for it here.
+    #[test]
+    fn a_number_that_does_not_parse_is_said_in_words() {
+        let err = command()
+            .try_get_matches_from(["schedlab", "tui", "-i", "abc"])
+            .unwrap_err();
+        assert_eq!(
+            usage_lines(&err, Some("tui"))[0],
+            "schedlab tui: error: invalid value 'abc' for '--interval <INTERVAL>': not a \
+             whole number"
+        );
+    }
+
+    #[test]
+    fn argument_mistakes_end_with_clap_s_status() {
+        let m = command()
+            .try_get_matches_from(["schedlab", "toy", "--spins", "0"])
+            .unwrap();
+        let err = run(&m).unwrap_err().context("whatever came above");
+        assert_eq!(exit_status(&err), USAGE_STATUS);
+        assert_eq!(exit_status(&anyhow::anyhow!("the disk is full")), 1);
+    }
+
     #[test]
     fn a_kind_in_the_registry_is_a_subcommand_with_its_help() {
         let top = help(&["schedlab", "--help"]);

@@ -3,9 +3,10 @@
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::sys::counters::CounterRegion;
+use crate::workload::registry::params::refused;
 use crate::workload::registry::params::CPU_HOG;
 
 /// Arguments of `schedlab cpu-hog`.
@@ -23,10 +24,12 @@ pub fn main(args: Args) -> Result<()> {
     let n = CPU_HOG
         .param("threads")
         .check_count(i64::from(args.threads))
-        .map_err(anyhow::Error::msg)?;
+        .map_err(refused)?;
     if let Some(d) = args.duration {
         if !(d.is_finite() && d > 0.0) {
-            bail!("duration must be a positive number of seconds, not {d}");
+            return Err(refused(format!(
+                "duration must be a positive number of seconds, not {d}"
+            )));
         }
     }
     let region = CounterRegion::for_workload()?;

@@ -24,6 +24,7 @@ use crate::sys::histogram::Unit;
 use crate::sys::shm::{self, Shareable, SharedMapping};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
+use crate::workload::registry::params::refused;
 use crate::workload::registry::params::FORK_LOAD;
 
 /// How long a forker waits after fork fails with EAGAIN before trying again.
@@ -131,7 +132,9 @@ pub fn check_executable(path: &Path) -> Result<()> {
 pub fn main(args: Args) -> Result<()> {
     if let Some(d) = args.duration {
         if !(d.is_finite() && d > 0.0) {
-            bail!("duration must be a positive number of seconds, not {d}");
+            return Err(refused(format!(
+                "duration must be a positive number of seconds, not {d}"
+            )));
         }
     }
     let program = exec_program(&args)?;

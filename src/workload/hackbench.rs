@@ -25,6 +25,7 @@ use crate::sys::counters::{
 use crate::sys::guard::Demand;
 use crate::sys::histogram::Unit;
 use crate::workload::fork_load::check_executable;
+use crate::workload::registry::params::refused;
 use crate::workload::registry::params::HACKBENCH;
 use crate::workload::{children, stamp};
 
@@ -203,18 +204,18 @@ fn check(args: &Args) -> Result<Shape> {
         HACKBENCH
             .param(key)
             .check_count(i64::from(value))
-            .map_err(anyhow::Error::msg)?;
+            .map_err(refused)?;
     }
     let runs = HACKBENCH
         .param("runs")
         .check_count(args.runs)
-        .map_err(anyhow::Error::msg)?;
+        .map_err(refused)?;
     let pipe_buffer = pipe_buffer_size()?;
     if args.datasize == 0 || args.datasize as usize > pipe_buffer {
-        bail!(
+        return Err(refused(format!(
             "datasize must be 1..={pipe_buffer} bytes (one pipe buffer), not {}",
             args.datasize
-        );
+        )));
     }
     Ok(Shape {
         groups: groups as usize,

@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::proc::sysctl;
 use crate::sys::sysv::{self, LedgerRange, MsgQueue};
-use crate::workload::registry::params::MSGBENCH;
+use crate::workload::registry::params::{refused, MSGBENCH};
 
 /// The 2008 runs raised `kernel.msgmni` to 32768, the most a kernel without
 /// `ipcmni_extend` allows; more would only measure memory.
@@ -176,12 +176,7 @@ fn msg_stat_index_mask() -> Result<i32> {
 }
 
 pub fn main(args: Args) -> Result<()> {
-    let count = |key, text: &str| {
-        MSGBENCH
-            .param(key)
-            .parse_count(text)
-            .map_err(anyhow::Error::msg)
-    };
+    let count = |key, text: &str| MSGBENCH.param(key).parse_count(text).map_err(refused);
     let batches = count("batches", &args.batches)?.map_or(0, u64::from);
     let requested = match &args.queues {
         Some(t) => count("queues", t)?.map(u64::from),

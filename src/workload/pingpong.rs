@@ -26,6 +26,7 @@ use crate::sys::counters::{CounterRegion, CounterSlot, Histogram};
 use crate::sys::guard::Demand;
 use crate::sys::histogram::Unit;
 use crate::sys::sysv::{self, MsgQueue, SemSet};
+use crate::workload::registry::params::refused;
 use crate::workload::registry::params::PINGPONG;
 
 pub use endpoint::{Call, TaskError};
@@ -120,38 +121,52 @@ impl Plan {
             "msg" => IpcKind::Msg,
             "sem" => IpcKind::Sem,
             "pipe" => IpcKind::Pipe,
-            other => bail!("unknown --kind {other:?}: use msg, sem or pipe"),
+            other => {
+                return Err(refused(format!(
+                    "unknown --kind {other:?}: use msg, sem or pipe"
+                )))
+            }
         };
         let pin = match args.pin.as_str() {
             "same" => Pin::Same,
             "cross" => Pin::Cross,
             "none" => Pin::None,
-            other => bail!("unknown --pin {other:?}: use same, cross or none"),
+            other => {
+                return Err(refused(format!(
+                    "unknown --pin {other:?}: use same, cross or none"
+                )))
+            }
         };
         let ncpus = allowed.len();
         // The registry's limit, with the message a scenario or the picker gives.
         let pairs = match PINGPONG
             .param("pairs")
             .parse_count(&args.pairs)
-            .map_err(anyhow::Error::msg)?
+            .map_err(refused)?
         {
             None => ncpus,
             Some(n) => n as usize,
         };
         if pin != Pin::None && pairs > ncpus {
-            bail!(
+            return Err(refused(format!(
                 "--pairs {pairs} is more than the {ncpus} CPUs this process may use, and --pin {} puts pair k on CPU k: use --pairs {ncpus} or --pin none",
                 args.pin
-            );
+            )));
         }
         if pin == Pin::Cross && ncpus < 2 {
-            bail!("--pin cross needs two CPUs and this process may use only {ncpus}");
+            return Err(refused(format!(
+                "--pin cross needs two CPUs and this process may use only {ncpus}"
+            )));
         }
         let duration = match args.duration.as_deref() {
             None => None,
             Some(text) => match text.parse::<f64>() {
                 Ok(s) if s > 0.0 && s.is_finite() && s < 1e9 => Some(Duration::from_secs_f64(s)),
-                _ => bail!("--duration {text:?} is not a positive number of seconds"),
+                _ => {
+                    return Err(refused(format!(
+                        "--duration {text:?} is not a positive number of seconds"
+                    )))
+                }
             },
         };
         let cpus = (0..pairs)

@@ -19,6 +19,7 @@ use crate::sys::counters::{CounterRegion, CounterSlot};
 use crate::sys::shm::SharedMapping;
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
+use crate::workload::registry::params::refused;
 use crate::workload::registry::params::REF_JOB;
 
 /// Units in `--work 1`.
@@ -73,18 +74,13 @@ pub fn unit(seed: u64) -> u64 {
 
 pub fn main(args: Args) -> Result<()> {
     // The registry's limits, with the message a scenario or the picker gives.
-    let check = |key, x: i64| {
-        REF_JOB
-            .param(key)
-            .check_count(x)
-            .map_err(anyhow::Error::msg)
-    };
+    let check = |key, x: i64| REF_JOB.param(key).check_count(x).map_err(refused);
     check("jobs", i64::from(args.jobs))?;
     let runs = check("runs", args.runs)?;
     REF_JOB
         .param("work")
         .check_amount(args.work)
-        .map_err(anyhow::Error::msg)?;
+        .map_err(refused)?;
     let units = units_for(args.work)?;
     args.placement.apply()?;
     let region = CounterRegion::for_workload()?;
@@ -118,11 +114,15 @@ pub fn main(args: Args) -> Result<()> {
 /// Units of work in `work`.
 pub fn units_for(work: f64) -> Result<u64> {
     if !(work.is_finite() && work > 0.0) {
-        bail!("--work must be a positive number, not {work}");
+        return Err(refused(format!(
+            "--work must be a positive number, not {work}"
+        )));
     }
     let units = (work * UNITS_PER_WORK).round() as u64;
     if units == 0 {
-        bail!("--work {work} is less than one unit (1/{UNITS_PER_WORK})",);
+        return Err(refused(format!(
+            "--work {work} is less than one unit (1/{UNITS_PER_WORK})",
+        )));
     }
     Ok(units)
 }

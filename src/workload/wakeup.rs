@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use rustix::thread::futex;
 use rustix::time::{ClockId, Timespec};
 
@@ -30,6 +30,7 @@ use crate::probe::LatencySample;
 use crate::sys::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
 use crate::sys::guard::Demand;
 use crate::sys::histogram::Unit;
+use crate::workload::registry::params::refused;
 use crate::workload::registry::params::WAKEUP_PROBE;
 
 /// How long a woken thread waits on its futex before it looks at the stop flag again.
@@ -91,31 +92,28 @@ impl Plan {
     /// Checks the arguments against the CPUs this process may use.
     pub fn new(args: &Args, allowed: &[usize]) -> Result<Self> {
         // The registry's limits, with the message a scenario or the picker gives.
-        let p = |key, x: i64| {
-            WAKEUP_PROBE
-                .param(key)
-                .check_count(x)
-                .map_err(anyhow::Error::msg)
-        };
+        let p = |key, x: i64| WAKEUP_PROBE.param(key).check_count(x).map_err(refused);
         let (timers, pairs, period) = (
             p("timers", args.timers)?,
             p("pairs", args.pairs)?,
             p("period", args.period)?,
         );
         if timers == 0 && pairs == 0 {
-            bail!("nothing to probe: ask for at least one timer thread or one pair");
+            return Err(refused(
+                "nothing to probe: ask for at least one timer thread or one pair",
+            ));
         }
         let timed_cpu = WAKEUP_PROBE
             .param("cpu")
             .parse_count(&args.cpu)
-            .map_err(anyhow::Error::msg)?
+            .map_err(refused)?
             .map(|c| c as usize);
         if let Some(c) = timed_cpu {
             if !allowed.contains(&c) {
-                bail!(
+                return Err(refused(format!(
                     "--cpu {c} is not one of the CPUs this process may use ({})",
                     crate::knobs::cpus_text(allowed)
-                );
+                )));
             }
         }
         let waker_cpus = match timed_cpu {
@@ -127,7 +125,9 @@ impl Plan {
             if x.is_finite() && x > 0.0 && x < 1e9 {
                 Ok(Duration::from_secs_f64(x))
             } else {
-                bail!("{what} must be a positive number of seconds, not {x}")
+                Err(refused(format!(
+                    "{what} must be a positive number of seconds, not {x}"
+                )))
             }
         };
         Ok(Self {

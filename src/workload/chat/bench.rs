@@ -20,7 +20,7 @@ use super::slots::SlotPool;
 use super::{net, parse_timeout};
 use crate::sys::counters::{self, CounterRegion};
 use crate::sys::lifeline;
-use crate::workload::registry::params::CHAT;
+use crate::workload::registry::params::{refused, CHAT};
 
 /// Arguments of `schedlab chat`.
 #[derive(clap::Args, Debug)]
@@ -97,8 +97,8 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
 /// Rooms, messages and runs from the command line, each checked by the registry with the
 /// message a scenario or the picker gives (the machine's limits are checked by the guard).
 fn run_size(args: &BenchArgs) -> Result<(RunSize, u32)> {
-    let check = |key, x| CHAT.param(key).check_count(x).map_err(anyhow::Error::msg);
-    let count = |key, text: &str| check(key, parse_count(key, text).map_err(anyhow::Error::msg)?);
+    let check = |key, x| CHAT.param(key).check_count(x).map_err(refused);
+    let count = |key, text: &str| check(key, parse_count(key, text).map_err(refused)?);
     let size = RunSize {
         rooms: count("rooms", &args.rooms)?,
         messages: count("messages", &args.messages)?,

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 
+use crate::workload::registry::params::refused;
 pub use bench::{bench_main, BenchArgs};
 use protocol::{check_messages, check_range, parse_count, RunSize};
 
@@ -80,7 +81,9 @@ pub fn server_main(args: ServerArgs) -> Result<()> {
     let addr = SocketAddr::new(parse_ip(&args.ip)?, parse_port(&args.port, true)?);
     let timeout = parse_timeout(args.timeout)?;
     if args.runs == Some(0) {
-        bail!("--runs must be at least 1 (leave it out to serve forever)");
+        return Err(refused(
+            "--runs must be at least 1 (leave it out to serve forever)",
+        ));
     }
     crate::sys::sysv::sweep_orphans()?;
     let listener = server::listen(addr)?;
@@ -124,30 +127,35 @@ pub fn client_main(args: ClientArgs) -> Result<()> {
 /// Rooms and messages from the command line, in range (the machine's limits are checked
 /// when the run starts, where the limit that stops it can be named).
 fn parse_size(rooms: &str, messages: &str) -> Result<RunSize> {
-    let r = parse_count("rooms", rooms).map_err(|e| anyhow!(e))?;
-    let m = parse_count("messages", messages).map_err(|e| anyhow!(e))?;
+    let r = parse_count("rooms", rooms).map_err(refused)?;
+    let m = parse_count("messages", messages).map_err(refused)?;
     Ok(RunSize {
-        rooms: check_range("rooms", r, i32::MAX as i64).map_err(|e| anyhow!(e))?,
-        messages: check_messages(m).map_err(|e| anyhow!(e))?,
+        rooms: check_range("rooms", r, i32::MAX as i64).map_err(refused)?,
+        messages: check_messages(m).map_err(refused)?,
     })
 }
 
 fn parse_ip(text: &str) -> Result<IpAddr> {
-    text.parse()
-        .map_err(|_| anyhow!("invalid address {text:?}: expected an IP address such as 127.0.0.1"))
+    text.parse().map_err(|_| {
+        refused(format!(
+            "invalid address {text:?}: expected an IP address such as 127.0.0.1"
+        ))
+    })
 }
 
 fn parse_port(text: &str, zero_ok: bool) -> Result<u16> {
     let min = if zero_ok { 0 } else { 1 };
     match text.parse::<u16>() {
         Ok(p) if p >= min => Ok(p),
-        _ => bail!("port must be {min}..=65535, not {text:?}"),
+        _ => Err(refused(format!("port must be {min}..=65535, not {text:?}"))),
     }
 }
 
 fn parse_timeout(secs: f64) -> Result<Duration> {
     if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
-        bail!("--timeout must be more than 0 and at most 86400 seconds, not {secs}");
+        return Err(refused(format!(
+            "--timeout must be more than 0 and at most 86400 seconds, not {secs}"
+        )));
     }
     Ok(Duration::from_secs_f64(secs))
 }

@@ -98,6 +98,18 @@ pub enum Value {
     Words(Vec<String>),
 }
 
+/// A value a command line gave that its parameter does not take (out of range, a word no
+/// choice has, not a number): the command ends as clap ends on any mistake in its
+/// arguments, with status 2. A scenario file and the picker give the same words.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ArgumentError(pub String);
+
+/// `message` as a refused argument, for `map_err` and `return Err(...)`.
+pub fn refused(message: impl Into<String>) -> anyhow::Error {
+    ArgumentError(message.into()).into()
+}
+
 /// A kind's parameters, in the order its values are kept.
 #[derive(Debug)]
 pub struct Params(&'static [Param]);

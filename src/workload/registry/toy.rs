@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use super::params::{Flag, Param, Params, Ty};
+use super::params::{refused, Flag, Param, Params, Ty};
 use super::{parsed, Cli, Ends, Kind, Value, WorkloadKind};
 use crate::sys::guard::Demand;
 
@@ -34,7 +34,7 @@ pub fn main(args: Args) -> Result<()> {
     PARAMS
         .param("spins")
         .check_count(i64::from(args.spins))
-        .map_err(anyhow::Error::msg)?;
+        .map_err(refused)?;
     Ok(())
 }
 
