@@ -1,6 +1,7 @@
-//! The engine behind the dashboard and `schedlab run`: starts workloads on schedule, stops
-//! them when their time is up, reaps them, samples them with the probe and derives a Frame
-//! per tick with the model. It never sleeps: the caller ticks it at `interval()`.
+//! The Lab, the engine's live Backend (the dashboard's, `run`'s and contest's): starts
+//! workloads on schedule, stops them when their time is up, reaps them, samples them with the
+//! probe and derives a Frame per tick with the model. It never sleeps: the engine's loop
+//! (thread.rs) ticks it on its grid (`next_due`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,9 +11,7 @@ use anyhow::{Context, Result};
 
 use super::schedule::Schedule;
 use crate::model::{Frame, Model, WorkloadState};
-use crate::probe::{
-    Health, Life as SampleLife, Probe, ProbeConfig, Sample, Target, WorkloadSample,
-};
+use crate::probe::{Health, Life, Probe, ProbeConfig, Sample, Target, WorkloadSample};
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{self, LaunchSpec, Running, StderrTail};
 use crate::sys::priority::{self, SamplerPriority};
@@ -38,22 +37,13 @@ pub struct WorkloadInfo {
     pub stderr: Vec<String>,
 }
 
-enum Life {
-    /// Waiting for its start delay.
-    Pending {
-        due: Instant,
-    },
-    Running,
-    Done(i32),
-    Stopped,
-    /// Could not start, or watched process gone; the reason.
-    Failed(String),
-}
-
 struct Entry {
     id: u32,
     decl: WorkloadDecl,
+    /// Where it is in its life: what the Samples say of it (and the model shows).
     life: Life,
+    /// When a pending workload is due to start.
+    start_at: Instant,
     running: Option<Running>,
     /// When it must be stopped (start + duration).
     stop_at: Option<Instant>,
@@ -137,7 +127,8 @@ impl Lab {
         let mut entry = Entry {
             id,
             decl,
-            life: Life::Pending { due },
+            life: Life::Pending,
+            start_at: due,
             running: None,
             stop_at: None,
             cgroup: None,
@@ -171,6 +162,7 @@ impl Lab {
                 duration: None,
             },
             life: Life::Running,
+            start_at: Instant::now(),
             running: None,
             stop_at: None,
             cgroup: None,
@@ -253,11 +245,9 @@ impl Lab {
     pub fn tick(&mut self) -> Frame {
         let now = Instant::now();
         for e in &mut self.entries {
-            if let Life::Pending { due } = e.life {
-                if now >= due {
-                    if let Err(err) = start(e) {
-                        e.life = Life::Failed(format!("{err:#}"));
-                    }
+            if e.life == Life::Pending && now >= e.start_at {
+                if let Err(err) = start(e) {
+                    e.life = Life::Failed(format!("{err:#}"));
                 }
             }
             if let Some(at) = e.stop_at {
@@ -315,20 +305,13 @@ impl Lab {
                     e.attached = None;
                 }
             }
-            let life = match &e.life {
-                Life::Pending { .. } => SampleLife::Pending,
-                Life::Running => SampleLife::Running,
-                Life::Done(code) => SampleLife::Done(*code),
-                Life::Stopped => SampleLife::Stopped,
-                Life::Failed(why) => SampleLife::Failed(why.clone()),
-            };
             let mut w = found.unwrap_or_else(|| WorkloadSample {
                 id: e.id,
                 name: e.decl.name.clone(),
                 ops_unit: e.decl.kind.ops_unit().to_string(),
                 ..WorkloadSample::default()
             });
-            w.life = life;
+            w.life = e.life.clone();
             w.stderr = e.failure_lines();
             rows.push(w);
         }
@@ -358,13 +341,7 @@ impl Lab {
                 id: e.id,
                 name: e.decl.name.clone(),
                 decl: e.decl.clone(),
-                state: match &e.life {
-                    Life::Pending { .. } => WorkloadState::Starting,
-                    Life::Running => WorkloadState::Running,
-                    Life::Done(c) => WorkloadState::Done(*c),
-                    Life::Stopped => WorkloadState::Stopped,
-                    Life::Failed(why) => WorkloadState::Gone(why.clone()),
-                },
+                state: (&e.life).into(),
                 pid: e.running.as_ref().map(|r| r.pid).or(e.last_pid),
                 stderr: e.failure_lines(),
             })

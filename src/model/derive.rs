@@ -802,16 +802,13 @@ fn blank_row(w: &WorkloadSample) -> WorkloadFrame {
 /// interval this step.
 fn state_of(w: &WorkloadSample, measured: bool) -> WorkloadState {
     match &w.life {
-        Life::Pending => WorkloadState::Starting,
-        Life::Done(code) => WorkloadState::Done(*code),
-        Life::Stopped => WorkloadState::Stopped,
-        Life::Failed(why) => WorkloadState::Gone(why.clone()),
         Life::Running => match &w.health {
             Health::Gone(why) => WorkloadState::Gone(why.clone()),
             Health::Partial(why) => WorkloadState::Partial(why.clone()),
             Health::Ok if measured => WorkloadState::Running,
             Health::Ok => WorkloadState::Starting,
         },
+        life => life.into(),
     }
 }
 

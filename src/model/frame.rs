@@ -31,6 +31,21 @@ pub enum WorkloadState {
     Partial(String),
 }
 
+impl From<&crate::probe::Life> for WorkloadState {
+    /// A workload's state as its starter knows it (the probe's health may say more of a
+    /// running one: gone, partial, not measured yet).
+    fn from(life: &crate::probe::Life) -> Self {
+        use crate::probe::Life;
+        match life {
+            Life::Pending => WorkloadState::Starting,
+            Life::Running => WorkloadState::Running,
+            Life::Done(code) => WorkloadState::Done(*code),
+            Life::Stopped => WorkloadState::Stopped,
+            Life::Failed(why) => WorkloadState::Gone(why.clone()),
+        }
+    }
+}
+
 /// One workload over one interval.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadFrame {

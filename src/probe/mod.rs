@@ -1,7 +1,8 @@
 //! Everything that reads the kernel: which tasks belong to a workload, their
 //! schedstat/stat/status, allowed CPUs and groups, cgroup usage, /proc/stat, PSI, autogroup,
 //! and every other task on the machine. Returns raw cumulative counters with a timestamp (a
-//! Sample). Nothing else in the program opens /proc.
+//! Sample). Outside the probe only `sys::proc` opens /proc (one process's stat, sysctls, this
+//! process's own files), which tests/layout.rs holds.
 //!
 //! Cost is the product's own noise, so the probe keeps every per-task file open and re-reads
 //! it with `pread` at offset 0 (about ten times cheaper than open/read/close), re-lists a

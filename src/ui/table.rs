@@ -1,7 +1,8 @@
 //! The workload table: one row per workload in its colour, then the rest of the machine.
 //! CPU%, FAIR% and RATIO are over the verdict window (the charts keep every interval).
-//! Columns are chosen by priority to fit the width: the ones the issue asks for always fit
-//! in 80 columns, the p99 of its own operations among them; wider terminals get units,
+//! Columns are chosen by priority to fit the width: name, state, tasks, throughput, CPU
+//! against fair share and its ratio, switches, run-queue wait and the p99 of its own
+//! operations always fit in 80 columns; wider terminals get units,
 //! migrations, demand, weights, knobs, the last run's figure, then p50 and p99.9.
 
 use ratatui::layout::{Constraint, Rect};
