@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 
 use anyhow::{bail, Result};
+use nix::errno::Errno;
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
@@ -152,7 +153,7 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&CpuSet>) -> Result<bool>
         }
     }
     if let Some(set) = cpuset {
-        if let Err(errno) = sched_setaffinity(Pid::from_raw(tid as libc::pid_t), set) {
+        if let Err(errno) = sched_setaffinity(Pid::from_raw(tid as i32), set) {
             return refused(errno.into(), || "setting the CPU affinity".to_string());
         }
     }
@@ -161,8 +162,10 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&CpuSet>) -> Result<bool>
 
 fn refused(err: std::io::Error, what: impl FnOnce() -> String) -> Result<bool> {
     match err.raw_os_error() {
-        Some(libc::ESRCH) => Ok(false),
-        Some(libc::EPERM) | Some(libc::EACCES) => bail!("{}: not permitted", what()),
+        Some(e) if e == Errno::ESRCH as i32 => Ok(false),
+        Some(e) if e == Errno::EPERM as i32 || e == Errno::EACCES as i32 => {
+            bail!("{}: not permitted", what())
+        }
         _ => Err(anyhow::Error::new(err).context(what())),
     }
 }

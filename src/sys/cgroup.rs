@@ -448,7 +448,7 @@ fn kill_and_remove(dirs: &[PathBuf], deadline: Instant) -> Result<()> {
         }
         if !kill_whole_group(&dirs[0]) {
             for pid in procs {
-                let _ = kill(Pid::from_raw(pid as libc::pid_t), Signal::SIGKILL);
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
             }
         }
         if Instant::now() >= deadline {
@@ -480,7 +480,9 @@ fn rmdir_patiently(dir: &Path, deadline: Instant) -> Result<()> {
         match fs::remove_dir(dir) {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) if Instant::now() < deadline && e.raw_os_error() == Some(libc::EBUSY) => {
+            Err(e)
+                if Instant::now() < deadline && e.raw_os_error() == Some(Errno::EBUSY as i32) =>
+            {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(e) => return Err(e).with_context(|| format!("removing cgroup {}", dir.display())),

@@ -200,7 +200,9 @@ impl Histogram {
 }
 
 /// CLOCK_MONOTONIC in ns, through the vDSO (no system call): about 22 ns here
-/// (docs/latency.md). The same clock in every process of the machine.
+/// (docs/latency.md). The same clock in every process of the machine. rustix's, not nix's
+/// (docs/architecture.md): it returns the time with no errno to check, on the path of every
+/// timed operation.
 #[inline(always)]
 pub fn now_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);

@@ -12,7 +12,7 @@
 //!
 //! 65,536 slots take 512 KiB of kernel memory; a fork copies only the slots in use.
 
-use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{mpsc, OnceLock};
 
@@ -141,8 +141,12 @@ fn grow(any: BorrowedFd, want: usize) {
     if want <= ROOM.load(Relaxed) {
         return;
     }
-    if let Ok(fd) = rustix::io::fcntl_dupfd_cloexec(any, (want - 1) as RawFd) {
-        drop(fd);
+    if let Ok(fd) = nix::fcntl::fcntl(
+        any,
+        nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC((want - 1) as RawFd),
+    ) {
+        // SAFETY: the kernel just made `fd` for us alone: owned here, closed at once.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
         ROOM.fetch_max(want, Relaxed);
     }
 }

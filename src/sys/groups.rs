@@ -3,6 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
 /// [`kill`], then [`wait_then_sweep`].
 pub fn kill_and_sweep(pgids: &[u32], within: Duration) {
     kill(pgids);
@@ -12,8 +15,7 @@ pub fn kill_and_sweep(pgids: &[u32], within: Duration) {
 /// SIGKILLs every group in `pgids` (the leader's pid; 0 and 1 are never groups of ours).
 pub fn kill(pgids: &[u32]) {
     for &pgid in pgids.iter().filter(|&&p| p > 1) {
-        // SAFETY: kill takes no pointers; a negative pid names the process group.
-        unsafe { libc::kill(-(pgid as libc::pid_t), libc::SIGKILL) };
+        let _ = killpg(Pid::from_raw(pgid as i32), Signal::SIGKILL);
     }
 }
 

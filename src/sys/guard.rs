@@ -9,7 +9,7 @@
 //! scenario's total.
 
 use anyhow::{bail, Result};
-use nix::sys::resource::{getrlimit, Resource};
+use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
 use nix::unistd::{geteuid, getuid};
 
 use super::proc;
@@ -149,7 +149,7 @@ pub fn refusal(demand: Demand, room: &Headroom) -> Option<String> {
 /// (RLIMIT_AS, VmSize now) when the address space is limited.
 fn address_space() -> Option<(u64, u64)> {
     let (soft, _) = getrlimit(Resource::RLIMIT_AS).ok()?;
-    if soft == libc::RLIM_INFINITY {
+    if soft == RLIM_INFINITY {
         return None;
     }
     Some((soft, proc::own_vm_size()?))
@@ -161,7 +161,7 @@ fn nproc_headroom() -> Option<(u64, String)> {
         return None;
     }
     let (soft, _) = getrlimit(Resource::RLIMIT_NPROC).ok()?;
-    if soft == libc::RLIM_INFINITY {
+    if soft == RLIM_INFINITY {
         return None;
     }
     let mine = proc::threads_of_user(getuid().as_raw());

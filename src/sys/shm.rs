@@ -123,7 +123,7 @@ impl Drop for SharedMapping {
 /// A new memfd of `len` zero bytes, closed on exec unless the caller clears the flag.
 pub fn memfd(name: &CStr, len: usize) -> io::Result<OwnedFd> {
     let fd = memfd_create(name, MFdFlags::MFD_CLOEXEC)?;
-    nix::unistd::ftruncate(&fd, len as libc::off_t)?;
+    nix::unistd::ftruncate(&fd, len as i64)?;
     Ok(fd)
 }
 
@@ -137,13 +137,16 @@ mod tests {
         let map = SharedMapping::anonymous(4096).unwrap();
         let word: &AtomicU64 = map.get(64);
         // SAFETY: the child only stores to the mapping and calls _exit.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            word.store(42, Relaxed);
-            // SAFETY: _exit ends the child at once, running nothing of the parent's.
-            unsafe { libc::_exit(0) };
-        }
-        let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None).unwrap();
+        let pid = match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                word.store(42, Relaxed);
+                // SAFETY: _exit ends the child at once, running nothing of the parent's (nix
+                // has no _exit).
+                unsafe { libc::_exit(0) }
+            }
+            nix::unistd::ForkResult::Parent { child } => child,
+        };
+        let status = nix::sys::wait::waitpid(pid, None).unwrap();
         assert_eq!(
             status,
             nix::sys::wait::WaitStatus::Exited(status.pid().unwrap(), 0)

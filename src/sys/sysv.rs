@@ -7,6 +7,8 @@
 //! objects calls it at start, the supervisor calls it when a workload dies, and
 //! `schedlab cleanup` calls it by hand. A ledger is swept only by whoever holds its lock,
 //! which its owner holds for life: concurrent sweeps and a live owner are safe.
+//!
+//! The calls are raw libc: neither nix nor rustix wraps SysV semaphores or message queues.
 
 mod ledger;
 mod sweep;

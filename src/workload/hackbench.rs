@@ -9,6 +9,10 @@
 //! one message in [`TIME_EVERY`] with its send time (inside the data, when it holds
 //! [`stamp::STAMP_LEN`] bytes), and the receiver records how long the message took from the
 //! write to its read.
+//!
+//! System calls on descriptors and children are raw libc, as the original's: they run in the
+//! forked tasks (where nothing but prepared memory and system calls is safe) and in the timed
+//! loop that docs/performance.md holds against the C hackbench.
 
 use std::ffi::{CString, OsString};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};

@@ -55,7 +55,7 @@ pub fn enter_own_session() -> Result<()> {
         });
     }
     let mut child = cmd.spawn().context("starting a copy in a new session")?;
-    let pid = Pid::from_raw(child.id() as libc::pid_t);
+    let pid = Pid::from_raw(child.id() as i32);
     // Ctrl-C reaches only us (the copy has no terminal): pass it on, let it clean up.
     crate::sys::lifeline::on_exit(move || {
         let _ = kill(pid, Signal::SIGTERM);

@@ -22,6 +22,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+// rustix, not nix (docs/architecture.md): nix has no futex, and the probe's measured loop
+// (futex wake, absolute clock_nanosleep, the vDSO clock) is this crate's calls, errno-free.
 use rustix::thread::futex;
 use rustix::time::{ClockId, Timespec};
 

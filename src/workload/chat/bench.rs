@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
@@ -13,6 +13,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{pipe2, Pid};
 
 use super::client::{self, ClientConfig};
 use super::protocol::{parse_count, RunSize};
@@ -53,10 +58,10 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
     let region = CounterRegion::for_workload()?;
     if let Ok(fd) = std::env::var(lifeline::ENV_LIFELINE_FD) {
         if let Ok(fd) = fd.parse::<i32>() {
-            // SAFETY: fcntl(F_SETFD) takes no pointer; the lifeline descriptor was inherited for
-            // this process, and setting close-on-exec on it (or failing with EBADF) touches no
-            // memory.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+            // SAFETY: the lifeline descriptor was inherited for this process and stays open
+            // for its life; the borrow lasts this one call.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            let _ = fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
         }
     }
     let server = ServerChild::start(timeout, runs)?;
@@ -124,14 +129,8 @@ struct ServerChild {
 
 impl ServerChild {
     fn start(timeout: Duration, runs: Option<u64>) -> Result<Self> {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-            return Err(std::io::Error::last_os_error()).context("pipe2 for the server's port");
-        }
         let (read_end, write_end) =
-            // SAFETY: pipe2 just returned both descriptors (checked above); nothing else owns them.
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            pipe2(OFlag::O_CLOEXEC).context("pipe2 for the server's port")?;
         let exe = std::env::current_exe().context("finding the schedlab binary")?;
         let mut cmd = Command::new(exe);
         cmd.args(["chat-server", "127.0.0.1", "0", "--port-fd"])
@@ -190,19 +189,15 @@ fn read_port(pipe: &OwnedFd) -> Result<u16> {
             bail!("no port within 10 s");
         }
         let mut buf = [0u8; 16];
-        // SAFETY: `buf` is a live array of buf.len() writable bytes; read writes at most that many.
-        let n = unsafe { libc::read(pipe.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err).context("reading the port");
-        }
+        let n = match nix::unistd::read(pipe, &mut buf) {
+            Ok(n) => n,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e).context("reading the port"),
+        };
         if n == 0 {
             break;
         }
-        text.extend_from_slice(&buf[..n as usize]);
+        text.extend_from_slice(&buf[..n]);
     }
     let text = String::from_utf8_lossy(&text);
     text.trim()
@@ -223,29 +218,29 @@ fn stop(pid: &AtomicI32, reap: bool) {
     if pid <= 0 {
         return;
     }
-    // SAFETY: kill takes no pointer; `pid` is our child, swapped out so it is stopped once,
-    // not yet reaped (a reaped pid could be another process's).
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    // `pid` is our child, swapped out so it is stopped once, not yet reaped (a reaped pid
+    // could be another process's).
+    let pid = Pid::from_raw(pid);
+    let _ = kill(pid, Signal::SIGSTOP);
     let deadline = Instant::now() + Duration::from_secs(2);
-    let mut status = 0;
     let (stopped, reaped) = loop {
-        // SAFETY: `status` is ours to write; `pid` is our child, which nothing else reaps.
-        match unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED | libc::WNOHANG) } {
-            0 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
-            0 => break (false, false), // not stopped yet (stuck in the kernel?): kill, sweep
-            got if got == pid && libc::WIFSTOPPED(status) => break (true, false),
+        match waitpid(pid, Some(WaitPidFlag::WUNTRACED | WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            // Not stopped yet (stuck in the kernel?): kill, sweep.
+            Ok(WaitStatus::StillAlive) => break (false, false),
+            Ok(WaitStatus::Stopped(..)) => break (true, false),
             _ => break (false, true), // it had died (a crash), reaped now
         }
     };
     if stopped {
-        let _ = crate::sys::sysv::remove_objects_of_stopped(pid as u32);
+        let _ = crate::sys::sysv::remove_objects_of_stopped(pid.as_raw() as u32);
     }
     if !reaped {
-        // SAFETY: kill takes no pointer; `pid` is our child, not reaped yet.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = kill(pid, Signal::SIGKILL);
         if !stopped || reap {
-            // SAFETY: a null status pointer is allowed; `pid` is our unreaped child.
-            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+            let _ = waitpid(pid, None);
         }
     }
     if !stopped {
