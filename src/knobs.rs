@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sys::cpuset::CpuSet;
+use crate::sys::kernel::cpuset::CpuSet;
 
 /// The knobs' limits, stated once for scenario files, the knob editor and the launch.
 pub const NICE: std::ops::RangeInclusive<i32> = -20..=19;
@@ -15,7 +15,7 @@ pub const CGROUP_WEIGHT: std::ops::RangeInclusive<u32> = 1..=10_000;
 pub const DEFAULT_CGROUP_WEIGHT: u32 = 100;
 /// The largest quota a workload may be given, in % of one CPU (100 CPUs); the cgroup
 /// plumbing, which enforces it, holds it.
-pub use crate::sys::cgroup::MAX_CPU_QUOTA;
+pub use crate::sys::kernel::cgroup::MAX_CPU_QUOTA;
 
 /// Scheduling policy a workload runs under.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,9 +14,10 @@
 //! - [`record`]: what leaves the terminal: recordings, result files, OpenMetrics, plots.
 //! - [`ui`]: the ratatui dashboard: draws Frames and turns keys into Commands.
 //! - [`cli`]: one file per command: tui, run, contest, compare, replay, plot, cleanup.
-//! - [`sys`]: host plumbing under them all: cgroups, counters, size guard, SysV, lifeline.
+//! - [`sys`]: host plumbing under them all: the kernel's interfaces, the shared-memory format
+//!   the workloads write, and exit safety.
 
-// Output goes through crate::outln!/out!/errln! (sys::output), which never panic on a closed
+// Output goes through crate::outln!/out!/errln! (sys::exit::output), which never panic on a closed
 // pipe; tests keep println!/eprintln!, which the test harness captures.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use schedlab::cli;
-use schedlab::sys::lifeline;
+use schedlab::sys::exit::lifeline;
 use schedlab::workload;
 
 /// Ends on a command line clap refused: help and version as clap prints them; a usage error
@@ -38,11 +38,11 @@ fn main() -> ExitCode {
     }
     if matches!(command, None | Some("tui" | "run" | "contest")) {
         // Still one thread: the sampler's descriptors will not wait for an RCU grace period.
-        schedlab::sys::fdtable::reserve_early();
+        schedlab::sys::kernel::fdtable::reserve_early();
     }
     lifeline::install();
     lifeline::arm_injected_panic(command.unwrap_or("tui"));
-    schedlab::sys::output::set_command(command.unwrap_or("tui"));
+    schedlab::sys::exit::output::set_command(command.unwrap_or("tui"));
     let matches = match cli::command().try_get_matches_from(&args) {
         Ok(m) => m,
         Err(err) => usage_error(&err, command),

@@ -32,7 +32,7 @@ use crate::knobs::{
     Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, MAX_CPU_QUOTA, NICE,
     RT_PRIORITY,
 };
-use crate::sys::guard::{self, Demand};
+use crate::sys::kernel::guard::{self, Demand};
 use crate::workload::registry::{self, Absent, Kind, Param, Ty, Value, WorkloadKind};
 
 /// One workload in a scenario.

@@ -21,7 +21,7 @@
 // every other workload.
 #[cfg(not(test))]
 #[allow(dead_code)]
-#[path = "../sys/histogram.rs"]
+#[path = "../sys/shared/histogram.rs"]
 mod histogram;
 
 // Clock, errno, arguments and the panic handler, shared with schedlab-hackbench.

@@ -27,11 +27,11 @@
 // records here as in every other workload.
 #[cfg(not(test))]
 #[allow(dead_code)]
-#[path = "../sys/histogram.rs"]
+#[path = "../sys/shared/histogram.rs"]
 mod histogram;
 #[cfg(not(test))]
 #[allow(dead_code)]
-#[path = "../sys/stamp.rs"]
+#[path = "../sys/shared/stamp.rs"]
 mod stamp;
 
 // Clock, errno, arguments and the panic handler, shared with schedlab-forker.

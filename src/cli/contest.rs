@@ -123,7 +123,7 @@ fn untrack(pgid: u32) {
 
 fn kill_tracked() {
     let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    crate::sys::groups::kill_and_sweep(&groups, std::time::Duration::from_millis(1500));
+    crate::sys::exit::groups::kill_and_sweep(&groups, std::time::Duration::from_millis(1500));
 }
 
 pub fn main(args: Args) -> Result<()> {
@@ -159,7 +159,7 @@ pub fn main(args: Args) -> Result<()> {
             .program()
         }
     };
-    crate::sys::lifeline::on_exit(kill_tracked);
+    crate::sys::exit::lifeline::on_exit(kill_tracked);
     crate::engine::live::install_exit_hook();
 
     let job_text = match &args.job {
@@ -204,7 +204,7 @@ pub fn main(args: Args) -> Result<()> {
         rows.push(row);
     }
     // Show where each ran, so the placement line above can be checked.
-    let own = crate::sys::proc::own_file("autogroup")
+    let own = crate::sys::kernel::proc::own_file("autogroup")
         .and_then(|text| crate::probe::parse::autogroup(&text))
         .map(|(id, _)| id);
     if let Some(own) = own {
@@ -233,7 +233,7 @@ fn autogroup_name(id: u64) -> String {
 }
 
 fn autogroup_state() -> String {
-    match crate::sys::proc::sysctl_on("kernel.sched_autogroup_enabled") {
+    match crate::sys::kernel::proc::sysctl_on("kernel.sched_autogroup_enabled") {
         Some(true) => {
             "on (kernel.sched_autogroup_enabled = 1): fair share is split per session first".into()
         }

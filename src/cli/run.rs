@@ -23,7 +23,7 @@ use crate::record::metrics::MetricsServer;
 use crate::record::recording::{kernel_release, Header, RecordingWriter};
 use crate::record::results::{Host, RunResults, ScenarioInfo};
 use crate::scenario::Scenario;
-use crate::sys::priority::SamplerPriority;
+use crate::sys::kernel::priority::SamplerPriority;
 
 /// Arguments of `schedlab run`.
 #[derive(clap::Args, Debug)]
@@ -139,7 +139,7 @@ pub fn main(args: Args) -> Result<()> {
     if let Some(out) = &output {
         // Ctrl-C exits through the lifeline: take the half-written temp file with it.
         let tmp = out.tmp_path().to_owned();
-        crate::sys::lifeline::on_exit(move || {
+        crate::sys::exit::lifeline::on_exit(move || {
             let _ = std::fs::remove_file(&tmp);
         });
     }

@@ -14,7 +14,7 @@ use crate::model::{Frame, Model, WorkloadState};
 use crate::probe::{Health, Life, Probe, ProbeConfig, Sample, Target, WorkloadSample};
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{self, LaunchSpec, Running, StderrTail};
-use crate::sys::priority::{self, SamplerPriority};
+use crate::sys::kernel::priority::{self, SamplerPriority};
 
 /// Sampling interval bounds.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);

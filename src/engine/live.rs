@@ -12,7 +12,7 @@ use crate::engine::lab::Lab;
 use crate::knobs::{Knobs, Placement};
 use crate::model::Frame;
 use crate::scenario::WorkloadDecl;
-use crate::sys::cgroup;
+use crate::sys::kernel::cgroup;
 
 /// What the exit hook kills when the dashboard is ended by a signal or a panic, while the
 /// engine thread may be busy: kept up to date after every command.
@@ -22,7 +22,7 @@ pub(super) static LIVE: Mutex<Vec<LiveGroup>> = Mutex::new(Vec::new());
 /// SIGHUP, SIGINT and panics). A SIGKILL of the dashboard leaves it to the supervisor's
 /// lifeline pipe: each workload gets SIGTERM when the pipe's writer, us, is gone.
 pub fn install_exit_hook() {
-    crate::sys::lifeline::on_exit(kill_live_groups);
+    crate::sys::exit::lifeline::on_exit(kill_live_groups);
 }
 
 fn kill_live_groups() {
@@ -35,14 +35,14 @@ fn kill_live_groups() {
         return;
     }
     let pgids: Vec<u32> = groups.iter().map(|g| g.pgid).collect();
-    crate::sys::groups::kill(&pgids);
+    crate::sys::exit::groups::kill(&pgids);
     // cgroups outlive their tasks unless removed; give the killed tasks a moment to exit.
     let deadline = Instant::now() + Duration::from_millis(500);
     for g in &groups {
         cgroup::kill_and_remove_dirs(&g.cgroup_dirs, deadline);
     }
     // What they made in SysV, once they are gone: nothing is left when we exit.
-    crate::sys::groups::wait_then_sweep(&pgids, Duration::from_millis(1500));
+    crate::sys::exit::groups::wait_then_sweep(&pgids, Duration::from_millis(1500));
 }
 
 /// Tells the exit hook which workloads are live now (the engine thread after every command

@@ -42,7 +42,7 @@ pub struct Target {
     pub leader: u32,
     /// Its own cgroup directory, if it has one (exact accounting).
     pub cgroup: Option<PathBuf>,
-    pub counters: Option<crate::sys::counters::CounterRegion>,
+    pub counters: Option<crate::sys::shared::counters::CounterRegion>,
     pub ops_unit: String,
 }
 
@@ -113,7 +113,7 @@ struct GroupState {
     leader_start: Option<u64>,
     procs: HashMap<u32, ProcState>,
     /// Its threads' latency histograms, as merged so far.
-    latency: crate::sys::counters::LatencyMerge,
+    latency: crate::sys::shared::counters::LatencyMerge,
 }
 
 impl GroupState {
@@ -350,7 +350,7 @@ impl Probe {
             .map_err(anyhow::Error::msg)
             .context("opening the machine counters (is /proc mounted?)")?;
         let opt = |rel: &str| Reader::open(cfg.proc_root.join(rel)).ok();
-        crate::sys::fdtable::raise_soft_limit();
+        crate::sys::kernel::fdtable::raise_soft_limit();
         Ok(Probe {
             psi: opt("pressure/cpu"),
             autogroup_enabled: opt("sys/kernel/sched_autogroup_enabled"),
@@ -518,7 +518,7 @@ impl Probe {
                 m.procs_running = ps.procs_running;
                 self.last_forks = ps.processes;
                 if !ps.per_cpu.is_empty() {
-                    let mut online = crate::sys::cpuset::CpuSet::new();
+                    let mut online = crate::sys::kernel::cpuset::CpuSet::new();
                     for c in &ps.per_cpu {
                         online.insert(c.id);
                     }

@@ -6,7 +6,7 @@ pub const NS_PER_TICK: u64 = 10_000_000;
 
 // The one /proc/PID/stat parser lives with the plumbing's /proc reader (sys::proc), below
 // the probe, so that what outside the probe reads a stat line parses it the same way.
-pub use crate::sys::proc::{stat, stat_comm, Stat};
+pub use crate::sys::kernel::proc::{stat, stat_comm, Stat};
 
 fn num<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
     std::str::from_utf8(b).ok()?.parse().ok()

@@ -581,7 +581,7 @@ impl ProcState {
     /// Tells the descriptor table's count how many threads this process has now.
     fn recount(&mut self) {
         let now = self.tasks.len() + self.pending.len();
-        crate::sys::fdtable::rewatch(self.watched, now);
+        crate::sys::kernel::fdtable::rewatch(self.watched, now);
         self.watched = now;
     }
 
@@ -602,7 +602,7 @@ impl ProcState {
 
 impl Drop for ProcState {
     fn drop(&mut self) {
-        crate::sys::fdtable::rewatch(self.watched, 0);
+        crate::sys::kernel::fdtable::rewatch(self.watched, 0);
     }
 }
 
@@ -667,7 +667,7 @@ fn allowed_cpus(tid: u32, memo: &mut Option<(nix::sched::CpuSet, Arc<str>)>) -> 
             return Some(list.clone());
         }
     }
-    let mut set = crate::sys::cpuset::CpuSet::new();
+    let mut set = crate::sys::kernel::cpuset::CpuSet::new();
     for cpu in 0..nix::sched::CpuSet::count() {
         if mask.is_set(cpu).unwrap_or(false) {
             set.insert(cpu as u32);

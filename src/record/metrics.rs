@@ -568,7 +568,7 @@ pub fn common_labels(host: &str, kernel: &str, scenario: &str) -> String {
 
 /// This machine's name, as `uname -n` says it.
 pub fn hostname() -> String {
-    crate::sys::proc::sysctl_text("kernel.hostname")
+    crate::sys::kernel::proc::sysctl_text("kernel.hostname")
         .map(|h| h.trim().to_owned())
         .ok()
         .filter(|h| !h.is_empty())
@@ -884,7 +884,7 @@ mod tests {
 
     #[test]
     fn latency_bounds_are_edges_of_the_in_band_buckets() {
-        use crate::sys::histogram::{bucket_range, BUCKETS};
+        use crate::sys::shared::histogram::{bucket_range, BUCKETS};
         let edges: Vec<u64> = (0..BUCKETS).map(|i| bucket_range(i).1).collect();
         let bounds: Vec<u64> = latency_bounds_ns().collect();
         assert_eq!(bounds.len(), 55);
@@ -893,7 +893,10 @@ mod tests {
             assert!(edges.contains(b), "{b} ns is inside an in-band bucket");
         }
         assert_eq!(bounds[0], 1024);
-        assert_eq!(*bounds.last().unwrap(), crate::sys::histogram::TOP_NS);
+        assert_eq!(
+            *bounds.last().unwrap(),
+            crate::sys::shared::histogram::TOP_NS
+        );
         assert_eq!(seconds(1536), "0.000001536");
         assert_eq!(seconds(1 << 37), "137.438953472");
         assert_eq!(seconds(3 << 29), "1.610612736");

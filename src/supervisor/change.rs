@@ -16,8 +16,8 @@ use nix::unistd::Pid;
 
 use super::{policy_number, usable_cpus};
 use crate::knobs::{Knobs, Policy};
-use crate::sys::cgroup::WorkloadCgroup;
-use crate::sys::proc;
+use crate::sys::kernel::cgroup::WorkloadCgroup;
+use crate::sys::kernel::proc;
 
 /// Which threads belong to a workload.
 pub enum Scope<'a> {

@@ -19,15 +19,15 @@ use nix::unistd::{getppid, pipe2, setpgid, setsid, Pid};
 use serde::{Deserialize, Serialize};
 
 use crate::knobs::{Knobs, Placement, Policy, RT_PRIORITY};
-use crate::sys::counters::{self, CounterRegion};
-use crate::sys::lifeline::ENV_LIFELINE_FD;
+use crate::sys::exit::lifeline::ENV_LIFELINE_FD;
+use crate::sys::shared::counters::{self, CounterRegion};
 
 pub mod change;
 pub mod stderr;
 
 pub use stderr::StderrTail;
 
-use crate::sys::cgroup::{self, WorkloadCgroup};
+use crate::sys::kernel::cgroup::{self, WorkloadCgroup};
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,7 +128,7 @@ impl Running {
                 // SysV objects it may have left if it died by SIGKILL.
                 kill_group(self.pid, Signal::SIGKILL);
                 self.drop_cgroup();
-                let _ = crate::sys::sysv::sweep_orphans();
+                let _ = crate::sys::kernel::sysv::sweep_orphans();
             }
         }
         self.exit
@@ -156,7 +156,7 @@ impl Running {
         self.exit = self.child.wait().ok();
         self.drop_cgroup();
         wait_group_gone(self.pid, GROUP_GONE_WITHIN);
-        let _ = crate::sys::sysv::sweep_orphans();
+        let _ = crate::sys::kernel::sysv::sweep_orphans();
         self.exit
     }
 
@@ -169,7 +169,7 @@ impl Running {
         self.exit = Some(status);
         kill_group(self.pid, Signal::SIGKILL);
         self.drop_cgroup();
-        let _ = crate::sys::sysv::sweep_orphans();
+        let _ = crate::sys::kernel::sysv::sweep_orphans();
         Ok(status)
     }
 }
@@ -180,7 +180,7 @@ impl Drop for Running {
             kill_group(self.pid, Signal::SIGKILL);
             let _ = self.child.wait();
             wait_group_gone(self.pid, GROUP_GONE_WITHIN);
-            let _ = crate::sys::sysv::sweep_orphans();
+            let _ = crate::sys::kernel::sysv::sweep_orphans();
         }
     }
 }
@@ -460,7 +460,7 @@ pub fn usable_cpus() -> usize {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::sys::proc::alive;
+    use crate::sys::kernel::proc::alive;
 
     /// A `sh -c SCRIPT` workload with its output captured.
     pub(crate) fn sh(name: &str, script: &str, knobs: Knobs) -> LaunchSpec {

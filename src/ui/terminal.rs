@@ -53,7 +53,7 @@ impl Session {
             bail!("the dashboard needs a terminal, and standard output is not one");
         }
         static HOOK: Once = Once::new();
-        HOOK.call_once(|| crate::sys::lifeline::on_exit(|| restore(true)));
+        HOOK.call_once(|| crate::sys::exit::lifeline::on_exit(|| restore(true)));
         tell_guardian(b"e");
         ACTIVE.store(true, Ordering::SeqCst);
         let setup = (|| -> Result<Term> {

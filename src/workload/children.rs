@@ -14,7 +14,7 @@ use nix::sys::signal::{kill, signal, SigHandler, Signal};
 use nix::sys::wait::waitpid;
 use nix::unistd::{getpid, getppid, write, ForkResult, Pid};
 
-use crate::sys::kill_list::KillList;
+use crate::sys::exit::kill_list::KillList;
 
 /// The children forked and not yet reaped.
 static LIVE: KillList<libc::pid_t> = KillList::new();
@@ -110,7 +110,7 @@ impl Drop for KillOnDrop {
 
 fn install_hook() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| crate::sys::lifeline::on_exit(kill_all));
+    ONCE.call_once(|| crate::sys::exit::lifeline::on_exit(kill_all));
 }
 
 /// Waits for any child; returns its pid and its exit code (minus the signal that killed it).

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::sys::counters::CounterRegion;
+use crate::sys::shared::counters::CounterRegion;
 use crate::workload::registry::params::refused;
 use crate::workload::registry::params::CPU_HOG;
 

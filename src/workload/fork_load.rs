@@ -19,9 +19,9 @@ use anyhow::{bail, Context, Result};
 use nix::unistd::{access, AccessFlags};
 
 use crate::model::latency::Distribution;
-use crate::sys::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
-use crate::sys::histogram::Unit;
-use crate::sys::shm::{self, Shareable, SharedMapping};
+use crate::sys::shared::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
+use crate::sys::shared::histogram::Unit;
+use crate::sys::shared::shm::{self, Shareable, SharedMapping};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
 use crate::workload::registry::params::refused;
@@ -334,7 +334,7 @@ fn start_forkers(
 fn report_on_exit(control: &Arc<Control>, region: &CounterRegion, start: Instant, n: usize) {
     let control = control.clone();
     let region = region.clone();
-    crate::sys::lifeline::on_exit(move || {
+    crate::sys::exit::lifeline::on_exit(move || {
         control.stop().store(1, Relaxed);
         let deadline = Instant::now() + Duration::from_millis(500);
         while (0..n).any(|i| control.finished(i, n).load(Relaxed) == 0) && Instant::now() < deadline

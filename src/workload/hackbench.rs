@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::model::latency::Distribution;
-use crate::sys::counters::{
+use crate::sys::kernel::guard::Demand;
+use crate::sys::shared::counters::{
     self, now_ns, CounterRegion, CounterSlot, Histogram, LatencyTotals, Sampler,
 };
-use crate::sys::guard::Demand;
-use crate::sys::histogram::Unit;
+use crate::sys::shared::histogram::Unit;
 use crate::workload::fork_load::check_executable;
 use crate::workload::registry::params::refused;
 use crate::workload::registry::params::HACKBENCH;
@@ -117,7 +117,7 @@ pub fn main(args: Args) -> Result<()> {
     let shape = check(&args)?;
     // What the run asks of the machine, as the registry declares it for a scenario too.
     let demand = demand(shape.groups as u32, shape.fds as u32, shape.threads);
-    crate::sys::guard::check("hackbench", demand, args.force)?;
+    crate::sys::kernel::guard::check("hackbench", demand, args.force)?;
     crate::outln!(
         "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)",
         if shape.threads { "threaded" } else { "process" },

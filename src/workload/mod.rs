@@ -1,5 +1,5 @@
 //! The load generators. Each is a plain function that runs the workload and counts its
-//! operations into a [`crate::sys::counters::CounterRegion`]; the same code serves the standalone
+//! operations into a [`crate::sys::shared::counters::CounterRegion`]; the same code serves the standalone
 //! command (printing the original's report) and the dashboard, which starts it as a child
 //! process of this binary.
 

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::sys::counters::{CounterRegion, CounterSlot};
-use crate::sys::proc::sysctl;
-use crate::sys::sysv::{self, LedgerRange, MsgQueue};
+use crate::sys::kernel::proc::sysctl;
+use crate::sys::kernel::sysv::{self, LedgerRange, MsgQueue};
+use crate::sys::shared::counters::{CounterRegion, CounterSlot};
 use crate::workload::registry::params::{refused, MSGBENCH};
 
 /// The 2008 runs raised `kernel.msgmni` to 32768, the most a kernel without
@@ -344,7 +344,7 @@ impl StopGate {
         let parked = Arc::new(AtomicBool::new(false));
         let (r, p) = (requested.clone(), parked.clone());
         let bench_thread = std::thread::current().id();
-        crate::sys::lifeline::on_exit(move || {
+        crate::sys::exit::lifeline::on_exit(move || {
             r.store(true, SeqCst);
             if std::thread::current().id() == bench_thread {
                 return; // a panic in the benchmark itself: it will not reach a checkpoint

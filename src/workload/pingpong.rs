@@ -22,10 +22,10 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::model::latency::Distribution;
-use crate::sys::counters::{CounterRegion, CounterSlot, Histogram};
-use crate::sys::guard::Demand;
-use crate::sys::histogram::Unit;
-use crate::sys::sysv::{self, MsgQueue, SemSet};
+use crate::sys::kernel::guard::Demand;
+use crate::sys::kernel::sysv::{self, MsgQueue, SemSet};
+use crate::sys::shared::counters::{CounterRegion, CounterSlot, Histogram};
+use crate::sys::shared::histogram::Unit;
 use crate::workload::registry::params::refused;
 use crate::workload::registry::params::PINGPONG;
 
@@ -334,7 +334,7 @@ pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &allowed_cpus()?)?;
     // What the run asks of the machine, as the registry declares it for a scenario too.
     let demand = demand(plan.pairs() as u64, plan.threads);
-    crate::sys::guard::check("ipc-pingpong", demand, args.force)?;
+    crate::sys::kernel::guard::check("ipc-pingpong", demand, args.force)?;
     sysv::sweep_orphans()?;
     let counters = CounterRegion::for_workload()?;
     // Each pair is a closed loop: one of its two tasks is runnable whenever the other sleeps.
@@ -351,7 +351,7 @@ pub fn main(args: Args) -> Result<()> {
     {
         // A signal or a panic: kill the tasks; an open-ended run prints what it did so far.
         let (state, slots, plan) = (state.clone(), slots.clone(), plan.clone());
-        crate::sys::lifeline::on_exit(move || {
+        crate::sys::exit::lifeline::on_exit(move || {
             state.kill_tasks();
             if plan.duration.is_none() {
                 if let Some(t0) = state.t0.get() {

@@ -57,7 +57,7 @@ pub fn enter_own_session() -> Result<()> {
     let mut child = cmd.spawn().context("starting a copy in a new session")?;
     let pid = Pid::from_raw(child.id() as i32);
     // Ctrl-C reaches only us (the copy has no terminal): pass it on, let it clean up.
-    crate::sys::lifeline::on_exit(move || {
+    crate::sys::exit::lifeline::on_exit(move || {
         let _ = kill(pid, Signal::SIGTERM);
         let _ = waitpid(pid, None);
     });
@@ -68,7 +68,7 @@ pub fn enter_own_session() -> Result<()> {
     let code = status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-    crate::sys::lifeline::terminate(code)
+    crate::sys::exit::lifeline::terminate(code)
 }
 
 impl PlacementArgs {

@@ -15,8 +15,8 @@ use anyhow::{bail, Context, Result};
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::time::TimeVal;
 
-use crate::sys::counters::{CounterRegion, CounterSlot};
-use crate::sys::shm::SharedMapping;
+use crate::sys::shared::counters::{CounterRegion, CounterSlot};
+use crate::sys::shared::shm::SharedMapping;
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
 use crate::workload::registry::params::refused;

@@ -29,9 +29,9 @@ use rustix::time::{ClockId, Timespec};
 
 use crate::model::latency::Distribution;
 use crate::probe::LatencySample;
-use crate::sys::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
-use crate::sys::guard::Demand;
-use crate::sys::histogram::Unit;
+use crate::sys::kernel::guard::Demand;
+use crate::sys::shared::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
+use crate::sys::shared::histogram::Unit;
 use crate::workload::registry::params::refused;
 use crate::workload::registry::params::WAKEUP_PROBE;
 
@@ -412,7 +412,7 @@ pub fn demand(timers: u32, pairs: u32) -> Demand {
 pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &crate::workload::pingpong::allowed_cpus()?)?;
     let demand = demand(plan.timers, plan.pairs);
-    crate::sys::guard::check("wakeup-probe", demand, args.force)?;
+    crate::sys::kernel::guard::check("wakeup-probe", demand, args.force)?;
     let region = CounterRegion::for_workload()?;
     let probe = Probe::start(&plan, &region)?;
     let start = Instant::now();
@@ -420,7 +420,7 @@ pub fn main(args: Args) -> Result<()> {
     {
         // A signal or a panic: the threads go with the process; say what the run saw.
         let region = region.clone();
-        crate::sys::lifeline::on_exit(move || {
+        crate::sys::exit::lifeline::on_exit(move || {
             let whole = format!("over the whole run, {:.1} s", start.elapsed().as_secs_f64());
             crate::out!("{}", report(&whole, &[], &latency_of(&region)));
         });

@@ -23,8 +23,8 @@ use super::client::{self, ClientConfig};
 use super::protocol::{parse_count, RunSize};
 use super::slots::SlotPool;
 use super::{net, parse_timeout};
-use crate::sys::counters::{self, CounterRegion};
-use crate::sys::lifeline;
+use crate::sys::exit::lifeline;
+use crate::sys::shared::counters::{self, CounterRegion};
 use crate::workload::registry::params::{refused, CHAT};
 
 /// Arguments of `schedlab chat`.
@@ -52,7 +52,7 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
     let timeout = parse_timeout(args.timeout)?;
     let runs = Some(u64::from(runs)).filter(|&n| n > 0);
     super::guard("chat", size, 2, args.force)?;
-    crate::sys::sysv::sweep_orphans()?;
+    crate::sys::kernel::sysv::sweep_orphans()?;
     // Map the dashboard's region (closing the inherited descriptor) before forking the server,
     // which must count into a region of its own, not into ours.
     let region = CounterRegion::for_workload()?;
@@ -235,7 +235,7 @@ fn stop(pid: &AtomicI32, reap: bool) {
         }
     };
     if stopped {
-        let _ = crate::sys::sysv::remove_objects_of_stopped(pid.as_raw() as u32);
+        let _ = crate::sys::kernel::sysv::remove_objects_of_stopped(pid.as_raw() as u32);
     }
     if !reaped {
         let _ = kill(pid, Signal::SIGKILL);
@@ -245,6 +245,6 @@ fn stop(pid: &AtomicI32, reap: bool) {
     }
     if !stopped {
         // Dead and reaped: its ledger is an orphan's now, ours to sweep.
-        let _ = crate::sys::sysv::sweep_orphans();
+        let _ = crate::sys::kernel::sysv::sweep_orphans();
     }
 }

@@ -19,8 +19,8 @@ use super::net;
 use super::protocol::{Report, RunSize, END_BYTE, MSG_SIZE, START_BYTE, USERS_PER_ROOM};
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
-use crate::sys::counters::{self, now_ns, CounterSlot, Histogram, Sampler};
-use crate::sys::sysv::SemSet;
+use crate::sys::kernel::sysv::SemSet;
+use crate::sys::shared::counters::{self, now_ns, CounterSlot, Histogram, Sampler};
 use crate::workload::stamp;
 
 /// How often the main thread looks up from waiting for the done semaphores.

@@ -8,8 +8,8 @@ use std::io;
 use std::thread::JoinHandle;
 
 use super::protocol::USERS_PER_ROOM;
-use crate::sys::guard::free_tasks;
-use crate::sys::proc::{mem_available, own_map_count, own_open_files, sysctl_u64};
+use crate::sys::kernel::guard::free_tasks;
+use crate::sys::kernel::proc::{mem_available, own_map_count, own_open_files, sysctl_u64};
 
 /// Stack of every chat thread: the originals used 16 KiB; Rust's formatting on an error path
 /// wants a little more. Small stacks are what let thousands of threads fit.

@@ -85,7 +85,7 @@ pub fn server_main(args: ServerArgs) -> Result<()> {
             "--runs must be at least 1 (leave it out to serve forever)",
         ));
     }
-    crate::sys::sysv::sweep_orphans()?;
+    crate::sys::kernel::sysv::sweep_orphans()?;
     let listener = server::listen(addr)?;
     let bound = listener.local_addr()?;
     if let Some(fd) = args.port_fd {
@@ -107,8 +107,8 @@ pub fn client_main(args: ClientArgs) -> Result<()> {
     let size = parse_size(&args.rooms, &args.messages)?;
     let timeout = parse_timeout(args.timeout)?;
     guard("chat-client", size, 1, args.force)?;
-    crate::sys::sysv::sweep_orphans()?;
-    let region = crate::sys::counters::CounterRegion::for_workload()?;
+    crate::sys::kernel::sysv::sweep_orphans()?;
+    let region = crate::sys::shared::counters::CounterRegion::for_workload()?;
     let mut pool = slots::SlotPool::new(region.clone());
     let report = client::run(
         &client::ClientConfig {
@@ -183,12 +183,12 @@ pub(crate) fn guard(what: &str, size: RunSize, sides: u64, force: bool) -> Resul
     if !force && size.rooms > limits::max_rooms().0 {
         return limits::reserve_for(size.rooms).map_err(|why| anyhow!(why));
     }
-    crate::sys::guard::check(what, demand(size.rooms, sides), force)
+    crate::sys::kernel::guard::check(what, demand(size.rooms, sides), force)
 }
 
 /// What `rooms` rooms ask of the machine on `sides` sides (a client, a server, or both).
-pub fn demand(rooms: u32, sides: u64) -> crate::sys::guard::Demand {
-    crate::sys::guard::Demand::threads(u64::from(rooms) * limits::THREADS_PER_ROOM * sides)
+pub fn demand(rooms: u32, sides: u64) -> crate::sys::kernel::guard::Demand {
+    crate::sys::kernel::guard::Demand::threads(u64::from(rooms) * limits::THREADS_PER_ROOM * sides)
 }
 
 #[cfg(test)]

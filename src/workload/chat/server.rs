@@ -26,8 +26,8 @@ use super::protocol::{
 };
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
-use crate::sys::counters::{CounterRegion, CounterSlot};
-use crate::sys::sysv::SemSet;
+use crate::sys::kernel::sysv::SemSet;
+use crate::sys::shared::counters::{CounterRegion, CounterSlot};
 
 /// Control connections waiting to send their start message at once; beyond this the oldest
 /// is closed, so a burst of silent connections costs a bounded number of descriptors.

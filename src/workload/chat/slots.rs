@@ -4,8 +4,8 @@
 
 use anyhow::Result;
 
-use crate::sys::counters::{CounterRegion, CounterSlot, Histogram};
-use crate::sys::histogram::Unit;
+use crate::sys::shared::counters::{CounterRegion, CounterSlot, Histogram};
+use crate::sys::shared::histogram::Unit;
 
 pub struct SlotPool {
     region: CounterRegion,

@@ -12,7 +12,7 @@
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
 
-use crate::sys::counters::{now_ns, CounterSlot, Histogram, Sampler};
+use crate::sys::shared::counters::{now_ns, CounterSlot, Histogram, Sampler};
 
 /// Bytes carried by each message (as `perf bench sched pipe`'s int).
 pub const TOKEN_LEN: usize = 4;
@@ -97,7 +97,7 @@ pub trait Endpoint {
 /// One queue per pair; the pinger sends type 1 and receives type 2, the ponger the reverse.
 pub struct MsgEnd {
     id: i32,
-    buf: crate::sys::sysv::MsgBuf,
+    buf: crate::sys::kernel::sysv::MsgBuf,
     send_type: libc::c_long,
     recv_type: libc::c_long,
 }
@@ -107,7 +107,7 @@ impl MsgEnd {
         let (send_type, recv_type) = if pinger { (1, 2) } else { (2, 1) };
         Self {
             id,
-            buf: crate::sys::sysv::MsgBuf::new(send_type),
+            buf: crate::sys::kernel::sysv::MsgBuf::new(send_type),
             send_type,
             recv_type,
         }
@@ -118,7 +118,7 @@ impl Endpoint for MsgEnd {
     #[inline]
     fn send(&mut self) -> Result<(), TaskError> {
         self.buf.mtype = self.send_type;
-        let ptr = (&self.buf as *const crate::sys::sysv::MsgBuf).cast();
+        let ptr = (&self.buf as *const crate::sys::kernel::sysv::MsgBuf).cast();
         // SAFETY: `ptr` points to `self.buf`, a live MsgBuf (a long type, then MsgBuf::TEXT bytes);
         // msgsnd reads the type and TOKEN_LEN (4 <= TEXT) bytes of it.
         while unsafe { libc::msgsnd(self.id, ptr, TOKEN_LEN, 0) } < 0 {
@@ -132,8 +132,8 @@ impl Endpoint for MsgEnd {
 
     #[inline]
     fn recv(&mut self) -> Result<(), TaskError> {
-        let ptr = (&mut self.buf as *mut crate::sys::sysv::MsgBuf).cast();
-        let max = crate::sys::sysv::MsgBuf::TEXT;
+        let ptr = (&mut self.buf as *mut crate::sys::kernel::sysv::MsgBuf).cast();
+        let max = crate::sys::kernel::sysv::MsgBuf::TEXT;
         // SAFETY: `ptr` points to `self.buf`, exclusively borrowed; msgrcv writes at most the type
         // and `max` = MsgBuf::TEXT bytes, exactly its text's size.
         while unsafe { libc::msgrcv(self.id, ptr, max, self.recv_type, 0) } < 0 {

@@ -21,7 +21,7 @@ pub use params::{Absent, Flag, Param, Params, Ty, Value, CPUS};
 use super::pingpong::{IpcKind, Pin};
 use super::{chat, cpuhog, fork_load, hackbench, msgbench, pingpong, refjob, wakeup};
 use crate::supervisor::Program;
-use crate::sys::guard::Demand;
+use crate::sys::kernel::guard::Demand;
 
 /// One workload: its kind and its parameters, as a scenario holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

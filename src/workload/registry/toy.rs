@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::params::{refused, Flag, Param, Params, Ty};
 use super::{parsed, Cli, Ends, Kind, Value, WorkloadKind};
-use crate::sys::guard::Demand;
+use crate::sys::kernel::guard::Demand;
 
 static PARAMS: Params = Params::new(&[Param {
     key: "spins",

@@ -73,7 +73,7 @@ impl Demand {
 
 /// Refuses `demand` when it does not fit, unless `force`. `what` names the run in the error.
 pub fn check(what: &str, demand: Demand, force: bool) -> Result<()> {
-    if force || crate::sys::lifeline::supervised() {
+    if force || crate::sys::exit::lifeline::supervised() {
         return Ok(());
     }
     if let Some(why) = refusal(demand, &headroom()) {

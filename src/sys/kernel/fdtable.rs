@@ -187,7 +187,7 @@ mod tests {
                 .map(|(s, _)| s as usize)
                 .unwrap(),
         );
-        let fdsize = crate::sys::proc::own_fd_table_size().unwrap() as usize;
+        let fdsize = crate::sys::kernel::proc::own_fd_table_size().unwrap() as usize;
         assert!(fdsize >= want, "FDSize {fdsize}, below {want}");
         assert!(ROOM.load(Relaxed) >= want);
     }

@@ -31,13 +31,13 @@ pub fn wait_then_sweep(pgids: &[u32], within: Duration) {
     while Instant::now() < deadline && any_alive_in(&pgids) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let _ = crate::sys::sysv::sweep_orphans();
+    let _ = crate::sys::kernel::sysv::sweep_orphans();
 }
 
 /// Whether any live (non-zombie) process is in one of `pgids`, from /proc/PID/stat.
 fn any_alive_in(pgids: &[u32]) -> bool {
-    super::proc::pids().into_iter().any(|pid| {
-        super::proc::read_stat(pid)
+    crate::sys::kernel::proc::pids().into_iter().any(|pid| {
+        crate::sys::kernel::proc::read_stat(pid)
             .is_some_and(|s| !matches!(s.state, b'Z' | b'X') && pgids.contains(&s.pgrp))
     })
 }

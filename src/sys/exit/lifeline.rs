@@ -156,11 +156,11 @@ fn run_hooks() {
     for hook in hooks.iter().rev() {
         hook();
     }
-    crate::sys::sysv::remove_all();
+    crate::sys::kernel::sysv::remove_all();
 }
 
 fn finish(code: i32) -> ! {
-    crate::sys::sysv::remove_ledger_file();
+    crate::sys::kernel::sysv::remove_ledger_file();
     if supervised() {
         // Our process group is ours alone: take every descendant with us, then ourselves.
         // SAFETY: kill(0, SIGKILL) ends our own process group, which is ours alone when supervised;
