@@ -1,12 +1,12 @@
 //! Latency percentiles from the workloads' in-band histograms: the interval's counts are the
 //! difference of two Samples' cumulative counts, so a replay gives the same answer as the live
-//! run. Pure maths on [`LatencySample`]s; the bucket scheme is [`crate::sys::histogram`]'s,
+//! run. Pure maths on [`LatencySample`]s; the bucket scheme is [`crate::sys::shared::histogram`]'s,
 //! and a percentile is its bucket's midpoint, within 1.6% of the true value from 1 µs up
 //! (within 16 ns below).
 
 use super::frame::Latency;
 use crate::probe::LatencySample;
-use crate::sys::histogram::{bucket_range, BUCKETS, TOP_NS};
+use crate::sys::shared::histogram::{bucket_range, BUCKETS, TOP_NS};
 
 /// Counts of one kind of latency, one per bucket (overflow last), with the recorded sum.
 #[derive(Clone, Debug, PartialEq)]
@@ -224,7 +224,7 @@ pub fn interval(prev: &[LatencySample], cur: &[LatencySample]) -> (Option<Latenc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::histogram::bucket_of;
+    use crate::sys::shared::histogram::bucket_of;
 
     /// A Sample holding `values` (ns), as a region would report them.
     fn sample(unit: &str, values: &[u64], rejected: u64) -> LatencySample {

@@ -6,7 +6,7 @@ pub mod account;
 pub mod chains;
 pub mod cpus;
 // The CPU-list type lives with the plumbing (the probe parses and prints lists too).
-pub use crate::sys::cpuset;
+pub use crate::sys::kernel::cpuset;
 pub mod demand;
 pub mod derive;
 pub mod explain;

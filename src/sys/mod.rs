@@ -16,6 +16,3 @@ pub mod exit;
 pub mod kernel;
 pub mod shared;
 
-// The old paths, until the model takes the new ones (the next commit).
-pub use kernel::cpuset;
-pub use shared::histogram;
