@@ -15,4 +15,3 @@
 pub mod exit;
 pub mod kernel;
 pub mod shared;
-

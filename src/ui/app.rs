@@ -418,15 +418,19 @@ impl App {
         self.window = WINDOWS[j];
     }
 
+    /// The selected workload's id and name, when there is one and the run is live.
+    fn live_selected(&mut self) -> Option<(u32, String)> {
+        if !self.live_only() {
+            return None;
+        }
+        self.selected_view().map(|w| (w.id, w.decl.name.clone()))
+    }
+
     /// Start a stopped or finished workload; stop a running one.
     pub fn toggle_run(&mut self) {
-        if !self.live_only() {
-            return;
-        }
-        let Some(w) = self.selected_view() else {
+        let Some((id, name)) = self.live_selected() else {
             return;
         };
-        let (id, name) = (w.id, w.decl.name.clone());
         match self.frame_of(id).map(|f| &f.state) {
             Some(WorkloadState::Running | WorkloadState::Starting | WorkloadState::Partial(_)) => {
                 self.outbox.push(Command::Stop(id));
@@ -441,11 +445,7 @@ impl App {
     }
 
     pub fn restart(&mut self) {
-        if !self.live_only() {
-            return;
-        }
-        if let Some(w) = self.selected_view() {
-            let (id, name) = (w.id, w.decl.name.clone());
+        if let Some((id, name)) = self.live_selected() {
             self.outbox.push(Command::Restart(id));
             self.notice(format!("restarting {name}"));
         }
@@ -453,13 +453,9 @@ impl App {
 
     /// The first press asks, the second removes.
     pub fn remove(&mut self) {
-        if !self.live_only() {
-            return;
-        }
-        let Some(w) = self.selected_view() else {
+        let Some((id, name)) = self.live_selected() else {
             return;
         };
-        let (id, name) = (w.id, w.decl.name.clone());
         if self.pending_remove == Some(id) {
             self.pending_remove = None;
             self.outbox.push(Command::Remove(id));

@@ -457,7 +457,7 @@ pub fn draw_messages(f: &mut TermFrame, area: Rect, app: &App) {
 
 /// `lines` in a box over the dashboard, long ones wrapped, with a closing hint.
 fn draw_lines(f: &mut TermFrame, area: Rect, app: &App, title: &str, mut lines: Vec<Line>) {
-    use ratatui::widgets::{Block, Borders, Clear, Wrap};
+    use ratatui::widgets::Wrap;
     let t = &app.theme;
     let w = area.width.saturating_sub(4).min(100);
     let inner = w.saturating_sub(2).max(1) as usize;
@@ -466,20 +466,10 @@ fn draw_lines(f: &mut TermFrame, area: Rect, app: &App, title: &str, mut lines: 
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(" any key closes", t.dim())));
     let h = (rows as u16 + 4).min(area.height);
-    let popup = super::help::centered(area, w, h);
-    f.render_widget(Clear, popup);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(t.border())
-        .title(Span::styled(title.to_string(), t.title()))
-        .style(t.popup());
     // The newest lines are the ones to keep in view when they do not all fit.
     let hidden = (rows + 2).saturating_sub(h.saturating_sub(2) as usize);
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false })
-            .scroll((hidden as u16, 0)),
-        popup,
-    );
+    let body = Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((hidden as u16, 0));
+    super::help::draw_popup(f, super::help::centered(area, w, h), title, t, body);
 }

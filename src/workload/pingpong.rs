@@ -117,26 +117,17 @@ impl Plan {
 
     /// Checks the arguments against the CPUs this process may use (in order).
     pub fn new(args: &Args, allowed: &[usize]) -> Result<Self> {
-        let kind = match args.kind.as_str() {
-            "msg" => IpcKind::Msg,
-            "sem" => IpcKind::Sem,
-            "pipe" => IpcKind::Pipe,
-            other => {
-                return Err(refused(format!(
-                    "unknown --kind {other:?}: use msg, sem or pipe"
-                )))
-            }
+        let unknown = |flag: &str, word: &str, words: &str| {
+            refused(format!("unknown {flag} {word:?}: use {words}"))
         };
-        let pin = match args.pin.as_str() {
-            "same" => Pin::Same,
-            "cross" => Pin::Cross,
-            "none" => Pin::None,
-            other => {
-                return Err(refused(format!(
-                    "unknown --pin {other:?}: use same, cross or none"
-                )))
-            }
-        };
+        let kind = [IpcKind::Msg, IpcKind::Sem, IpcKind::Pipe]
+            .into_iter()
+            .find(|k| k.word() == args.kind)
+            .ok_or_else(|| unknown("--kind", &args.kind, "msg, sem or pipe"))?;
+        let pin = [Pin::Same, Pin::Cross, Pin::None]
+            .into_iter()
+            .find(|p| p.word() == args.pin)
+            .ok_or_else(|| unknown("--pin", &args.pin, "same, cross or none"))?;
         let ncpus = allowed.len();
         // The registry's limit, with the message a scenario or the picker gives.
         let pairs = match PINGPONG
