@@ -23,7 +23,9 @@ use super::{chat, cpuhog, fork_load, hackbench, msgbench, pingpong, refjob, wake
 use crate::supervisor::Program;
 use crate::sys::kernel::guard::Demand;
 
-/// One workload: its kind and its parameters, as a scenario holds it.
+/// One workload: its kind and its parameters, as a scenario holds it. Each variant is named
+/// as its kind (serde's tag is the kind's word) and its fields as its parameters' keys, which
+/// is how the registry builds one from checked values and reads its values back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum WorkloadKind {
@@ -151,8 +153,6 @@ pub struct Kind {
     pub cli: Option<Cli>,
     /// Subcommands it brings besides its own.
     pub tools: &'static [Tool],
-    build: fn(&Values) -> WorkloadKind,
-    values: fn(&WorkloadKind) -> Vec<Value>,
     /// Tasks and memory it will have at its largest, given the CPUs schedlab may use.
     demand: fn(&Values, u64) -> Demand,
 }
@@ -221,19 +221,6 @@ static CHAT: Kind = Kind {
             cli: Cli::of::<chat::ClientArgs>(|m| chat::client_main(parsed(m)?)),
         },
     ],
-    build: |v| WorkloadKind::Chat {
-        rooms: v.count("rooms"),
-        messages: v.count("messages"),
-        runs: v.optional("runs"),
-    },
-    values: |k| match k {
-        WorkloadKind::Chat {
-            rooms,
-            messages,
-            runs,
-        } => vec![known(rooms), known(messages), Value::Count(*runs)],
-        _ => unreachable!(),
-    },
     demand: |v, _| chat::demand(v.count("rooms"), 2),
 };
 
@@ -248,35 +235,6 @@ static HACKBENCH: Kind = Kind {
     variants: None,
     cli: Some(Cli::of::<hackbench::Args>(|m| hackbench::main(parsed(m)?))),
     tools: &[],
-    build: |v| WorkloadKind::Hackbench {
-        groups: v.count("groups"),
-        loops: v.count("loops"),
-        datasize: v.count("datasize"),
-        fds: v.count("fds"),
-        pipe: v.switch("pipe"),
-        threads: v.switch("threads"),
-        runs: v.optional("runs"),
-    },
-    values: |k| match k {
-        WorkloadKind::Hackbench {
-            groups,
-            loops,
-            datasize,
-            fds,
-            pipe,
-            threads,
-            runs,
-        } => vec![
-            known(groups),
-            known(loops),
-            known(datasize),
-            known(fds),
-            Value::Switch(*pipe),
-            Value::Switch(*threads),
-            Value::Count(*runs),
-        ],
-        _ => unreachable!(),
-    },
     demand: |v, _| hackbench::demand(v.count("groups"), v.count("fds"), v.switch("threads")),
 };
 
@@ -291,14 +249,6 @@ static FORK_LOAD: Kind = Kind {
     variants: None,
     cli: Some(Cli::of::<fork_load::Args>(|m| fork_load::main(parsed(m)?))),
     tools: &[],
-    build: |v| WorkloadKind::ForkLoad {
-        forkers: v.optional("forkers"),
-    },
-    values: |k| match k {
-        WorkloadKind::ForkLoad { forkers } => vec![Value::Count(*forkers)],
-        _ => unreachable!(),
-    },
-    // Each forker and the child it waits for.
     demand: |v, cpus| Demand::processes(2 * v.optional("forkers").map_or(cpus, u64::from)),
 };
 
@@ -313,18 +263,6 @@ static REF_JOB: Kind = Kind {
     variants: None,
     cli: Some(Cli::of::<refjob::Args>(|m| refjob::main(parsed(m)?))),
     tools: &[],
-    build: |v| WorkloadKind::RefJob {
-        jobs: v.count("jobs"),
-        work: v.amount("work"),
-        runs: v.optional("runs"),
-    },
-    values: |k| match k {
-        WorkloadKind::RefJob { jobs, work, runs } => {
-            vec![known(jobs), Value::Amount(*work), Value::Count(*runs)]
-        }
-        _ => unreachable!(),
-    },
-    // The workers and the process that waits for them.
     demand: |v, _| Demand::processes(u64::from(v.count("jobs")) + 1),
 };
 
@@ -339,13 +277,6 @@ static CPU_HOG: Kind = Kind {
     variants: None,
     cli: Some(Cli::of::<cpuhog::Args>(|m| cpuhog::main(parsed(m)?))),
     tools: &[],
-    build: |v| WorkloadKind::CpuHog {
-        threads: v.count("threads"),
-    },
-    values: |k| match k {
-        WorkloadKind::CpuHog { threads } => vec![known(threads)],
-        _ => unreachable!(),
-    },
     demand: |v, _| Demand::threads(u64::from(v.count("threads"))),
 };
 
@@ -380,34 +311,6 @@ static PINGPONG: Kind = Kind {
     )),
     cli: Some(Cli::of::<pingpong::Args>(|m| pingpong::main(parsed(m)?))),
     tools: &[],
-    build: |v| WorkloadKind::Pingpong {
-        ipc: match v.word("ipc") {
-            "sem" => IpcKind::Sem,
-            "pipe" => IpcKind::Pipe,
-            _ => IpcKind::Msg,
-        },
-        pin: match v.word("pin") {
-            "cross" => Pin::Cross,
-            "none" => Pin::None,
-            _ => Pin::Same,
-        },
-        pairs: v.optional("pairs"),
-        threads: v.switch("threads"),
-    },
-    values: |k| match k {
-        WorkloadKind::Pingpong {
-            ipc,
-            pairs,
-            pin,
-            threads,
-        } => vec![
-            Value::Word(ipc.word()),
-            Value::Word(pin.word()),
-            Value::Count(*pairs),
-            Value::Switch(*threads),
-        ],
-        _ => unreachable!(),
-    },
     demand: |v, cpus| {
         let pairs = v.optional("pairs").map_or(cpus, u64::from);
         pingpong::demand(pairs, v.switch("threads"))
@@ -425,16 +328,6 @@ static MSGBENCH: Kind = Kind {
     variants: None,
     cli: Some(Cli::of::<msgbench::Args>(|m| msgbench::main(parsed(m)?))),
     tools: &[],
-    build: |v| WorkloadKind::Msgbench {
-        batches: v.count("batches"),
-        queues: v.optional("queues"),
-    },
-    values: |k| match k {
-        WorkloadKind::Msgbench { batches, queues } => {
-            vec![known(batches), Value::Count(*queues)]
-        }
-        _ => unreachable!(),
-    },
     demand: |_, _| Demand::processes(1),
 };
 
@@ -449,26 +342,6 @@ static WAKEUP_PROBE: Kind = Kind {
     variants: None,
     cli: Some(Cli::of::<wakeup::Args>(|m| wakeup::main(parsed(m)?))),
     tools: &[],
-    build: |v| WorkloadKind::WakeupProbe {
-        timers: v.count("timers"),
-        pairs: v.count("pairs"),
-        period: v.count("period"),
-        cpu: v.optional("cpu"),
-    },
-    values: |k| match k {
-        WorkloadKind::WakeupProbe {
-            timers,
-            pairs,
-            period,
-            cpu,
-        } => vec![
-            known(timers),
-            known(pairs),
-            known(period),
-            Value::Count(*cpu),
-        ],
-        _ => unreachable!(),
-    },
     demand: |v, _| wakeup::demand(v.count("timers"), v.count("pairs")),
 };
 
@@ -483,20 +356,8 @@ static COMMAND: Kind = Kind {
     variants: None,
     cli: None,
     tools: &[],
-    build: |v| WorkloadKind::Command {
-        argv: v.words("argv").to_vec(),
-    },
-    values: |k| match k {
-        WorkloadKind::Command { argv } => vec![Value::Words(argv.clone())],
-        _ => unreachable!(),
-    },
     demand: |_, _| Demand::processes(1),
 };
-
-/// The value of a count that always has one.
-fn known(n: &u32) -> Value {
-    Value::Count(Some(*n))
-}
 
 /// The kind a scenario or a command line names with `word` (or one of its old names).
 pub fn find(word: &str) -> Option<&'static Kind> {
@@ -536,13 +397,6 @@ impl Values<'_> {
         }
     }
 
-    fn amount(&self, key: &str) -> f64 {
-        match self.get(key) {
-            Value::Amount(x) => *x,
-            v => panic!("{key} is not an amount: {v:?}"),
-        }
-    }
-
     fn switch(&self, key: &str) -> bool {
         matches!(self.get(key), Value::Switch(true))
     }
@@ -573,7 +427,16 @@ impl Kind {
     /// file, picker, contest) ends here once each value passed its parameter's check.
     pub fn build(&self, values: Vec<Value>) -> WorkloadKind {
         assert_eq!(values.len(), self.params.len(), "{}", self.word);
-        (self.build)(&Values { kind: self, values })
+        let fields: serde_json::Map<String, serde_json::Value> = self
+            .params
+            .iter()
+            .zip(values)
+            .map(|(p, v)| (p.key.to_string(), v.into_json()))
+            .collect();
+        let mut tagged = serde_json::Map::new();
+        tagged.insert(self.word.to_string(), fields.into());
+        serde_json::from_value(tagged.into())
+            .unwrap_or_else(|e| panic!("kind {}'s variant and parameters differ: {e}", self.word))
     }
 
     /// Builds it from parameters given by name; the others take their defaults.
@@ -589,10 +452,17 @@ impl Kind {
         self.build(values)
     }
 
+    /// A workload's values, one per parameter, read from its variant's fields.
     fn values_of<'k>(&'k self, k: &WorkloadKind) -> Values<'k> {
+        let json = serde_json::to_value(k).expect("a workload is plain data");
+        let fields = &json[self.word];
         Values {
             kind: self,
-            values: (self.values)(k),
+            values: self
+                .params
+                .iter()
+                .map(|p| Value::from_json(p, &fields[p.key]))
+                .collect(),
         }
     }
 
@@ -618,6 +488,30 @@ impl Kind {
             (t.name, t.cli, cmd)
         });
         own.into_iter().chain(tools)
+    }
+}
+
+impl Value {
+    fn into_json(self) -> serde_json::Value {
+        match self {
+            Value::Count(n) => n.into(),
+            Value::Amount(x) => x.into(),
+            Value::Switch(b) => b.into(),
+            Value::Word(w) => w.into(),
+            Value::Words(w) => w.into(),
+        }
+    }
+
+    /// The value of parameter `p` as a variant's field holds it.
+    fn from_json(p: &Param, j: &serde_json::Value) -> Value {
+        let value = match &p.ty {
+            Ty::Count { .. } => Some(Value::Count(j.as_u64().map(|n| n as u32))),
+            Ty::Amount { .. } => j.as_f64().map(Value::Amount),
+            Ty::Switch => j.as_bool().map(Value::Switch),
+            Ty::Choice { words, .. } => words.iter().find(|w| j == **w).map(|w| Value::Word(w)),
+            Ty::Words => serde_json::from_value(j.clone()).ok().map(Value::Words),
+        };
+        value.unwrap_or_else(|| panic!("{}: {j} is not what its type holds", p.key))
     }
 }
 
@@ -809,7 +703,7 @@ mod tests {
                 .collect();
             let built = kind.build(defaults.clone());
             assert!(std::ptr::eq(kind_of(&built), *kind), "{}", kind.word);
-            assert_eq!((kind.values)(&built), defaults, "{}", kind.word);
+            assert_eq!(kind.values_of(&built).values, defaults, "{}", kind.word);
             for p in kind.params {
                 assert!(std::ptr::eq(kind.param(p.key), p));
             }

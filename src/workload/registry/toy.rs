@@ -1,12 +1,12 @@
 //! A kind that exists only in tests, to show what adding a kind takes: this file (its
 //! parameters, its command line, its work) and its entry in the registry (a variant of
-//! `WorkloadKind`, the entry, its place in `KINDS`), nothing else. The picker, scenario
+//! `WorkloadKind` named as it, its place in `KINDS` and `kind_of`), nothing else. The picker, scenario
 //! files and `--help` find it from there: the tests of those modules look for it.
 
 use anyhow::Result;
 
 use super::params::{refused, Flag, Param, Params, Ty};
-use super::{parsed, Cli, Ends, Kind, Value, WorkloadKind};
+use super::{parsed, Cli, Ends, Kind};
 use crate::sys::kernel::guard::Demand;
 
 static PARAMS: Params = Params::new(&[Param {
@@ -49,12 +49,5 @@ pub(super) static KIND: Kind = Kind {
     variants: None,
     cli: Some(Cli::of::<Args>(|m| main(parsed(m)?))),
     tools: &[],
-    build: |v| WorkloadKind::Toy {
-        spins: v.count("spins"),
-    },
-    values: |k| match k {
-        WorkloadKind::Toy { spins } => vec![Value::Count(Some(*spins))],
-        _ => unreachable!(),
-    },
     demand: |_, _| Demand::processes(1),
 };
