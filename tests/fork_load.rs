@@ -86,9 +86,7 @@ fn default_program_is_the_nil_binary() {
 fn schedlab_alone_forks_the_systems_true_and_says_so() {
     // `cargo run` builds only schedlab: copied alone into a directory, it has no schedlab-nil
     // beside it, and its children exec /bin/true instead (said on stderr).
-    let dir = tempfile::tempdir().unwrap();
-    let lone = dir.path().join("schedlab");
-    std::fs::copy(env!("CARGO_BIN_EXE_schedlab"), &lone).unwrap();
+    let (_dir, lone) = common::lone_schedlab();
     let _serial = subreaper::serial();
     let out = Command::new(&lone)
         .args(["fork-load", "--forkers", "1", "--duration", "0.3"])

@@ -313,9 +313,7 @@ fn a_task_killed_mid_run_ends_the_run_with_a_last_line_naming_a_failed_task() {
 /// schedlab-hackbench beside it, forks the tasks itself, delivers every message, and says so.
 #[test]
 fn schedlab_alone_forks_the_tasks_itself_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let lone = dir.path().join("schedlab");
-    std::fs::copy(env!("CARGO_BIN_EXE_schedlab"), &lone).unwrap();
+    let (_dir, lone) = common::lone_schedlab();
     let _serial = subreaper::serial();
     let args = ["hackbench", "-g", "1", "-l", "10", "--verbose", "--pipe"];
     let out = std::process::Command::new(&lone)

@@ -203,3 +203,13 @@ pub fn comm(pid: u32) -> String {
         .map(|c| c.trim().to_string())
         .unwrap_or_default()
 }
+
+/// The schedlab binary copied alone into a directory of its own (as `cargo run` leaves it:
+/// without the programs built beside it), with the directory that holds it.
+#[allow(dead_code)]
+pub fn lone_schedlab() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let lone = dir.path().join("schedlab");
+    std::fs::copy(BIN, &lone).unwrap();
+    (dir, lone)
+}
