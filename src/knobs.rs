@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use crate::sys::kernel::cpuset::CpuSet;
 
 /// The knobs' limits, stated once for scenario files, the knob editor and the launch.
-pub const NICE: std::ops::RangeInclusive<i32> = -20..=19;
-pub const RT_PRIORITY: std::ops::RangeInclusive<u8> = 1..=99;
-pub const CGROUP_WEIGHT: std::ops::RangeInclusive<u32> = 1..=10_000;
+pub(crate) const NICE: std::ops::RangeInclusive<i32> = -20..=19;
+pub(crate) const RT_PRIORITY: std::ops::RangeInclusive<u8> = 1..=99;
+pub(crate) const CGROUP_WEIGHT: std::ops::RangeInclusive<u32> = 1..=10_000;
 /// The weight of a cgroup when none is given (cgroup v2's default).
-pub const DEFAULT_CGROUP_WEIGHT: u32 = 100;
+pub(crate) const DEFAULT_CGROUP_WEIGHT: u32 = 100;
 /// The largest quota a workload may be given, in % of one CPU (100 CPUs); the cgroup
 /// plumbing, which enforces it, holds it.
 pub use crate::sys::kernel::cgroup::MAX_CPU_QUOTA;
@@ -39,7 +39,7 @@ impl Policy {
         Policy::Rr,
     ];
 
-    pub fn is_realtime(self) -> bool {
+    pub(crate) fn is_realtime(self) -> bool {
         matches!(self, Policy::Fifo | Policy::Rr)
     }
 
@@ -59,7 +59,7 @@ impl Policy {
         Policy::ALL.iter().map(|p| p.word()).collect()
     }
 
-    pub fn from_word(word: &str) -> Option<Policy> {
+    pub(crate) fn from_word(word: &str) -> Option<Policy> {
         Policy::ALL.into_iter().find(|p| p.word() == word)
     }
 }
@@ -80,12 +80,13 @@ pub enum Placement {
 
 impl Placement {
     /// As a scenario file writes it: "shared", "own-session", "cgroup".
-    pub const FILE_WORDS: [&'static str; 3] = ["shared", "own-session", "cgroup"];
+    pub(crate) const FILE_WORDS: [&'static str; 3] = ["shared", "own-session", "cgroup"];
     /// As the dashboard's form offers it: "shared session", "own session", "own cgroup".
-    pub const FORM_WORDS: [&'static str; 3] = ["shared session", "own session", "own cgroup"];
+    pub(crate) const FORM_WORDS: [&'static str; 3] =
+        ["shared session", "own session", "own cgroup"];
 
     /// The placement a word of either list names; a cgroup with `weight`.
-    pub fn from_word(word: &str, weight: u32) -> Option<Placement> {
+    pub(crate) fn from_word(word: &str, weight: u32) -> Option<Placement> {
         let at = |list: [&str; 3]| list.iter().position(|w| *w == word);
         Some(
             match at(Placement::FILE_WORDS).or_else(|| at(Placement::FORM_WORDS))? {
@@ -97,7 +98,7 @@ impl Placement {
     }
 
     /// Its word in the form.
-    pub fn form_word(&self) -> &'static str {
+    pub(crate) fn form_word(&self) -> &'static str {
         Placement::FORM_WORDS[match self {
             Placement::Shared => 0,
             Placement::OwnSession => 1,
@@ -131,7 +132,7 @@ pub struct Knobs {
 }
 
 /// A CPU list as people and the kernel write it ("0-3,6"), for CPUs a workload may use.
-pub fn cpus_text(cpus: &[usize]) -> String {
+pub(crate) fn cpus_text(cpus: &[usize]) -> String {
     let mut set = CpuSet::new();
     for &c in cpus {
         set.insert(c as u32);
@@ -141,7 +142,7 @@ pub fn cpus_text(cpus: &[usize]) -> String {
 
 /// The CPUs of a list as typed ("0", "0,2", "0-3, 6"), each one of the `cpus` this machine
 /// has (0..cpus); the message says what is wrong.
-pub fn parse_cpus(text: &str, cpus: usize) -> Result<Vec<usize>, String> {
+pub(crate) fn parse_cpus(text: &str, cpus: usize) -> Result<Vec<usize>, String> {
     let set = CpuSet::parse(text)?;
     if set.is_empty() {
         return Err("an empty CPU list".into());

@@ -89,7 +89,7 @@ pub const PRESETS: &[(&str, &str)] = &[
 ];
 
 /// Sampling interval bounds, in milliseconds.
-pub const INTERVAL_MS: std::ops::RangeInclusive<u64> = 100..=10_000;
+pub(crate) const INTERVAL_MS: std::ops::RangeInclusive<u64> = 100..=10_000;
 const DEFAULT_INTERVAL_MS: u64 = 500;
 
 impl Scenario {
@@ -650,7 +650,7 @@ fn param_value(p: &Param, v: &toml::Value) -> Result<Value, String> {
 }
 
 /// Refuses a scenario whose workloads, all alive at once, do not fit.
-pub fn check_scenario(scenario: &Scenario, force: bool) -> anyhow::Result<()> {
+pub(crate) fn check_scenario(scenario: &Scenario, force: bool) -> anyhow::Result<()> {
     guard::check(
         &format!("scenario `{}`", scenario.name),
         scenario_demand(scenario),
@@ -659,7 +659,7 @@ pub fn check_scenario(scenario: &Scenario, force: bool) -> anyhow::Result<()> {
 }
 
 /// Every workload of the scenario alive at once: the worst case the run can reach.
-pub fn scenario_demand(scenario: &Scenario) -> Demand {
+pub(crate) fn scenario_demand(scenario: &Scenario) -> Demand {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     scenario
         .workloads

@@ -68,7 +68,7 @@ pub struct Args {
 }
 
 /// A load contest knows by name (the registry's contest loads).
-pub fn load_kind(name: &str) -> Result<WorkloadKind> {
+pub(crate) fn load_kind(name: &str) -> Result<WorkloadKind> {
     registry::contest_load(name).ok_or_else(|| {
         let names = load_names();
         let (last, rest) = names.split_last().expect("contest has loads");
@@ -95,7 +95,7 @@ fn load_help() -> String {
 
 /// One row of the table, averaged over its runs.
 #[derive(Clone, Debug)]
-pub struct Row {
+pub(crate) struct Row {
     pub load: String,
     pub runs: u32,
     pub time: f64,

@@ -82,7 +82,7 @@ pub enum Format {
 }
 
 /// Seconds from `30`, `30s`, `1.5s`, `500ms`, `2m`.
-pub fn parse_duration(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<f64, String> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 0.001)

@@ -17,12 +17,12 @@ use crate::supervisor::{self, LaunchSpec, Running, StderrTail};
 use crate::sys::kernel::priority::{self, SamplerPriority};
 
 /// Sampling interval bounds.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
-pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a stopped workload gets to end after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_millis(300);
 /// Lines of a failed workload's stderr that go into its Samples (and Frames, recordings).
-pub const STDERR_LINES: usize = 10;
+pub(crate) const STDERR_LINES: usize = 10;
 
 /// What the dashboard lists for a workload.
 #[derive(Clone, Debug)]
@@ -92,7 +92,7 @@ impl Lab {
     }
 
     /// A Lab reading another /proc and /sys (tests).
-    pub fn with_config(interval: Duration, cfg: ProbeConfig) -> Result<Lab> {
+    pub(crate) fn with_config(interval: Duration, cfg: ProbeConfig) -> Result<Lab> {
         let mut lab = Lab {
             probe: Probe::new(cfg)?,
             model: Model::new(),
@@ -232,12 +232,12 @@ impl Lab {
 
     /// How the sampling thread is scheduled (before the first tick: the thread that ticks is
     /// promoted at its first tick).
-    pub fn set_sampler_priority(&mut self, p: SamplerPriority) {
+    pub(crate) fn set_sampler_priority(&mut self, p: SamplerPriority) {
         self.sampler_priority = p;
     }
 
     /// When the next sample is due: callers sleep until then and tick.
-    pub fn next_due(&self) -> Instant {
+    pub(crate) fn next_due(&self) -> Instant {
         self.schedule.next_due()
     }
 
@@ -330,7 +330,7 @@ impl Lab {
     }
 
     /// The raw Sample behind the last Frame, shared.
-    pub fn shared_sample(&self) -> Option<Arc<Sample>> {
+    pub(crate) fn shared_sample(&self) -> Option<Arc<Sample>> {
         self.last.clone()
     }
 
@@ -356,7 +356,7 @@ impl Lab {
             .and_then(|e| e.running.as_ref())
     }
 
-    pub fn running_mut(&mut self, id: u32) -> Option<&mut Running> {
+    pub(crate) fn running_mut(&mut self, id: u32) -> Option<&mut Running> {
         self.entries
             .iter_mut()
             .find(|e| e.id == id)
@@ -365,19 +365,11 @@ impl Lab {
 
     /// The declaration, to change knobs for the next restart (or to record what was changed
     /// live).
-    pub fn decl_mut(&mut self, id: u32) -> Option<&mut WorkloadDecl> {
+    pub(crate) fn decl_mut(&mut self, id: u32) -> Option<&mut WorkloadDecl> {
         self.entries
             .iter_mut()
             .find(|e| e.id == id)
             .map(|e| &mut e.decl)
-    }
-
-    /// Tells the probe that a workload lives in this cgroup (exact CPU accounting, cgroup
-    /// weight in the fairness model). None: back to /proc accounting.
-    pub fn set_cgroup(&mut self, id: u32, dir: Option<PathBuf>) {
-        if let Some(e) = self.entries.iter_mut().find(|e| e.id == id) {
-            e.cgroup = dir;
-        }
     }
 
     /// The probe targets of everything running now.

@@ -21,7 +21,7 @@ pub(super) static LIVE: Mutex<Vec<LiveGroup>> = Mutex::new(Vec::new());
 /// Registers the exit hook that kills every live workload (lifeline runs it on SIGTERM,
 /// SIGHUP, SIGINT and panics). A SIGKILL of the dashboard leaves it to the supervisor's
 /// lifeline pipe: each workload gets SIGTERM when the pipe's writer, us, is gone.
-pub fn install_exit_hook() {
+pub(crate) fn install_exit_hook() {
     crate::sys::exit::lifeline::on_exit(kill_live_groups);
 }
 
@@ -47,7 +47,7 @@ fn kill_live_groups() {
 
 /// Tells the exit hook which workloads are live now (the engine thread after every command
 /// and sample; `run` after every sample).
-pub fn publish_live(backend: &dyn Backend) {
+pub(crate) fn publish_live(backend: &dyn Backend) {
     let groups = backend.live_groups();
     if let Ok(mut live) = LIVE.lock() {
         *live = groups;

@@ -10,7 +10,7 @@ pub mod lab;
 pub mod live;
 pub mod replay;
 pub mod runs;
-pub mod schedule;
+pub(crate) mod schedule;
 pub mod thread;
 
 use std::path::PathBuf;

@@ -13,7 +13,7 @@ use crate::model::Frame;
 use crate::record::recording::Replay;
 use crate::scenario::WorkloadDecl;
 
-pub struct ReplayBackend {
+pub(crate) struct ReplayBackend {
     replay: Replay,
     /// The first tick shows the first Frame; later ticks advance.
     started: bool,

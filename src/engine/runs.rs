@@ -17,7 +17,7 @@ pub struct RunResult {
 
 /// A run that ended in the Frame just seen.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Ended {
+pub(crate) struct Ended {
     pub run: RunResult,
     /// The policy: a looping workload is started again once a run ends by itself.
     pub restart: bool,
@@ -25,7 +25,7 @@ pub struct Ended {
 
 /// One workload's run in progress.
 #[derive(Clone, Debug, Default)]
-pub struct RunTracker {
+pub(crate) struct RunTracker {
     started: Option<f64>,
     ops: f64,
     last_state: Option<WorkloadState>,
@@ -34,7 +34,7 @@ pub struct RunTracker {
 impl RunTracker {
     /// Takes the workload's row of a Frame at session time `t`, `interval` seconds long.
     /// Returns the run that ended in it, if one did.
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         t: f64,
         interval: f64,

@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 /// The sampling grid.
 #[derive(Clone, Debug)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     interval: Duration,
     next: Instant,
 }
 
 /// One sample's place on the grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Slot {
+pub(crate) struct Slot {
     /// When it was due.
     pub due: Instant,
     /// Grid points skipped since the previous sample (it woke more than an interval late).
@@ -31,12 +31,8 @@ impl Schedule {
     }
 
     /// When the next sample is due.
-    pub fn next_due(&self) -> Instant {
+    pub(crate) fn next_due(&self) -> Instant {
         self.next
-    }
-
-    pub fn interval(&self) -> Duration {
-        self.interval
     }
 
     /// A new interval: the next tick is due one new interval after the last one taken.

@@ -11,7 +11,7 @@ use super::live::{publish_live, LIVE};
 use super::{Backend, Command, Event};
 
 /// A Backend and how it is driven.
-pub struct Engine {
+pub(crate) struct Engine {
     backend: Box<dyn Backend>,
     interval: Duration,
     samples: bool,
@@ -27,7 +27,7 @@ impl Engine {
     }
 
     /// Sends the raw Sample behind each Frame too ([`Event::Sample`], right after it).
-    pub fn with_samples(mut self) -> Engine {
+    pub(crate) fn with_samples(mut self) -> Engine {
         self.samples = true;
         self
     }

@@ -140,7 +140,7 @@ pub(super) struct StatusReads {
 
 impl StatusReads {
     /// Every thread visited, at every sweep (tests and benches ask for it), with no budget.
-    pub fn every_sweep() -> StatusReads {
+    pub(crate) fn every_sweep() -> StatusReads {
         StatusReads {
             left: u32::MAX,
             period_ns: 0,
@@ -188,7 +188,7 @@ pub(super) enum Turn {
 
 impl Suspects {
     /// This target's suspects from the first.
-    pub fn for_target(self) -> Suspects {
+    pub(crate) fn for_target(self) -> Suspects {
         Suspects { here: 0, ..self }
     }
 

@@ -285,7 +285,7 @@ impl Probe {
     }
 
     /// Changes how often status (voluntary/involuntary switches) is read.
-    pub fn set_status_every(&mut self, d: Duration) {
+    pub(crate) fn set_status_every(&mut self, d: Duration) {
         self.cfg.status_every = d;
         self.status_every_ns = d.as_nanos() as u64;
     }
@@ -838,7 +838,7 @@ fn fair_reserve(cfg: &ProbeConfig, buf: &mut Vec<u8>) -> Option<f64> {
 }
 
 /// The process group of a running pid, for watching an existing process a user names.
-pub fn pgid_of(proc_root: &Path, pid: u32) -> anyhow::Result<u32> {
+pub(crate) fn pgid_of(proc_root: &Path, pid: u32) -> anyhow::Result<u32> {
     let path = proc_root.join(format!("{pid}/stat"));
     let mut buf = Vec::new();
     match reader::read_path(&path, &mut buf) {

@@ -329,7 +329,7 @@ pub enum Life {
 }
 
 impl Life {
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         *self == Life::Running
     }
 }

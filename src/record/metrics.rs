@@ -289,7 +289,7 @@ impl Totals {
 
 impl Totals {
     /// Adds what each workload's latency histograms recorded since the previous Sample.
-    pub fn add_latency(&mut self, s: &Sample) {
+    pub(crate) fn add_latency(&mut self, s: &Sample) {
         for (workload, unit, d) in self.tally.step(s) {
             let i = match self
                 .latency
@@ -317,7 +317,7 @@ impl Totals {
 /// The histogram's bucket bounds in ns: 1.024 µs, then 1 and 1.5 times each power of two up
 /// to 2^37 ns (137 s, where the in-band histograms end). Each is an edge of the in-band
 /// buckets (each power of two is split in 32 there), so every count below is exact.
-pub fn latency_bounds_ns() -> impl Iterator<Item = u64> {
+pub(crate) fn latency_bounds_ns() -> impl Iterator<Item = u64> {
     (10..37u32)
         .flat_map(|k| [1u64 << k, 3u64 << (k - 1)])
         .chain(std::iter::once(1u64 << 37))
@@ -418,7 +418,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
             Format::Text => "text/plain; version=0.0.4; charset=utf-8",
@@ -427,7 +427,7 @@ impl Format {
 
     /// OpenMetrics when an Accept header prefers it to the text format (by q value; ties go
     /// to OpenMetrics, which Prometheus lists first), the text format otherwise.
-    pub fn negotiate<'a>(accept_headers: impl IntoIterator<Item = &'a str>) -> Format {
+    pub(crate) fn negotiate<'a>(accept_headers: impl IntoIterator<Item = &'a str>) -> Format {
         let (mut openmetrics, mut text) = (0.0_f64, 0.0_f64);
         for header in accept_headers {
             for range in header.split(',') {

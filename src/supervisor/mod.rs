@@ -87,7 +87,7 @@ impl Running {
 
     /// Changes nice, policy and affinity of every thread it has now, live. Placement cannot
     /// change under a running group (restart it); a new cgroup weight can.
-    pub fn set_knobs(&mut self, new: &Knobs) -> Result<usize> {
+    pub(crate) fn set_knobs(&mut self, new: &Knobs) -> Result<usize> {
         let changed = {
             let scope = match &self.cgroup {
                 Some(g) => change::Scope::Cgroup(g),
@@ -120,7 +120,7 @@ impl Running {
     }
 
     /// Whether the leader has exited, reaping it if so.
-    pub fn poll_exit(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn poll_exit(&mut self) -> Option<ExitStatus> {
         if self.exit.is_none() {
             if let Ok(Some(status)) = self.child.try_wait() {
                 self.exit = Some(status);
@@ -134,8 +134,9 @@ impl Running {
         self.exit
     }
 
+    #[cfg(test)]
     /// The child's output pipes, when `capture_output` was set.
-    pub fn child_mut(&mut self) -> &mut Child {
+    pub(crate) fn child_mut(&mut self) -> &mut Child {
         &mut self.child
     }
 
@@ -431,7 +432,7 @@ fn policy_number(p: Policy) -> libc::c_int {
 }
 
 /// A CPU set holding `cpus`, checked against the machine.
-pub fn cpu_set(cpus: &[usize]) -> Result<CpuSet> {
+pub(crate) fn cpu_set(cpus: &[usize]) -> Result<CpuSet> {
     let online = usable_cpus();
     let mut set = CpuSet::new();
     if cpus.is_empty() {

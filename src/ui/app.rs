@@ -20,9 +20,9 @@ use super::picker::Template;
 use super::theme::Theme;
 
 /// Sampling intervals offered by + and -.
-pub const INTERVALS_MS: [u64; 9] = [100, 200, 250, 500, 1000, 2000, 3000, 5000, 10_000];
+pub(crate) const INTERVALS_MS: [u64; 9] = [100, 200, 250, 500, 1000, 2000, 3000, 5000, 10_000];
 /// Time windows offered by z and Z, in seconds.
-pub const WINDOWS: [f64; 7] = [15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 600.0];
+pub(crate) const WINDOWS: [f64; 7] = [15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 600.0];
 
 /// One workload as the dashboard knows it.
 #[derive(Clone, Debug)]
@@ -125,10 +125,10 @@ const MESSAGES_KEPT: usize = 20;
 
 /// From this width the latency panel is beside the three charts unless hidden: four panels
 /// of 35 columns still hold a y axis and a minute of points.
-pub const LATENCY_BESIDE_WIDTH: u16 = 140;
+pub(crate) const LATENCY_BESIDE_WIDTH: u16 = 140;
 
 /// Whether a screen this wide shows the latency panel beside the charts by itself.
-pub fn latency_beside(width: u16) -> bool {
+pub(crate) fn latency_beside(width: u16) -> bool {
     width >= LATENCY_BESIDE_WIDTH
 }
 
@@ -175,7 +175,7 @@ impl App {
         self.shown()?.workloads.iter().find(|w| w.id == id)
     }
 
-    pub fn selected_view(&self) -> Option<&WorkloadView> {
+    pub(crate) fn selected_view(&self) -> Option<&WorkloadView> {
         self.workloads.get(self.selected)
     }
 
@@ -183,7 +183,7 @@ impl App {
         self.latest.as_ref().map_or(0.0, |f| f.t)
     }
 
-    pub fn notice(&mut self, text: impl Into<String>) {
+    pub(crate) fn notice(&mut self, text: impl Into<String>) {
         self.say(text.into(), false);
     }
 
@@ -212,7 +212,7 @@ impl App {
     }
 
     /// Shows the last messages in full.
-    pub fn open_messages(&mut self) {
+    pub(crate) fn open_messages(&mut self) {
         if self.messages.is_empty() {
             self.notice("no messages yet");
         } else {
@@ -251,7 +251,7 @@ impl App {
 
     /// After a seek: forgets every chart point and run, and takes the Frames up to the new
     /// position in again, so the charts and the table agree on where the replay is.
-    pub fn rebuild(&mut self, frames: Vec<Frame>) {
+    pub(crate) fn rebuild(&mut self, frames: Vec<Frame>) {
         self.machine = MachineSeries::default();
         for w in &mut self.workloads {
             w.series = Series::default();
@@ -268,7 +268,7 @@ impl App {
         self.outbox.truncate(queued);
     }
 
-    pub fn on_added(&mut self, id: u32, decl: WorkloadDecl) {
+    pub(crate) fn on_added(&mut self, id: u32, decl: WorkloadDecl) {
         if self.workloads.iter().any(|w| w.id == id) {
             return;
         }
@@ -293,7 +293,7 @@ impl App {
         }
     }
 
-    pub fn on_frame(&mut self, frame: Frame) {
+    pub(crate) fn on_frame(&mut self, frame: Frame) {
         // A replay never goes back by Frames, only by History; a Frame seen already would
         // count its operations twice.
         if self.replay.is_some() && self.latest.as_ref().is_some_and(|l| frame.t <= l.t) {
@@ -330,19 +330,19 @@ impl App {
         }
     }
 
-    pub fn select_next(&mut self) {
+    pub(crate) fn select_next(&mut self) {
         if !self.workloads.is_empty() {
             self.selected = (self.selected + 1) % self.workloads.len();
         }
     }
 
-    pub fn select_prev(&mut self) {
+    pub(crate) fn select_prev(&mut self) {
         if !self.workloads.is_empty() {
             self.selected = (self.selected + self.workloads.len() - 1) % self.workloads.len();
         }
     }
 
-    pub fn toggle_freeze(&mut self) {
+    pub(crate) fn toggle_freeze(&mut self) {
         self.frozen = match self.frozen {
             Some(_) => None,
             None => self.latest.clone(),
@@ -351,7 +351,7 @@ impl App {
 
     /// Shows the latency panel if it is not on screen (the per-CPU view leaves it off),
     /// hides it if it is.
-    pub fn toggle_latency(&mut self) {
+    pub(crate) fn toggle_latency(&mut self) {
         let width = self.chart_width.get();
         let on_screen = !self.cpu_view && self.latency_shown(width);
         self.cpu_view = false;
@@ -360,17 +360,17 @@ impl App {
 
     /// Whether the latency panel is on screen at this width: as the layout has it, unless its
     /// key turned that round.
-    pub fn latency_shown(&self, width: u16) -> bool {
+    pub(crate) fn latency_shown(&self, width: u16) -> bool {
         latency_beside(width) != self.latency_toggled
     }
 
     /// The per-CPU view in the charts' place, or the charts back.
-    pub fn toggle_cpu_view(&mut self) {
+    pub(crate) fn toggle_cpu_view(&mut self) {
         self.cpu_view = !self.cpu_view;
     }
 
     /// Space: a replay pauses or resumes playback; a live run freezes the view.
-    pub fn pause_or_freeze(&mut self) {
+    pub(crate) fn pause_or_freeze(&mut self) {
         if self.replay.is_some() {
             self.outbox.push(Command::Playback(Playback::TogglePause));
         } else {
@@ -386,7 +386,7 @@ impl App {
     }
 
     /// A longer (`up`) or shorter sampling interval.
-    pub fn step_interval(&mut self, up: bool) {
+    pub(crate) fn step_interval(&mut self, up: bool) {
         let ms = self.interval.as_millis() as u64;
         let i = INTERVALS_MS
             .iter()
@@ -427,7 +427,7 @@ impl App {
     }
 
     /// Start a stopped or finished workload; stop a running one.
-    pub fn toggle_run(&mut self) {
+    pub(crate) fn toggle_run(&mut self) {
         let Some((id, name)) = self.live_selected() else {
             return;
         };
@@ -465,7 +465,7 @@ impl App {
         }
     }
 
-    pub fn toggle_loop(&mut self) {
+    pub(crate) fn toggle_loop(&mut self) {
         if !self.live_only() {
             return;
         }
@@ -487,7 +487,7 @@ impl App {
     }
 
     /// Sends new knobs for the selected workload.
-    pub fn set_knobs(&mut self, change: impl FnOnce(&mut Knobs) -> Result<String, String>) {
+    pub(crate) fn set_knobs(&mut self, change: impl FnOnce(&mut Knobs) -> Result<String, String>) {
         if !self.live_only() {
             return;
         }
@@ -508,7 +508,7 @@ impl App {
         }
     }
 
-    pub fn nice_step(&mut self, delta: i32) {
+    pub(crate) fn nice_step(&mut self, delta: i32) {
         self.set_knobs(|k| {
             let new = (k.nice + delta).clamp(-20, 19);
             if new == k.nice {
@@ -519,7 +519,7 @@ impl App {
         });
     }
 
-    pub fn cycle_policy(&mut self) {
+    pub(crate) fn cycle_policy(&mut self) {
         self.set_knobs(|k| {
             k.policy = match k.policy {
                 Policy::Other => Policy::Batch,
@@ -531,7 +531,7 @@ impl App {
         });
     }
 
-    pub fn cycle_placement(&mut self) {
+    pub(crate) fn cycle_placement(&mut self) {
         self.set_knobs(|k| {
             k.placement = match k.placement {
                 Placement::Shared => Placement::OwnSession,
@@ -543,7 +543,7 @@ impl App {
     }
 
     /// Doubles or halves a cgroup weight.
-    pub fn weight_step(&mut self, up: bool) {
+    pub(crate) fn weight_step(&mut self, up: bool) {
         self.set_knobs(|k| match k.placement {
             Placement::Cgroup { weight } => {
                 let new = if up {
@@ -558,7 +558,7 @@ impl App {
         });
     }
 
-    pub fn open_picker(&mut self) {
+    pub(crate) fn open_picker(&mut self) {
         if !self.live_only() {
             return;
         }
@@ -566,7 +566,7 @@ impl App {
     }
 
     /// Shows what the selected workload wrote to stderr before it failed.
-    pub fn open_stderr(&mut self) {
+    pub(crate) fn open_stderr(&mut self) {
         let Some(id) = self.selected_view().map(|w| w.id) else {
             return;
         };
@@ -577,7 +577,7 @@ impl App {
         }
     }
 
-    pub fn open_knob_editor(&mut self) {
+    pub(crate) fn open_knob_editor(&mut self) {
         if !self.live_only() {
             return;
         }
@@ -598,7 +598,7 @@ impl App {
     }
 
     /// Submits the new-workload form; keeps it open with the reason when it is refused.
-    pub fn submit_new(&mut self, template: Template, mut form: Form) {
+    pub(crate) fn submit_new(&mut self, template: Template, mut form: Form) {
         let taken: Vec<String> = self.workloads.iter().map(|w| w.decl.name.clone()).collect();
         match template.decl(&form, &taken) {
             Ok(decl) => {
@@ -614,7 +614,7 @@ impl App {
         }
     }
 
-    pub fn submit_knobs(&mut self, id: u32, mut form: Form) {
+    pub(crate) fn submit_knobs(&mut self, id: u32, mut form: Form) {
         let Some(w) = self.workloads.iter_mut().find(|w| w.id == id) else {
             self.mode = Mode::Normal;
             return;

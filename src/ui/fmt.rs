@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// A rate or count with a k/M/G suffix, at most 5 characters: 0, 3.2, 885, 12.3k, 123k, 1.5M.
-pub fn si(v: f64) -> String {
+pub(crate) fn si(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
@@ -93,7 +93,7 @@ pub fn latency(us: f64) -> String {
 }
 
 /// Cuts `s` to `width` characters, marking the cut with an ellipsis.
-pub fn clip(s: &str, width: usize) -> String {
+pub(crate) fn clip(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         s.to_string()
     } else if width == 0 {

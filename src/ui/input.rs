@@ -14,7 +14,7 @@ use crate::engine::Playback;
 /// Every key of the main screen and what it does, grouped as the help screen shows them.
 /// One row a key, as a table reads (rustfmt would fold the longer rows over four lines).
 #[rustfmt::skip]
-pub const KEYS: &[(&str, &str, &str)] = &[
+pub(crate) const KEYS: &[(&str, &str, &str)] = &[
     ("View", "↑ ↓  k j  ← → h l", "select a workload (or click a row)"),
     ("View", "space  f", "freeze / unfreeze the screen"),
     ("View", "+  -", "longer / shorter sampling interval"),
@@ -40,7 +40,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
 ];
 
 /// The groups of [`KEYS`] that only a replay has.
-pub const REPLAY_GROUP: &str = "Replay";
+pub(crate) const REPLAY_GROUP: &str = "Replay";
 
 /// The keys the help lists: a replay cannot change workloads, a live run cannot seek.
 pub fn keys_for(

@@ -15,14 +15,14 @@
 pub mod app;
 pub mod charts;
 pub mod cpus;
-pub mod fmt;
+pub(crate) mod fmt;
 pub mod form;
 pub mod help;
 pub mod history;
 pub mod input;
 pub mod latency;
 pub mod picker;
-pub mod popup;
+pub(crate) mod popup;
 pub mod status;
 pub mod table;
 pub mod terminal;
@@ -44,8 +44,8 @@ use app::{App, Mode};
 use theme::Theme;
 
 /// The smallest terminal the dashboard draws in.
-pub const MIN_WIDTH: u16 = 72;
-pub const MIN_HEIGHT: u16 = 20;
+pub(crate) const MIN_WIDTH: u16 = 72;
+pub(crate) const MIN_HEIGHT: u16 = 20;
 /// Lines the charts keep however many workloads the table lists.
 const MIN_CHART_HEIGHT: u16 = 9;
 

@@ -22,7 +22,7 @@ pub static TEMPLATES: std::sync::LazyLock<Vec<Template>> =
 impl Template {
     /// The line a key opens at once: 1-9 the first nine, 0 the last (so that ten lines all
     /// have a key; a test keeps the registry at ten kinds or fewer).
-    pub fn of_key(c: char) -> Option<Template> {
+    pub(crate) fn of_key(c: char) -> Option<Template> {
         match c {
             '0' => TEMPLATES.last().copied(),
             '1'..='9' => TEMPLATES.get(c as usize - '1' as usize).copied(),
@@ -160,7 +160,7 @@ fn field_value(p: &Param, form: &Form) -> Result<Value, String> {
 }
 
 /// The knob fields, filled from `k`.
-pub fn knob_fields(k: &Knobs) -> Vec<Field> {
+pub(crate) fn knob_fields(k: &Knobs) -> Vec<Field> {
     let weight = match k.placement {
         Placement::Cgroup { weight } => weight,
         _ => DEFAULT_CGROUP_WEIGHT,
@@ -215,7 +215,7 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
 
 /// Knobs from the knob fields of `form`, its CPUs among the `cpus` schedlab may use: every
 /// mistake is found here, while the form is still open with what was typed.
-pub fn knobs_from(form: &Form, cpus: usize) -> Result<Knobs, String> {
+pub(crate) fn knobs_from(form: &Form, cpus: usize) -> Result<Knobs, String> {
     let policy = Policy::from_word(form.choice("policy")).unwrap_or_default();
     let rt_priority = if policy.is_realtime() {
         form.number::<u8>("rtprio", RT_PRIORITY)?
@@ -250,7 +250,7 @@ pub fn knobs_from(form: &Form, cpus: usize) -> Result<Knobs, String> {
 }
 
 /// `base`, or `base-2`, `base-3`... whichever is not taken.
-pub fn unique_name(base: &str, taken: &[String]) -> String {
+pub(crate) fn unique_name(base: &str, taken: &[String]) -> String {
     if !taken.iter().any(|t| t == base) {
         return base.to_string();
     }
@@ -262,7 +262,7 @@ pub fn unique_name(base: &str, taken: &[String]) -> String {
 
 /// Splits a command line into words: blanks separate, single and double quotes group,
 /// a backslash escapes the next character. No expansion of any kind.
-pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_words(line: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;

@@ -12,7 +12,7 @@ use super::form::Form;
 use super::help::{centered, draw_popup};
 use super::picker::TEMPLATES;
 
-pub fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
+pub(crate) fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
     let t = &app.theme;
     let label_w = TEMPLATES
         .iter()
@@ -43,7 +43,7 @@ pub fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
     draw_popup(f, popup, " Add a workload ", t, Paragraph::new(lines));
 }
 
-pub fn draw_form(f: &mut TermFrame, area: Rect, app: &App, form: &Form, verb: &str) {
+pub(crate) fn draw_form(f: &mut TermFrame, area: Rect, app: &App, form: &Form, verb: &str) {
     let t = &app.theme;
     let w = 64.min(area.width);
     let inner_w = w.saturating_sub(2) as usize;

@@ -121,7 +121,7 @@ fn status_items(app: &App) -> Vec<(String, String)> {
     items
 }
 
-pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
+pub(crate) fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
     let t = &app.theme;
     let items = status_items(app);
     let sep = Span::styled(" │ ", t.dim());
@@ -209,11 +209,11 @@ fn quote(word: &str) -> String {
 }
 
 /// Why `w` is due what it is due: the model's reason, in words.
-pub fn explain_fair(wf: &WorkloadFrame) -> String {
+pub(crate) fn explain_fair(wf: &WorkloadFrame) -> String {
     wf.due.text()
 }
 
-pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
+pub(crate) fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
     let t = &app.theme;
     let Some(w) = app.selected_view() else {
         let text = "No workloads: press a to add one.";
@@ -361,7 +361,7 @@ pub(super) fn clip_line(spans: Vec<Span<'static>>, width: usize) -> Line<'static
 }
 
 /// Key hints, or the last message in their place.
-pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
+pub(crate) fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
     let t = &app.theme;
     let room = area.width as usize;
     if let Some(m) = &app.message {
@@ -427,7 +427,7 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
 }
 
 /// The last lines a failed workload wrote on stderr, over the dashboard (any key closes it).
-pub fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
+pub(crate) fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
     let Some(wf) = app.frame_of(id) else {
         return;
     };
@@ -442,7 +442,7 @@ pub fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
 }
 
 /// The last messages, each in full, the newest last (any key closes it).
-pub fn draw_messages(f: &mut TermFrame, area: Rect, app: &App) {
+pub(crate) fn draw_messages(f: &mut TermFrame, area: Rect, app: &App) {
     let t = &app.theme;
     let lines = app
         .messages

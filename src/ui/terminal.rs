@@ -30,7 +30,7 @@ use nix::unistd::{fork, pipe2, read, write, ForkResult, Pid};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-pub type Term = Terminal<CrosstermBackend<Stdout>>;
+pub(crate) type Term = Terminal<CrosstermBackend<Stdout>>;
 
 /// True while the terminal is ours (raw mode, alternate screen, mouse reporting).
 static ACTIVE: AtomicBool = AtomicBool::new(false);

@@ -38,7 +38,7 @@ impl Default for Theme {
 
 impl Theme {
     /// Colour unless NO_COLOR is set to a non-empty value.
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         Theme {
             colour: !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty()),
         }
@@ -106,7 +106,7 @@ impl Theme {
         }
     }
 
-    pub fn dim(&self) -> Style {
+    pub(crate) fn dim(&self) -> Style {
         if self.colour {
             Style::new().fg(Color::DarkGray)
         } else {
@@ -137,11 +137,11 @@ impl Theme {
         }
     }
 
-    pub fn border(&self) -> Style {
+    pub(crate) fn border(&self) -> Style {
         self.fg(Color::DarkGray)
     }
 
-    pub fn popup(&self) -> Style {
+    pub(crate) fn popup(&self) -> Style {
         if self.colour {
             Style::new().fg(Color::White).bg(Color::Black)
         } else {
@@ -149,7 +149,7 @@ impl Theme {
         }
     }
 
-    pub fn field_focus(&self) -> Style {
+    pub(crate) fn field_focus(&self) -> Style {
         if self.colour {
             Style::new().fg(Color::Black).bg(Color::LightCyan)
         } else {

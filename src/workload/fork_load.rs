@@ -112,13 +112,13 @@ fn lean_forker() -> Option<PathBuf> {
 }
 
 /// The default program: schedlab-nil, built with this binary.
-pub fn default_nil() -> Result<PathBuf> {
+pub(crate) fn default_nil() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("finding the schedlab binary")?;
     Ok(exe.with_file_name("schedlab-nil"))
 }
 
 /// Checks that `path` is a file this process may execute.
-pub fn check_executable(path: &Path) -> Result<()> {
+pub(crate) fn check_executable(path: &Path) -> Result<()> {
     let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
     if !meta.is_file() {
         bail!("{} is not a regular file", path.display());

@@ -40,7 +40,7 @@ pub use threads::ENV_INJECT_FAULT;
 /// Messages timed: one in this many per sender. A write of 100 bytes costs about 1.1 µs of CPU
 /// here and a clock reading 22 ns, so stamping each would cost 2%; one in 32 costs the sender
 /// 0.7 ns a message and the receiver a 24-byte check and 0.7 ns (docs/latency.md).
-pub const TIME_EVERY: u32 = 32;
+pub(crate) const TIME_EVERY: u32 = 32;
 
 /// A receiver's counter and message-latency histogram (None: not timed).
 struct Tally {

@@ -5,13 +5,13 @@
 
 pub mod chat;
 pub mod children;
-pub mod cpuhog;
+pub(crate) mod cpuhog;
 pub mod fork_load;
 pub mod hackbench;
 pub mod msgbench;
 pub mod pingpong;
 pub mod placement;
-pub mod refjob;
+pub(crate) mod refjob;
 pub mod registry;
 pub mod stamp;
 pub mod wakeup;

@@ -19,7 +19,7 @@ use crate::workload::registry::params::{refused, MSGBENCH};
 
 /// The 2008 runs raised `kernel.msgmni` to 32768, the most a kernel without
 /// `ipcmni_extend` allows; more would only measure memory.
-pub const DEFAULT_QUEUE_CAP: usize = 32_768;
+pub(crate) const DEFAULT_QUEUE_CAP: usize = 32_768;
 /// Bytes of text in the one message each queue gets.
 const MESSAGE_LEN: usize = 8;
 
@@ -141,7 +141,7 @@ pub fn report(summaries: &[(Op, Summary)]) -> String {
 }
 
 /// How many queues a batch may create: checked against kernel.msgmni before anything is made.
-pub fn choose_queues(requested: Option<u64>, msgmni: u64, in_use: u64) -> Result<usize> {
+pub(crate) fn choose_queues(requested: Option<u64>, msgmni: u64, in_use: u64) -> Result<usize> {
     let free = msgmni.saturating_sub(in_use);
     match requested {
         Some(n) if n > msgmni => bail!(

@@ -193,7 +193,7 @@ impl Plan {
 }
 
 /// CPUs this process may run on, in increasing order.
-pub fn allowed_cpus() -> Result<Vec<usize>> {
+pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
     let set = sched_getaffinity(Pid::from_raw(0)).context("sched_getaffinity")?;
     let cpus: Vec<usize> = (0..CpuSet::count())
         .filter(|&c| set.is_set(c).unwrap_or(false))
@@ -205,7 +205,7 @@ pub fn allowed_cpus() -> Result<Vec<usize>> {
 }
 
 /// The kernel objects of one pair.
-pub enum PairObjects {
+pub(crate) enum PairObjects {
     Msg(MsgQueue),
     Sem(SemSet),
     /// Pinger-to-ponger read and write ends, then ponger-to-pinger read and write ends.
@@ -215,7 +215,7 @@ pub enum PairObjects {
 /// What a task needs to reach its pair's objects: plain numbers, so a forked child or a
 /// thread can hold them without owning anything.
 #[derive(Clone, Copy, Debug)]
-pub enum Handle {
+pub(crate) enum Handle {
     Msg(i32),
     Sem(i32),
     Pipe([i32; 4]),
@@ -250,7 +250,7 @@ pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 /// A pinger's counter and round-trip histogram, readable by the parent (for the report)
 /// while the pinger stores to them.
-pub struct SharedSlot(CounterSlot, Option<Histogram>);
+pub(crate) struct SharedSlot(CounterSlot, Option<Histogram>);
 
 // SAFETY: Sync: the slot and the histogram are reached only through their AtomicU64s; one writer
 // (the pinger) is the counting and recording protocol, and every other thread only loads them.

@@ -23,7 +23,7 @@ pub struct PlacementArgs {
 }
 
 /// Applies the nice value to this thread (children and threads started later inherit it).
-pub fn apply_nice(nice: Option<i32>) -> Result<()> {
+pub(crate) fn apply_nice(nice: Option<i32>) -> Result<()> {
     if let Some(n) = nice {
         // Raw libc: nix has no setpriority.
         // SAFETY: setpriority takes integers only.
@@ -38,7 +38,7 @@ pub fn apply_nice(nice: Option<i32>) -> Result<()> {
 /// Moves this process into a session of its own. A process group leader (what a shell makes
 /// of every command) cannot call setsid, so then the command runs again as a child in a new
 /// session and this process waits for it and exits with its status: it never returns then.
-pub fn enter_own_session() -> Result<()> {
+pub(crate) fn enter_own_session() -> Result<()> {
     if getsid(None).is_ok_and(|s| s == getpid()) || setsid().is_ok() {
         return Ok(());
     }

@@ -7,7 +7,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 /// [`kill`], then [`wait_then_sweep`].
-pub fn kill_and_sweep(pgids: &[u32], within: Duration) {
+pub(crate) fn kill_and_sweep(pgids: &[u32], within: Duration) {
     kill(pgids);
     wait_then_sweep(pgids, within);
 }
@@ -22,7 +22,7 @@ pub fn kill(pgids: &[u32]) {
 /// Waits until no process of `pgids` is alive (zombies count as gone: they hold nothing), at
 /// most `within`, then sweeps the SysV objects they can no longer remove themselves (a
 /// ledger is swept once its owner is dead).
-pub fn wait_then_sweep(pgids: &[u32], within: Duration) {
+pub(crate) fn wait_then_sweep(pgids: &[u32], within: Duration) {
     let pgids: Vec<u32> = pgids.iter().copied().filter(|&p| p > 1).collect();
     if pgids.is_empty() {
         return;

@@ -3,6 +3,6 @@
 //! process groups at exit (`groups`), and stdout and stderr that never panic (`output`).
 
 pub mod groups;
-pub mod kill_list;
+pub(crate) mod kill_list;
 pub mod lifeline;
 pub mod output;

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use crate::sys::exit::lifeline;
 
 /// The status of a process whose stdout reader went away, as a shell shows a SIGPIPE death.
-pub const EXIT_BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
+pub(crate) const EXIT_BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
 
 static COMMAND: OnceLock<String> = OnceLock::new();
 
@@ -31,7 +31,7 @@ pub fn set_command(name: &str) {
 }
 
 /// Writes to stdout; what [`out!`](crate::out) and [`outln!`](crate::outln) expand to.
-pub fn stdout_fmt(args: fmt::Arguments<'_>, newline: bool) {
+pub(crate) fn stdout_fmt(args: fmt::Arguments<'_>, newline: bool) {
     let written = {
         let mut out = io::stdout().lock();
         out.write_fmt(args).and_then(|()| {

@@ -89,7 +89,7 @@ impl CpuSet {
     }
 
     /// Adds every CPU of `other`, in place (no new set per call, for per-thread loops).
-    pub fn add_all(&mut self, other: &CpuSet) {
+    pub(crate) fn add_all(&mut self, other: &CpuSet) {
         if self.words.len() < other.words.len() {
             self.words.resize(other.words.len(), 0);
         }
@@ -98,7 +98,7 @@ impl CpuSet {
         }
     }
 
-    pub fn union(&self, other: &CpuSet) -> CpuSet {
+    pub(crate) fn union(&self, other: &CpuSet) -> CpuSet {
         let n = self.words.len().max(other.words.len());
         let mut s = CpuSet {
             words: (0..n)
@@ -112,7 +112,7 @@ impl CpuSet {
         s
     }
 
-    pub fn intersection(&self, other: &CpuSet) -> CpuSet {
+    pub(crate) fn intersection(&self, other: &CpuSet) -> CpuSet {
         let mut s = CpuSet {
             words: self
                 .words

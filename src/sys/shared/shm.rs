@@ -32,7 +32,7 @@ unsafe impl Shareable for AtomicI32 {}
 unsafe impl<T: Shareable, const N: usize> Shareable for [T; N] {}
 
 /// A read-write shared mapping, unmapped when dropped.
-pub struct SharedMapping {
+pub(crate) struct SharedMapping {
     base: NonNull<u8>,
     len: usize,
 }
@@ -45,13 +45,13 @@ unsafe impl Sync for SharedMapping {}
 
 impl SharedMapping {
     /// `len` bytes of zeros shared with the children this process forks afterwards.
-    pub fn anonymous(len: usize) -> io::Result<Self> {
+    pub(crate) fn anonymous(len: usize) -> io::Result<Self> {
         Self::map(len, None)
     }
 
     /// The first `len` bytes of `fd` (a memfd, a file), shared with whoever else maps it.
     /// The file must be at least `len` bytes long: a page past its end faults on access.
-    pub fn of_fd(fd: impl AsFd, len: usize) -> io::Result<Self> {
+    pub(crate) fn of_fd(fd: impl AsFd, len: usize) -> io::Result<Self> {
         Self::map(len, Some(fd.as_fd()))
     }
 
@@ -69,14 +69,6 @@ impl SharedMapping {
             base: base.cast(),
             len,
         })
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Where the mapping starts in this process: for telling another process an offset.
@@ -121,7 +113,7 @@ impl Drop for SharedMapping {
 }
 
 /// A new memfd of `len` zero bytes, closed on exec unless the caller clears the flag.
-pub fn memfd(name: &CStr, len: usize) -> io::Result<OwnedFd> {
+pub(crate) fn memfd(name: &CStr, len: usize) -> io::Result<OwnedFd> {
     let fd = memfd_create(name, MFdFlags::MFD_CLOEXEC)?;
     nix::unistd::ftruncate(&fd, len as i64)?;
     Ok(fd)

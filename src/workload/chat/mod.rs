@@ -30,12 +30,12 @@ const TIMEOUT_HELP: &str =
     next run, like chat_s. Runs are sized by the client. Example: \
     `schedlab chat-server 127.0.0.1 &` then `schedlab chat-client 127.0.0.1 30 1000 9999`."
 )]
-pub struct ServerArgs {
+pub(crate) struct ServerArgs {
     /// IP address to listen on (0.0.0.0 for every interface; loopback by default).
     #[arg(default_value = "127.0.0.1")]
     pub ip: String,
     /// TCP port to listen on (0: any free port, printed on stderr).
-    #[arg(default_value = "9999")]
+    #[arg(default_value_t = protocol::DEFAULT_PORT.to_string())]
     pub port: String,
     /// Exit after N completed runs (default: serve runs until killed, like chat_s).
     #[arg(long, value_name = "N")]
@@ -57,18 +57,18 @@ pub struct ServerArgs {
     2002 chatroom benchmark thread: \
     `schedlab chat-client 127.0.0.1 30 1000 9999 | grep Average | awk '{print $4}'`."
 )]
-pub struct ClientArgs {
+pub(crate) struct ClientArgs {
     /// IP address of the chat server.
     pub ip: String,
     /// Number of chat rooms (20 users each).
-    #[arg(default_value = "10", allow_hyphen_values = true)]
+    #[arg(default_value_t = protocol::DEFAULT_ROOMS.to_string(), allow_hyphen_values = true)]
     pub rooms: String,
     /// Messages each user sends (1..=32767: the server's per-user hand-off semaphore holds
     /// at most 32767).
-    #[arg(default_value = "100", allow_hyphen_values = true)]
+    #[arg(default_value_t = protocol::DEFAULT_MESSAGES.to_string(), allow_hyphen_values = true)]
     pub messages: String,
     /// Server TCP port.
-    #[arg(default_value = "9999", allow_hyphen_values = true)]
+    #[arg(default_value_t = protocol::DEFAULT_PORT.to_string(), allow_hyphen_values = true)]
     pub port: String,
     #[arg(long, value_name = "SECS", default_value_t = 10.0, help = TIMEOUT_HELP)]
     pub timeout: f64,
@@ -77,7 +77,7 @@ pub struct ClientArgs {
     pub force: bool,
 }
 
-pub fn server_main(args: ServerArgs) -> Result<()> {
+pub(crate) fn server_main(args: ServerArgs) -> Result<()> {
     let addr = SocketAddr::new(parse_ip(&args.ip)?, parse_port(&args.port, true)?);
     let timeout = parse_timeout(args.timeout)?;
     if args.runs == Some(0) {
@@ -102,7 +102,7 @@ pub fn server_main(args: ServerArgs) -> Result<()> {
     )
 }
 
-pub fn client_main(args: ClientArgs) -> Result<()> {
+pub(crate) fn client_main(args: ClientArgs) -> Result<()> {
     let addr = SocketAddr::new(parse_ip(&args.ip)?, parse_port(&args.port, false)?);
     let size = parse_size(&args.rooms, &args.messages)?;
     let timeout = parse_timeout(args.timeout)?;

@@ -179,7 +179,7 @@ pub static KINDS: &[&Kind] = &[
 ];
 
 /// The kind of a workload.
-pub fn kind_of(k: &WorkloadKind) -> &'static Kind {
+pub(crate) fn kind_of(k: &WorkloadKind) -> &'static Kind {
     match k {
         WorkloadKind::Chat { .. } => &CHAT,
         WorkloadKind::Hackbench { .. } => &HACKBENCH,
@@ -440,7 +440,7 @@ impl Kind {
     }
 
     /// Builds it from parameters given by name; the others take their defaults.
-    pub fn build_with(&self, set: &[(&str, Setting)]) -> WorkloadKind {
+    pub(crate) fn build_with(&self, set: &[(&str, Setting)]) -> WorkloadKind {
         let values = self
             .params
             .iter()
@@ -537,7 +537,7 @@ pub fn subcommands() -> impl Iterator<Item = clap::Command> {
 
 /// Runs the kind's subcommand `name` (as clap names it: not an alias) with what clap read;
 /// None when no kind has a subcommand of that name.
-pub fn run_subcommand(name: &str, matches: &ArgMatches) -> Option<Result<()>> {
+pub(crate) fn run_subcommand(name: &str, matches: &ArgMatches) -> Option<Result<()>> {
     let (_, cli, _) = KINDS
         .iter()
         .flat_map(|k| k.commands())
@@ -570,7 +570,7 @@ impl WorkloadKind {
     }
 
     /// Whether it ends by itself, without being stopped.
-    pub fn ends_by_itself(&self) -> bool {
+    pub(crate) fn ends_by_itself(&self) -> bool {
         let kind = kind_of(self);
         match kind.ends {
             Ends::Never => false,
@@ -617,14 +617,14 @@ impl WorkloadKind {
 }
 
 /// The loads contest knows, as the workloads they start, in the order its help lists them.
-pub fn contest_loads() -> impl Iterator<Item = WorkloadKind> {
+pub(crate) fn contest_loads() -> impl Iterator<Item = WorkloadKind> {
     KINDS
         .iter()
         .flat_map(|k| k.loads.iter().map(move |set| k.build_with(set)))
 }
 
 /// A contest load by its name (`fork-load`; `fork_load` as contest wrote it is the same).
-pub fn contest_load(name: &str) -> Option<WorkloadKind> {
+pub(crate) fn contest_load(name: &str) -> Option<WorkloadKind> {
     let name = name.replace('_', "-");
     contest_loads().find(|w| w.label() == name)
 }

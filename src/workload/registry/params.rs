@@ -267,7 +267,7 @@ const THREADS: Param = Param::switch(
     "threads of one process instead of forked processes",
 );
 
-pub static CHAT: Params = Params(&[
+pub(crate) static CHAT: Params = Params(&[
     Param::count(
         "rooms",
         Flag::Positional,
@@ -292,7 +292,7 @@ pub static CHAT: Params = Params(&[
     runs("runs of the benchmark; 0 = repeat until stopped"),
 ]);
 
-pub static HACKBENCH: Params = Params(&[
+pub(crate) static HACKBENCH: Params = Params(&[
     Param::count("groups", Flag::Named("-g"), 1..=MAX_TASK_PAIRS, 10)
         .help("groups of senders and receivers")
         .why_max(PID_LIMIT_WHY),
@@ -312,14 +312,14 @@ pub static HACKBENCH: Params = Params(&[
     runs("runs, one `Time:` line each; 0 = repeat until stopped"),
 ]);
 
-pub static FORK_LOAD: Params =
+pub(crate) static FORK_LOAD: Params =
     Params(&[
         Param::count("forkers", Flag::Named("--forkers"), 1..=PER_CPU_MAX, 0)
             .auto(Some(CPUS), "one per usable CPU, as contest's fork_load")
             .help("parallel fork loops"),
     ]);
 
-pub static REF_JOB: Params = Params(&[
+pub(crate) static REF_JOB: Params = Params(&[
     Param::count("jobs", Flag::Named("-j"), 1..=PER_CPU_MAX, 4)
         .help("parallel worker processes, like make -j"),
     Param::amount("work", "--work", 3600.0, 1.0)
@@ -327,13 +327,13 @@ pub static REF_JOB: Params = Params(&[
     runs("runs, one report each; 0 = repeat until stopped"),
 ]);
 
-pub static CPU_HOG: Params =
+pub(crate) static CPU_HOG: Params =
     Params(&[
         Param::count("threads", Flag::Named("--threads"), 1..=PER_CPU_MAX, 1)
             .help("spinning threads"),
     ]);
 
-pub static PINGPONG: Params = Params(&[
+pub(crate) static PINGPONG: Params = Params(&[
     Param::choice("ipc", "--kind", &["msg", "sem", "pipe"], "msg")
         .label("IPC")
         .help("msg: SysV message queue; sem: SysV semaphores; pipe: two pipes"),
@@ -346,7 +346,7 @@ pub static PINGPONG: Params = Params(&[
     THREADS,
 ]);
 
-pub static MSGBENCH: Params = Params(&[
+pub(crate) static MSGBENCH: Params = Params(&[
     Param::count("batches", Flag::Named("-n"), 1..=u32::MAX, 1000)
         .help("batches of msgget, msgsnd, msgctl over every queue (1000: the 2008 runs)")
         .why_max(COUNT_WHY),
@@ -357,7 +357,7 @@ pub static MSGBENCH: Params = Params(&[
         .why_max("the kernel's largest kernel.msgmni, with ipcmni_extend"),
 ]);
 
-pub static WAKEUP_PROBE: Params = Params(&[
+pub(crate) static WAKEUP_PROBE: Params = Params(&[
     Param::count("timers", Flag::Named("--timers"), 0..=PER_CPU_MAX, 1)
         .help("threads woken by a timer every period, each timing how late it ran"),
     Param::count("pairs", Flag::Named("--pairs"), 0..=PER_CPU_MAX, 1).help(
@@ -398,7 +398,7 @@ impl Param {
     }
 
     /// The default written out, as the picker pre-fills it and `--help` shows it.
-    pub fn default_text(&self) -> String {
+    pub(crate) fn default_text(&self) -> String {
         match &self.ty {
             Ty::Count { absent, .. } => match absent {
                 Absent::Is(n) | Absent::Omitted(n) => n.to_string(),
@@ -412,7 +412,7 @@ impl Param {
     }
 
     /// The default of a count that has one, for clap's `default_value_t`.
-    pub fn default_count(&self) -> u32 {
+    pub(crate) fn default_count(&self) -> u32 {
         match &self.ty {
             Ty::Count {
                 absent: Absent::Is(n) | Absent::Omitted(n),
@@ -424,7 +424,7 @@ impl Param {
 
     /// The default of a choice or the word of an automatic count, for clap's
     /// `default_value`.
-    pub fn default_word(&self) -> &'static str {
+    pub(crate) fn default_word(&self) -> &'static str {
         match &self.ty {
             Ty::Choice { default, .. } => default,
             Ty::Count {
@@ -436,7 +436,7 @@ impl Param {
     }
 
     /// The default of an amount, for clap's `default_value_t`.
-    pub fn default_amount(&self) -> f64 {
+    pub(crate) fn default_amount(&self) -> f64 {
         match &self.ty {
             Ty::Amount { default, .. } => *default,
             _ => panic!("{} is not an amount", self.key),
@@ -444,7 +444,7 @@ impl Param {
     }
 
     /// The range a count or an amount accepts, written for people.
-    pub fn range_text(&self) -> Option<String> {
+    pub(crate) fn range_text(&self) -> Option<String> {
         match &self.ty {
             Ty::Count { range, .. } => Some(format!("{} to {}", range.start(), range.end())),
             Ty::Amount { max, .. } => Some(format!("more than 0, at most {max}")),
@@ -454,7 +454,7 @@ impl Param {
     }
 
     /// The subcommand's `--help` line: what it is, its range, and what absent means.
-    pub fn cli_help(&self) -> String {
+    pub(crate) fn cli_help(&self) -> String {
         // A choice's help starts with one of its words, as typed.
         let mut text = match self.ty {
             Ty::Choice { .. } => self.help.to_string(),
@@ -517,7 +517,7 @@ impl Param {
     }
 
     /// One of the words of a choice.
-    pub fn check_word(&self, w: &str) -> Result<&'static str, String> {
+    pub(crate) fn check_word(&self, w: &str) -> Result<&'static str, String> {
         let Ty::Choice { words, .. } = &self.ty else {
             panic!("{} is not a choice", self.key);
         };
