@@ -95,7 +95,7 @@ fn load_help() -> String {
 
 /// One row of the table, averaged over its runs.
 #[derive(Clone, Debug)]
-pub(crate) struct Row {
+pub struct Row {
     pub load: String,
     pub runs: u32,
     pub time: f64,

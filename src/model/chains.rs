@@ -17,7 +17,7 @@
 use super::account::Claim;
 
 /// Reshapes a workload's claims into `loops` closed loops.
-pub fn reshape(claims: &mut [Claim], loops: u32) {
+pub(crate) fn reshape(claims: &mut [Claim], loops: u32) {
     let loops = f64::from(loops);
     let received: f64 = claims.iter().map(|c| c.received).sum();
     let members: Vec<usize> = if received > 0.0 {

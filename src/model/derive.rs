@@ -78,7 +78,7 @@ impl Model {
     }
 
     /// A model whose verdicts cover the last `secs` seconds.
-    pub fn with_window(secs: f64) -> Self {
+    pub(crate) fn with_window(secs: f64) -> Self {
         let windows = Windows::new(secs);
         Model {
             host: HostWatch::new(windows.secs()),
@@ -752,7 +752,7 @@ pub fn derive(prev: &Sample, cur: &Sample) -> Frame {
 }
 
 /// How late the sweep began against its due time, in ms; 0 when either is unknown.
-pub fn lateness_ms(s: &Sample) -> f64 {
+pub(crate) fn lateness_ms(s: &Sample) -> f64 {
     if s.due_ns == 0 || s.sweep_start_ns == 0 {
         return 0.0;
     }

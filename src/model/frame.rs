@@ -159,7 +159,7 @@ fn one() -> f64 {
 
 impl WorkloadFrame {
     /// Turns the -0.0 of empty sums into 0.0, so files and screens never show "-0".
-    pub fn tidy(&mut self) {
+    pub(crate) fn tidy(&mut self) {
         for x in [
             &mut self.cpu_received,
             &mut self.cpu_demand,
@@ -194,7 +194,7 @@ pub enum Verdict {
 }
 
 /// A fair share below this (CPUs) makes the ratio noise.
-pub const MIN_FAIR: f64 = 0.02;
+pub(crate) const MIN_FAIR: f64 = 0.02;
 
 impl Verdict {
     pub fn from_shares(received: f64, fair: f64) -> Verdict {
@@ -353,7 +353,7 @@ impl Cause {
 
 /// A scheduling weight as the kernel writes it (1024 for nice 0), or with one decimal when
 /// it has a fraction; the details line and the table's WEIGHT both print it so.
-pub fn weight_text(w: f64) -> String {
+pub(crate) fn weight_text(w: f64) -> String {
     if (w - w.round()).abs() < 0.05 {
         format!("{}", w.round() as i64)
     } else {
@@ -434,14 +434,14 @@ pub struct RestGroup {
 
 /// A mean wakeup delay this long or longer marks a row `late`: a woken task waited more than
 /// a whole tick of a 250 Hz kernel, so it was passed over more than once.
-pub const LATE_WAKEUP_US: f64 = 4_000.0;
+pub(crate) const LATE_WAKEUP_US: f64 = 4_000.0;
 /// ... when at least this share of its run-queue wait followed wakeups: a CPU hog that sleeps
 /// once a second is not late, whatever its one wakeup's estimated delay.
-pub const LATE_WOKEN_SHARE: f64 = 0.1;
+pub(crate) const LATE_WOKEN_SHARE: f64 = 0.1;
 
 /// Whether a row is `late`: its mean wakeup delay, and the share of its wait that followed
 /// wakeups.
-pub fn is_late(wake_delay_us: Option<f64>, woken_share: f64) -> bool {
+pub(crate) fn is_late(wake_delay_us: Option<f64>, woken_share: f64) -> bool {
     wake_delay_us.is_some_and(|d| d >= LATE_WAKEUP_US) && woken_share >= LATE_WOKEN_SHARE
 }
 

@@ -91,7 +91,7 @@ fn columns_for(width: u16) -> Vec<(Col, &'static str, u16)> {
 }
 
 /// Rows the table wants: header, workloads, the rest of the machine.
-pub fn wanted_height(app: &App) -> u16 {
+pub(crate) fn wanted_height(app: &App) -> u16 {
     app.workloads.len() as u16 + 2
 }
 
@@ -316,7 +316,7 @@ fn micros(us: f64) -> String {
 }
 
 /// "nice 5 batch 0-1": the knobs that differ from the defaults.
-pub fn knobs_words(w: &WorkloadView) -> String {
+pub(crate) fn knobs_words(w: &WorkloadView) -> String {
     let k = &w.decl.knobs;
     let mut parts = vec![format!("nice {}", k.nice)];
     parts.push(if k.policy.is_realtime() {
