@@ -7,8 +7,8 @@
 use std::hint::black_box;
 
 use criterion::Criterion;
-use schedlab::sys::counters::{now_ns, CounterRegion, Sampler};
-use schedlab::sys::histogram::Unit;
+use schedlab::sys::shared::counters::{now_ns, CounterRegion, Sampler};
+use schedlab::sys::shared::histogram::Unit;
 use schedlab::workload::stamp;
 
 fn bench(c: &mut Criterion) {

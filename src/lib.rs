@@ -5,7 +5,8 @@
 //! [`record`]. The pieces, in that order:
 //!
 //! - [`workload`]: the load generators; the same code runs standalone and under the engine.
-//! - [`scenario`]: scenario files (TOML) and presets: which workloads, knobs, and how long.
+//! - [`scenario`]: scenario files (TOML) and presets: which workloads, knobs, and how long;
+//!   [`knobs`]: a workload's knobs, their limits and their words.
 //! - [`supervisor`]: starts workloads in process groups of their own, and makes sure they end.
 //! - [`probe`]: everything that reads the kernel (/proc, cgroups, PSI) into raw Samples.
 //! - [`model`]: pure maths from Samples to Frames: rates, CPU shares, fair share, statistics.
@@ -13,14 +14,16 @@
 //! - [`record`]: what leaves the terminal: recordings, result files, OpenMetrics, plots.
 //! - [`ui`]: the ratatui dashboard: draws Frames and turns keys into Commands.
 //! - [`cli`]: one file per command: tui, run, contest, compare, replay, plot, cleanup.
-//! - [`sys`]: host plumbing under them all: cgroups, counters, size guard, SysV, lifeline.
+//! - [`sys`]: host plumbing under them all: the kernel's interfaces, the shared-memory format
+//!   the workloads write, and exit safety.
 
-// Output goes through crate::outln!/out!/errln! (sys::output), which never panic on a closed
+// Output goes through crate::outln!/out!/errln! (sys::exit::output), which never panic on a closed
 // pipe; tests keep println!/eprintln!, which the test harness captures.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod cli;
 pub mod engine;
+pub mod knobs;
 pub mod model;
 pub mod probe;
 pub mod record;

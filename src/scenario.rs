@@ -28,12 +28,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::supervisor::{
-    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
+use crate::knobs::{
+    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, MAX_CPU_QUOTA, NICE,
+    RT_PRIORITY,
 };
-use crate::sys::guard::{self, Demand};
-use crate::workload::kind::WorkloadKind;
-use crate::workload::registry::{self, Absent, Kind, Param, Ty, Value};
+use crate::sys::kernel::guard::{self, Demand};
+use crate::workload::registry::{self, Absent, Kind, Param, Ty, Value, WorkloadKind};
 
 /// One workload in a scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -89,7 +89,7 @@ pub const PRESETS: &[(&str, &str)] = &[
 ];
 
 /// Sampling interval bounds, in milliseconds.
-pub const INTERVAL_MS: std::ops::RangeInclusive<u64> = 100..=10_000;
+pub(crate) const INTERVAL_MS: std::ops::RangeInclusive<u64> = 100..=10_000;
 const DEFAULT_INTERVAL_MS: u64 = 500;
 
 impl Scenario {
@@ -462,13 +462,9 @@ impl WorkloadFile {
     fn policy(&self) -> Result<(Policy, u8), Bad> {
         let policy = match &self.policy {
             None => Policy::Other,
-            Some(v) => match word(v, "policy", &["other", "batch", "idle", "fifo", "rr"])? {
-                "other" => Policy::Other,
-                "batch" => Policy::Batch,
-                "idle" => Policy::Idle,
-                "fifo" => Policy::Fifo,
-                _ => Policy::Rr,
-            },
+            Some(v) => {
+                Policy::from_word(word(v, "policy", &Policy::words())?).expect("one of the words")
+            }
         };
         let rt_priority = match (&self.rt_priority, policy.is_realtime()) {
             (Some(v), true) => int_in(
@@ -494,21 +490,19 @@ impl WorkloadFile {
     fn placement(&self) -> Result<(Placement, Option<u32>), Bad> {
         let placement = match &self.placement {
             None => Placement::Shared,
-            Some(v) => match word(v, "placement", &["shared", "own-session", "cgroup"])? {
-                "shared" => Placement::Shared,
-                "own-session" => Placement::OwnSession,
-                _ => Placement::Cgroup {
-                    weight: match &self.cgroup_weight {
-                        Some(w) => int_in(
-                            w,
-                            "cgroup_weight",
-                            (*CGROUP_WEIGHT.start()).into(),
-                            (*CGROUP_WEIGHT.end()).into(),
-                        )? as u32,
-                        None => DEFAULT_CGROUP_WEIGHT,
-                    },
-                },
-            },
+            Some(v) => {
+                let weight = match &self.cgroup_weight {
+                    Some(w) => int_in(
+                        w,
+                        "cgroup_weight",
+                        (*CGROUP_WEIGHT.start()).into(),
+                        (*CGROUP_WEIGHT.end()).into(),
+                    )? as u32,
+                    None => DEFAULT_CGROUP_WEIGHT,
+                };
+                let w = word(v, "placement", &Placement::FILE_WORDS)?;
+                Placement::from_word(w, weight).expect("one of the words")
+            }
         };
         let in_cgroup = matches!(placement, Placement::Cgroup { .. });
         if let (Some(w), false) = (&self.cgroup_weight, in_cgroup) {
@@ -519,12 +513,9 @@ impl WorkloadFile {
         }
         let cpu_quota = match (&self.cpu_quota, in_cgroup) {
             (None, _) => None,
-            (Some(q), true) => Some(int_in(
-                q,
-                "cpu_quota (% of one CPU)",
-                1,
-                crate::supervisor::MAX_CPU_QUOTA as i64,
-            )? as u32),
+            (Some(q), true) => {
+                Some(int_in(q, "cpu_quota (% of one CPU)", 1, MAX_CPU_QUOTA as i64)? as u32)
+            }
             (Some(q), false) => {
                 return Err((
                     span_of(q),
@@ -659,7 +650,7 @@ fn param_value(p: &Param, v: &toml::Value) -> Result<Value, String> {
 }
 
 /// Refuses a scenario whose workloads, all alive at once, do not fit.
-pub fn check_scenario(scenario: &Scenario, force: bool) -> anyhow::Result<()> {
+pub(crate) fn check_scenario(scenario: &Scenario, force: bool) -> anyhow::Result<()> {
     guard::check(
         &format!("scenario `{}`", scenario.name),
         scenario_demand(scenario),
@@ -668,7 +659,7 @@ pub fn check_scenario(scenario: &Scenario, force: bool) -> anyhow::Result<()> {
 }
 
 /// Every workload of the scenario alive at once: the worst case the run can reach.
-pub fn scenario_demand(scenario: &Scenario) -> Demand {
+pub(crate) fn scenario_demand(scenario: &Scenario) -> Demand {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     scenario
         .workloads
@@ -715,6 +706,19 @@ mod tests {
                 ],
             }
         );
+    }
+
+    /// The registry's test-only kind (workload/registry/toy.rs) is read from a scenario file,
+    /// by its name and its old one, with its limits, and nothing is written for it here.
+    #[test]
+    fn a_kind_in_the_registry_is_read_from_scenario_files() {
+        let s = Scenario::from_toml("[[workload]]\nkind = \"toy\"\nspins = 7\n", "t").unwrap();
+        assert_eq!(s.workloads[0].kind, WorkloadKind::Toy { spins: 7 });
+        assert_eq!(s.workloads[0].name, "toy");
+        let s = Scenario::from_toml("[[workload]]\nkind = \"plaything\"\n", "t").unwrap();
+        assert_eq!(s.workloads[0].kind, WorkloadKind::Toy { spins: 3 });
+        let e = Scenario::from_toml("[[workload]]\nkind = \"toy\"\nspins = 0\n", "t");
+        assert_eq!(e.unwrap_err().message, "spins must be at least 1, found 0");
     }
 
     #[test]

@@ -212,11 +212,21 @@ fn the_seeds_awk_loop_works_on_the_output() {
     assert!(server.wait(SECS(10)).success());
 }
 
+/// A mistake in the arguments: one line, and clap's status 2 whoever found it.
 fn one_line_error(args: &[&str], what: &str) {
+    one_line_exit(args, what, 2)
+}
+
+/// A failure of the run itself (the machine's limit, the network): one line, status 1.
+fn one_line_failure(args: &[&str], what: &str) {
+    one_line_exit(args, what, 1)
+}
+
+fn one_line_exit(args: &[&str], what: &str, code: i32) {
     let start = Instant::now();
     let out = run(args, SECS(20));
     let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
     assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
     assert!(
         err.starts_with(&format!("schedlab {}: error: ", args[0])),
@@ -234,14 +244,14 @@ fn bad_input_gets_one_clear_line() {
     one_line_error(&c("localhost", "1", "1"), "invalid address");
     one_line_error(&c("127.0.0.1", "0", "1"), "rooms must be");
     one_line_error(&c("127.0.0.1", "-2", "1"), "rooms must be");
-    one_line_error(&c("127.0.0.1", "1e9", "1"), "this machine holds at most");
+    one_line_failure(&c("127.0.0.1", "1e9", "1"), "this machine holds at most");
     one_line_error(&c("127.0.0.1", "1", "0"), "messages must be");
     one_line_error(&c("127.0.0.1", "1", "-7"), "messages must be");
     one_line_error(&c("127.0.0.1", "1", "1e9"), "messages must be");
     one_line_error(&c("127.0.0.1", "1", "x"), "whole number");
     one_line_error(&["chat-client", "127.0.0.1", "1", "1", "0"], "port must be");
     // No server listening: an answer within seconds.
-    one_line_error(
+    one_line_failure(
         &["chat-client", "127.0.0.1", "1", "1", &port],
         "cannot connect",
     );
@@ -252,7 +262,7 @@ fn bad_input_gets_one_clear_line() {
     // A port in use.
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let p = taken.local_addr().unwrap().port().to_string();
-    one_line_error(&["chat-server", "127.0.0.1", &p], "in use");
+    one_line_failure(&["chat-server", "127.0.0.1", &p], "in use");
 }
 
 #[test]

@@ -345,7 +345,7 @@ fn repeat_of(p99_us: f64) -> schedlab::model::latency::Distribution {
     let mut counts = std::collections::BTreeMap::new();
     for &v in &values {
         *counts
-            .entry(schedlab::sys::histogram::bucket_of(v) as u16)
+            .entry(schedlab::sys::shared::histogram::bucket_of(v) as u16)
             .or_insert(0u64) += 1;
     }
     schedlab::model::latency::Distribution::cumulative(&schedlab::probe::LatencySample {

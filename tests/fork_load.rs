@@ -86,9 +86,7 @@ fn default_program_is_the_nil_binary() {
 fn schedlab_alone_forks_the_systems_true_and_says_so() {
     // `cargo run` builds only schedlab: copied alone into a directory, it has no schedlab-nil
     // beside it, and its children exec /bin/true instead (said on stderr).
-    let dir = tempfile::tempdir().unwrap();
-    let lone = dir.path().join("schedlab");
-    std::fs::copy(env!("CARGO_BIN_EXE_schedlab"), &lone).unwrap();
+    let (_dir, lone) = common::lone_schedlab();
     let _serial = subreaper::serial();
     let out = Command::new(&lone)
         .args(["fork-load", "--forkers", "1", "--duration", "0.3"])
@@ -176,7 +174,7 @@ fn bad_input_is_one_line_and_nonzero() {
 /// nothing behind.
 #[test]
 fn counts_reach_a_supervisor_and_stop_is_clean() {
-    use schedlab::workload::kind::WorkloadKind;
+    use schedlab::workload::registry::WorkloadKind;
     let _serial = subreaper::serial();
     let mut run = common::spawn_real("fork_load", &WorkloadKind::ForkLoad { forkers: Some(2) });
     let deadline = Instant::now() + Duration::from_secs(20);

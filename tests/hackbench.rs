@@ -100,7 +100,8 @@ fn bad_input_is_one_line_and_nonzero() {
     ] {
         let out = run(args);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        // A mistake in the arguments ends with clap's status, whoever found it.
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("schedlab hackbench: error: "), "{err}");
         assert!(err.contains(says), "{args:?}: {err}");
@@ -111,8 +112,9 @@ fn bad_input_is_one_line_and_nonzero() {
 /// region, from their forked processes, and the run says when it is finished.
 #[test]
 fn counts_reach_a_supervisor() {
-    use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program};
-    use schedlab::workload::kind::WorkloadKind;
+    use schedlab::knobs::Knobs;
+    use schedlab::supervisor::{spawn, LaunchSpec, Program};
+    use schedlab::workload::registry::WorkloadKind;
     let kind = WorkloadKind::Hackbench {
         groups: 1,
         loops: 10,
@@ -311,9 +313,7 @@ fn a_task_killed_mid_run_ends_the_run_with_a_last_line_naming_a_failed_task() {
 /// schedlab-hackbench beside it, forks the tasks itself, delivers every message, and says so.
 #[test]
 fn schedlab_alone_forks_the_tasks_itself_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let lone = dir.path().join("schedlab");
-    std::fs::copy(env!("CARGO_BIN_EXE_schedlab"), &lone).unwrap();
+    let (_dir, lone) = common::lone_schedlab();
     let _serial = subreaper::serial();
     let args = ["hackbench", "-g", "1", "-l", "10", "--verbose", "--pipe"];
     let out = std::process::Command::new(&lone)

@@ -9,8 +9,8 @@ use nix::unistd::Pid;
 use schedlab::engine::lab::Lab;
 use schedlab::model::WorkloadState;
 use schedlab::scenario::WorkloadDecl;
-use schedlab::sys::proc::alive;
-use schedlab::workload::kind::WorkloadKind;
+use schedlab::sys::kernel::proc::alive;
+use schedlab::workload::registry::WorkloadKind;
 
 fn sh(name: &str, script: &str) -> WorkloadDecl {
     WorkloadDecl {

@@ -18,8 +18,8 @@ use schedlab::model::latency::{interval, Distribution};
 use schedlab::model::Latency;
 use schedlab::probe::LatencySample;
 use schedlab::scenario::WorkloadDecl;
-use schedlab::sys::counters::{CounterRegion, ENV_FD, ENV_LATENCY};
-use schedlab::workload::kind::WorkloadKind;
+use schedlab::sys::shared::counters::{CounterRegion, ENV_FD, ENV_LATENCY};
+use schedlab::workload::registry::WorkloadKind;
 
 mod common;
 use common::BIN;
@@ -482,13 +482,17 @@ fn a_recorded_sample_s_latency_replays_to_the_same_figures() {
     // Samples are stored as JSON lines and replayed through the same model.
     let region = CounterRegion::create_with(4, 4).unwrap();
     let h = region
-        .claim_histogram(schedlab::sys::histogram::Unit::RoundTrip)
+        .claim_histogram(schedlab::sys::shared::histogram::Unit::RoundTrip)
         .unwrap();
     for ns in [2_000, 2_500, 40_000] {
         h.record(ns);
     }
     let first = latency_of(&region);
-    for ns in [3_000, 1_000_000, schedlab::sys::histogram::TOP_NS * 2] {
+    for ns in [
+        3_000,
+        1_000_000,
+        schedlab::sys::shared::histogram::TOP_NS * 2,
+    ] {
         h.record(ns);
     }
     let second = latency_of(&region);

@@ -1,5 +1,7 @@
 //! The layout holds: only the probe (src/probe/) and the plumbing it and others use (src/sys/)
-//! open files under /proc. Everything else asks them, through named functions.
+//! open files under /proc, and everything else asks them, through named functions; and the
+//! model, the probe and the plumbing never import the engine, the dashboard or the commands
+//! (`crate::engine`, `crate::ui`, `crate::cli`), so data flows one way.
 //!
 //! The rule, kept simple so that a failure is obvious: outside those two folders, no line of
 //! Rust code under src/ holds a string literal that starts with `/proc/` (or is `"/proc"`), as
@@ -69,6 +71,80 @@ fn only_the_probe_and_sys_open_proc() {
         "{} line(s) outside {} open /proc; read it through a function there:\n{}",
         offenders.len(),
         ALLOWED.join(" and "),
+        offenders.join("\n")
+    );
+}
+
+/// Folders that sit below the engine and the frontends, and what they must never import.
+const LOWER: [&str; 3] = ["src/model", "src/probe", "src/sys"];
+const UPPER: [&str; 3] = ["engine", "ui", "cli"];
+
+/// The module a line of Rust code names from the crate's upper layers, if any: `crate::ui`
+/// in a `use` or a path. Comment lines are prose.
+fn names_upper(line: &str) -> Option<&'static str> {
+    let code = line.trim_start();
+    if code.starts_with("//") {
+        return None;
+    }
+    // `crate::engine...`, and `crate::{engine, ...}` as a grouped `use` writes it.
+    let grouped: Vec<&str> = code
+        .match_indices("crate::{")
+        .flat_map(|(i, _)| {
+            let rest = &code[i + "crate::{".len()..];
+            rest[..rest.find('}').unwrap_or(rest.len())].split(',')
+        })
+        .map(|item| item.trim().split("::").next().unwrap_or(""))
+        .collect();
+    UPPER.into_iter().find(|m| {
+        let path = format!("crate::{m}");
+        grouped.contains(m)
+            || code.match_indices(&path).any(|(i, _)| {
+                let after = code[i + path.len()..].chars().next();
+                !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+    })
+}
+
+#[test]
+fn the_upward_rule_tells_imports_from_names() {
+    assert_eq!(names_upper("use crate::engine::Event;"), Some("engine"));
+    assert_eq!(
+        names_upper("    let x = crate::ui::theme::Theme::default();"),
+        Some("ui")
+    );
+    assert_eq!(names_upper("use crate::cli;"), Some("cli"));
+    assert_eq!(names_upper("use crate::client::Thing;"), None);
+    assert_eq!(names_upper("use crate::{model, ui::App};"), Some("ui"));
+    assert_eq!(names_upper("use crate::{model, uinput};"), None);
+    assert_eq!(names_upper("/// As crate::engine says."), None);
+}
+
+/// Data flows one way: the model, the probe and the plumbing under them never reach up to the
+/// engine, the dashboard or the commands, so each can be read, tested and replayed alone.
+#[test]
+fn model_probe_and_sys_never_import_engine_ui_or_cli() {
+    let mut offenders = Vec::new();
+    for dir in LOWER {
+        for file in files_under(dir, "rs") {
+            let text = fs::read_to_string(repo().join(&file)).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if let Some(m) = names_upper(line) {
+                    offenders.push(format!(
+                        "{}:{}: crate::{m}: {}",
+                        file.display(),
+                        n + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "{} line(s) of {} reach up to {}:\n{}",
+        offenders.len(),
+        LOWER.join(", "),
+        UPPER.join(", "),
         offenders.join("\n")
     );
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use schedlab::probe::{LatencySample, Sample, WorkloadSample};
 use schedlab::record::metrics::{common_labels, MetricsServer};
-use schedlab::sys::histogram::bucket_of;
+use schedlab::sys::shared::histogram::bucket_of;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0";
 

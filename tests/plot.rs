@@ -96,7 +96,7 @@ fn with_latency() -> (
     let mut counts = std::collections::BTreeMap::new();
     for &v in &values {
         *counts
-            .entry(schedlab::sys::histogram::bucket_of(v) as u16)
+            .entry(schedlab::sys::shared::histogram::bucket_of(v) as u16)
             .or_insert(0u64) += 1;
     }
     let sample = LatencySample {

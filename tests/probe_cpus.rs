@@ -317,7 +317,7 @@ fn a_big_process_on_the_real_kernel_is_taken_in_by_system_calls() {
     use std::sync::{mpsc, Arc, Barrier};
 
     let allowed = sched_getaffinity(Pid::from_raw(0)).unwrap();
-    let list = schedlab::sys::cpuset::CpuSet::parse_list(
+    let list = schedlab::sys::kernel::cpuset::CpuSet::parse_list(
         &(0..CpuSet::count())
             .filter(|&c| allowed.is_set(c).unwrap_or(false))
             .map(|c| c.to_string())

@@ -235,7 +235,7 @@ fn plot_draws_a_recording() {
 /// Sample k with fork cycles timed: 100 a second, all of about 1 ms, so far.
 fn timed_sample(k: u64) -> Sample {
     let mut s = sample(k);
-    let bucket = schedlab::sys::histogram::bucket_of(1_000_000) as u16;
+    let bucket = schedlab::sys::shared::histogram::bucket_of(1_000_000) as u16;
     s.workloads[0].latency = vec![schedlab::probe::LatencySample {
         unit: "fork cycle".into(),
         samples: 100 * k,

@@ -10,7 +10,7 @@ use schedlab::record::results::{Host, RunResults, ScenarioInfo, SCHEMA_VERSION};
 
 /// A repeat's fork cycles: `n` of 1 ms and one of 40 ms.
 fn fork_cycles(n: u64) -> Distribution {
-    let bucket = |ns| schedlab::sys::histogram::bucket_of(ns) as u16;
+    let bucket = |ns| schedlab::sys::shared::histogram::bucket_of(ns) as u16;
     Distribution::cumulative(&LatencySample {
         unit: "fork cycle".into(),
         samples: n + 1,

@@ -1,9 +1,10 @@
 //! Scenario files: every preset parses, and every kind of bad input is one clear message that
 //! points at file:line:column.
 
+use schedlab::knobs::Placement;
 use schedlab::scenario::{Scenario, ScenarioError, PRESETS};
-use schedlab::supervisor::Placement;
-use schedlab::workload::kind::{IpcKind, Pin, WorkloadKind};
+use schedlab::workload::pingpong::{IpcKind, Pin};
+use schedlab::workload::registry::WorkloadKind;
 
 fn err(src: &str) -> ScenarioError {
     Scenario::from_toml(src, "bad.toml").expect_err("must not parse")

@@ -309,7 +309,7 @@ fn picker_and_its_form() {
     assert_eq!(decl.name, "chat");
     assert_eq!(
         decl.kind,
-        schedlab::workload::kind::WorkloadKind::Chat {
+        schedlab::workload::registry::WorkloadKind::Chat {
             rooms: 3,
             messages: 50,
             runs: Some(1)
@@ -410,7 +410,7 @@ fn knob_keys_send_commands() {
     key(&mut app, KeyCode::Char('s'));
     key(&mut app, KeyCode::Char('d'));
     key(&mut app, KeyCode::Char('d'));
-    use schedlab::supervisor::{Knobs, Placement};
+    use schedlab::knobs::{Knobs, Placement};
     let nice = Knobs {
         nice: 1,
         ..Knobs::default()
@@ -440,7 +440,7 @@ fn finished_runs_record_their_figure_and_loop() {
     let mut app = seed_app();
     app.workloads[0].looping = true;
     // ref-job here is a finite run: make it finish.
-    if let schedlab::workload::kind::WorkloadKind::RefJob { runs, .. } =
+    if let schedlab::workload::registry::WorkloadKind::RefJob { runs, .. } =
         &mut app.workloads[0].decl.kind
     {
         *runs = Some(1);
@@ -764,4 +764,121 @@ fn cpu_view_of_many_cpus() {
     app.on_event(Event::Frame(f));
     key(&mut app, KeyCode::Char('c'));
     shows!(&app, 80 x 24, ["cpu0 ", "cpu10", "cpu46", "+17 more CPUs"]);
+}
+
+/// A workload added from the picker is the selected one once the engine adds it: the next
+/// `]` renices it, not the row that was selected before.
+#[test]
+fn a_workload_added_from_the_picker_is_selected() {
+    let mut app = seed_app();
+    assert_eq!(app.selected, 0);
+    key(&mut app, KeyCode::Char('a'));
+    key(&mut app, KeyCode::Char('5')); // cpu-hog
+    key(&mut app, KeyCode::Enter);
+    let Some(Command::Add(decl)) = app.outbox.pop() else {
+        panic!("no Add in {:?}", app.outbox)
+    };
+    app.on_event(Event::Added(3, decl));
+    assert_eq!(app.selected, 2);
+    key(&mut app, KeyCode::Char(']'));
+    assert!(
+        matches!(app.outbox.last(), Some(Command::SetKnobs(3, k)) if k.nice == 1),
+        "{:?}",
+        app.outbox
+    );
+}
+
+/// In a replay the keys that would add or change a workload say why not at once, and open
+/// no form.
+#[test]
+fn a_replay_refuses_add_and_knob_keys_at_once() {
+    let (mut app, _) = replay_app();
+    for c in ['a', 'e', ']', 'p', 'g', 'W', 's', 'r', 'o'] {
+        app.message = None;
+        key(&mut app, KeyCode::Char(c));
+        assert_eq!(app.mode, Mode::Normal, "{c}");
+        let m = app
+            .message
+            .as_ref()
+            .unwrap_or_else(|| panic!("{c}: no message"));
+        assert!(m.error && m.text.contains("a replay"), "{c}: {}", m.text);
+    }
+    assert!(app.outbox.is_empty(), "{:?}", app.outbox);
+}
+
+/// A CPU the machine lacks is refused inside the knob form, which stays open with what was
+/// typed, not after it closed.
+#[test]
+fn a_bad_cpu_list_keeps_the_knob_form_open_with_the_edits() {
+    let mut app = seed_app();
+    key(&mut app, KeyCode::Char('e'));
+    let Mode::EditKnobs(_, form) = &mut app.mode else {
+        panic!("no knob form")
+    };
+    let at = form
+        .fields
+        .iter()
+        .position(|f| f.key == "affinity")
+        .unwrap();
+    form.fields[at].value = schedlab::ui::form::Value::Text("0,4096".into());
+    let nice = form.fields.iter().position(|f| f.key == "nice").unwrap();
+    form.fields[nice].value = schedlab::ui::form::Value::Text("7".into());
+    key(&mut app, KeyCode::Enter);
+    let Mode::EditKnobs(_, form) = &app.mode else {
+        panic!("the form closed")
+    };
+    let error = form.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("CPUs: CPU 4096 does not exist"),
+        "{error}"
+    );
+    assert_eq!(form.text("nice"), "7");
+    assert_eq!(form.text("affinity"), "0,4096");
+    assert!(app.outbox.is_empty());
+}
+
+/// A message too long for the bottom line is cut with the key that shows it, and `m` shows
+/// the last messages whole, wrapped.
+#[test]
+fn long_messages_can_be_read_in_full() {
+    let mut app = seed_app();
+    let long = format!("cannot add x: {} the end", "a long reason ".repeat(12));
+    app.on_event(Event::Error(long.clone()));
+    let bottom = text_of(&screen(&app, 80, 24));
+    let last = bottom.lines().last().unwrap();
+    assert!(last.ends_with("m: all"), "{last}");
+    let shown = text_after(&mut app, 'm', 80, 24);
+    assert_eq!(app.mode, Mode::Messages);
+    let flat: String = shown
+        .lines()
+        .map(|l| l.trim_matches(|c| c == '│' || c == ' '))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(flat.contains("the end"), "{shown}");
+    key(&mut app, KeyCode::Char('x'));
+    assert_eq!(app.mode, Mode::Normal);
+}
+
+/// Without colour at 80 columns each chart names its lines under it, by the shape each
+/// workload's lines are drawn in, which the table's rows show too.
+#[test]
+fn no_color_charts_have_a_legend_at_80_columns() {
+    let mut app = seed_app();
+    app.theme = Theme { colour: false };
+    let text = text_of(&screen(&app, 80, 24));
+    assert!(text.contains("⣿ ref-job"), "{text}");
+    assert!(text.contains("█ fork_load"), "{text}");
+    let legends = text
+        .lines()
+        .filter(|l| l.contains("⣿ref-job █fork_load"))
+        .count();
+    assert_eq!(
+        legends, 1,
+        "one line of legends under the three charts:\n{text}"
+    );
+    let under = text
+        .lines()
+        .find(|l| l.contains("⣿ref-job █fork_load"))
+        .unwrap();
+    assert_eq!(under.matches("⣿ref-job █fork_load").count(), 3, "{text}");
 }

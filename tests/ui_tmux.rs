@@ -318,6 +318,49 @@ fn quit_with_q_after_adding_a_chat_workload() {
     t.assert_clean_exit("q");
 }
 
+/// The nice value of a tagged process whose command line holds `what`.
+fn nice_of(t: &Tmux, what: &str) -> Option<i32> {
+    let (pid, _) = t.tagged().into_iter().find(|(_, cmd)| cmd.contains(what))?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 19, the 17th after the command's closing parenthesis.
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(16)?
+        .parse()
+        .ok()
+}
+
+/// A workload added from the picker is the one the next key changes: `]` renices the new
+/// cpu-hog, not the ref-job that was selected before.
+#[test]
+fn a_workload_added_from_the_picker_is_the_one_reniced() {
+    let Some(t) = Tmux::start("add") else { return };
+    t.start_dashboard();
+    t.keys(&["a", "5", "Enter"]);
+    t.wait_for("the cpu-hog workload", Duration::from_secs(10), |s| {
+        row(s, "cpu-hog").is_some()
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while nice_of(&t, "cpu-hog --threads").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t.keys(&["]"]);
+    t.wait_for(
+        "the new knobs in its details",
+        Duration::from_secs(10),
+        |s| s.contains("■ cpu-hog │ schedlab cpu-hog --threads 1 │ nice 1"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while nice_of(&t, "cpu-hog --threads") != Some(1) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(nice_of(&t, "cpu-hog --threads"), Some(1), "{}", t.screen());
+    assert_eq!(nice_of(&t, "ref-job -j"), Some(0), "{}", t.screen());
+    t.keys(&["q"]);
+    t.assert_clean_exit("q");
+}
+
 #[test]
 fn sigterm_restores_the_terminal_and_stops_every_workload() {
     signal_the_dashboard("term", Signal::SIGTERM);

@@ -17,22 +17,15 @@
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(not(test), no_main)]
 
-// The one description of the histogram's layout, core only: the same code records here as in
-// every other workload.
-#[cfg(not(test))]
-#[allow(dead_code)]
-#[path = "../sys/histogram.rs"]
-mod histogram;
-
-// Clock, errno, arguments and the panic handler, shared with schedlab-hackbench.
+// Clock, errno, arguments, the panic handler and the histogram's layout, shared with
+// schedlab-hackbench.
 #[cfg(not(test))]
 #[path = "lean/common.rs"]
 mod lean;
 
 #[cfg(not(test))]
 mod forker {
-    use crate::histogram;
-    use crate::lean::{errno, now_ns, number, Timespec};
+    use crate::lean::{errno, histogram, now_ns, number, Timespec};
     use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
     #[link(name = "c")]

@@ -23,26 +23,23 @@
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(not(test), no_main)]
 
-// The one description of the histogram's layout and of the stamp's, core only: the same code
-// records here as in every other workload.
+// The one description of the stamp's layout, core only: the same code stamps here as in
+// every other workload.
 #[cfg(not(test))]
 #[allow(dead_code)]
-#[path = "../sys/histogram.rs"]
-mod histogram;
-#[cfg(not(test))]
-#[allow(dead_code)]
-#[path = "../sys/stamp.rs"]
+#[path = "../sys/shared/stamp.rs"]
 mod stamp;
 
-// Clock, errno, arguments and the panic handler, shared with schedlab-forker.
+// Clock, errno, arguments, the panic handler and the histogram's layout, shared with
+// schedlab-forker.
 #[cfg(not(test))]
 #[path = "lean/common.rs"]
 mod lean;
 
 #[cfg(not(test))]
 mod run {
-    use crate::lean::{errno, now_ns, number};
-    use crate::{histogram, stamp};
+    use crate::lean::{errno, histogram, now_ns, number};
+    use crate::stamp;
     use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
     #[repr(C)]
@@ -93,38 +90,36 @@ mod run {
     /// A task failed: the line on RESULT_FD says which.
     const EXIT_TASK: i32 = 1;
 
-    /// Writes all of `buf`, after a short write too, as the original's sender does.
-    fn write_full(fd: i32, buf: &[u8]) -> bool {
+    /// Moves `len` bytes by repeated calls of `io(done)` (the bytes moved by one call, or -1):
+    /// after a short transfer too, again after EINTR; false at end of file or on an error.
+    #[inline(always)]
+    fn full(len: usize, mut io: impl FnMut(usize) -> isize) -> bool {
         let mut done = 0;
-        while done < buf.len() {
-            // SAFETY: `buf[done..]` is live for its length; write only reads it.
-            let n = unsafe { write(fd, buf.as_ptr().add(done), buf.len() - done) };
+        while done < len {
+            let n = io(done);
             if n > 0 {
                 done += n as usize;
-            } else if n < 0 && errno() == EINTR {
-                continue;
-            } else {
+            } else if !(n < 0 && errno() == EINTR) {
                 return false;
             }
         }
         true
     }
 
+    /// Writes all of `buf`, after a short write too, as the original's sender does.
+    fn write_full(fd: i32, buf: &[u8]) -> bool {
+        // SAFETY: `buf[done..]` is live for its length; write only reads it.
+        full(buf.len(), |done| unsafe {
+            write(fd, buf.as_ptr().add(done), buf.len() - done)
+        })
+    }
+
     /// Reads exactly `buf.len()` bytes; false at end of file or on an error.
     fn read_full(fd: i32, buf: &mut [u8]) -> bool {
-        let mut done = 0;
-        while done < buf.len() {
-            // SAFETY: `buf[done..]` is live and exclusively borrowed for its length.
-            let n = unsafe { read(fd, buf.as_mut_ptr().add(done), buf.len() - done) };
-            if n > 0 {
-                done += n as usize;
-            } else if n < 0 && errno() == EINTR {
-                continue;
-            } else {
-                return false;
-            }
-        }
-        true
+        let len = buf.len();
+        let at = buf.as_mut_ptr();
+        // SAFETY: `buf[done..]` is live and exclusively borrowed for its length.
+        full(len, |done| unsafe { read(fd, at.add(done), len - done) })
     }
 
     /// A line on a descriptor: the parts, one after another (no allocation).

@@ -1,6 +1,6 @@
 //! `schedlab cleanup`: removes SysV objects left by schedlab processes that were killed outright.
 
-use crate::sys::sysv;
+use crate::sys::kernel::sysv;
 
 pub fn main() -> anyhow::Result<()> {
     let removed = sysv::sweep_orphans()?;

@@ -22,7 +22,7 @@ use crate::record::results::{Better, Metric, RunResults, WorkloadResult};
 
 /// The exit status when a `--fail-on-regression` threshold was crossed (1 is an error, 2 a
 /// usage error).
-pub const REGRESSION_EXIT: i32 = 3;
+pub(crate) const REGRESSION_EXIT: i32 = 3;
 
 /// Arguments of `schedlab compare`.
 #[derive(clap::Args, Debug)]

@@ -3,21 +3,31 @@
 //!
 //! The job (the built-in ref-job standing in for `make -j4 bzImage`, or any command) runs
 //! first with no load, then once per load named: the load starts `--lead` seconds before the
-//! job and is stopped when the job ends. The table has contest's columns: the job's elapsed
+//! job and is stopped when the job ends. A load is a workload of the Lab, which the engine
+//! ticks on a thread of its own (as the dashboard's) every 10 s only, so that sampling costs the
+//! job nothing that matters, and once more, on request, the moment the job ends: the load's
+//! count, CPU and autogroup are that Sample's. The job is started and waited for here, so that
+//! its time is exact, not a tick's. The table has contest's columns: the job's elapsed
 //! time and CPU% (as `time` reports them), the load's work count and CPU%, and the Ratio of
 //! the job's time under the load to its time alone. Where the load sits (the job's session or
 //! its own, its nice value) decides what its fair share is, so the report says so.
 
-use std::sync::Mutex;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::probe::{Probe, ProbeConfig, Target};
-use crate::supervisor::{self, Knobs, LaunchSpec, Placement, Program, Running, NICE};
-use crate::workload::kind::WorkloadKind;
+use crate::engine::lab::{Lab, MAX_INTERVAL};
+use crate::engine::thread::Engine;
+use crate::engine::{Command, Event};
+use crate::knobs::{Knobs, Placement, NICE};
+use crate::probe::{Life, Sample, WorkloadSample};
+use crate::scenario::WorkloadDecl;
+use crate::supervisor::{self, LaunchSpec, Program};
 use crate::workload::refjob::children_cpu;
-use crate::workload::registry::{self, REF_JOB};
+use crate::workload::registry::params::{refused, REF_JOB};
+use crate::workload::registry::{self, WorkloadKind};
 
 /// Arguments of `schedlab contest`.
 #[derive(clap::Args, Debug, Clone)]
@@ -58,17 +68,25 @@ pub struct Args {
 }
 
 /// A load contest knows by name (the registry's contest loads).
-pub fn load_kind(name: &str) -> Result<WorkloadKind> {
+pub(crate) fn load_kind(name: &str) -> Result<WorkloadKind> {
     registry::contest_load(name).ok_or_else(|| {
-        let names: Vec<&str> = registry::contest_loads().map(|(_, l)| l.name).collect();
+        let names = load_names();
         let (last, rest) = names.split_last().expect("contest has loads");
-        anyhow::anyhow!("unknown load {name:?}: use {} or {last}", rest.join(", "))
+        refused(format!(
+            "unknown load {name:?}: use {} or {last}",
+            rest.join(", ")
+        ))
     })
+}
+
+/// The loads' names, from the registry.
+fn load_names() -> Vec<&'static str> {
+    registry::contest_loads().map(|w| w.label()).collect()
 }
 
 /// `--load`'s help: the names, from the registry.
 fn load_help() -> String {
-    let names: Vec<&str> = registry::contest_loads().map(|(_, l)| l.name).collect();
+    let names = load_names();
     format!(
         "A load to run the job under (repeatable): {}. The job always runs with no load first",
         names.join(", ")
@@ -88,8 +106,8 @@ pub struct Row {
     pub autogroup: Option<u64>,
 }
 
-/// Process groups to kill if contest is interrupted (a `sh -c` job's children ignore the
-/// lifeline that reaches the shell).
+/// Process groups of the job to kill if contest is interrupted (a `sh -c` job's children
+/// ignore the lifeline that reaches the shell); the engine's exit hook kills the loads.
 static GROUPS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 fn track(pgid: u32) {
@@ -105,7 +123,7 @@ fn untrack(pgid: u32) {
 
 fn kill_tracked() {
     let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    crate::sys::groups::kill_and_sweep(&groups, std::time::Duration::from_millis(1500));
+    crate::sys::exit::groups::kill_and_sweep(&groups, std::time::Duration::from_millis(1500));
 }
 
 pub fn main(args: Args) -> Result<()> {
@@ -116,7 +134,10 @@ pub fn main(args: Args) -> Result<()> {
         .map(|n| Ok((n.clone(), load_kind(n)?)))
         .collect::<Result<Vec<_>>>()?;
     if !(args.lead.is_finite() && args.lead >= 0.0) {
-        bail!("--lead must be a number of seconds, not {}", args.lead);
+        return Err(refused(format!(
+            "--lead must be a number of seconds, not {}",
+            args.lead
+        )));
     }
     let job = match &args.job {
         Some(cmd) => Program::Command(vec!["sh".into(), "-c".into(), cmd.clone()]),
@@ -124,11 +145,11 @@ pub fn main(args: Args) -> Result<()> {
             REF_JOB
                 .param("jobs")
                 .check_count(i64::from(args.jobs))
-                .map_err(anyhow::Error::msg)?;
+                .map_err(refused)?;
             REF_JOB
                 .param("work")
                 .check_amount(args.work)
-                .map_err(anyhow::Error::msg)?;
+                .map_err(refused)?;
             crate::workload::refjob::units_for(args.work)?;
             WorkloadKind::RefJob {
                 jobs: args.jobs,
@@ -138,7 +159,8 @@ pub fn main(args: Args) -> Result<()> {
             .program()
         }
     };
-    crate::sys::lifeline::on_exit(kill_tracked);
+    crate::sys::exit::lifeline::on_exit(kill_tracked);
+    crate::engine::live::install_exit_hook();
 
     let job_text = match &args.job {
         Some(cmd) => format!("`{cmd}`"),
@@ -157,9 +179,9 @@ pub fn main(args: Args) -> Result<()> {
     );
     crate::outln!("Autogroup: {}", autogroup_state());
     crate::outln!(
-        "CPUs: {}. Loads counts: fork_load children forked, hackbench/chat messages, \
-         ping-pong round trips, cpu_hog loops (from the load's start)",
-        supervisor::online_cpus()
+        "CPUs: {}. Loads counts: fork-load children forked, hackbench/chat messages, \
+         ping-pong round trips, cpu-hog loops, wakeup-probe wakeups (from the load's start)",
+        supervisor::usable_cpus()
     );
     crate::outln!();
     crate::outln!(
@@ -182,9 +204,9 @@ pub fn main(args: Args) -> Result<()> {
         rows.push(row);
     }
     // Show where each ran, so the placement line above can be checked.
-    let me = std::process::id();
-    // SAFETY: getpgrp has no preconditions and cannot fail.
-    let (_, own) = group_cpu("contest", unsafe { libc::getpgrp() } as u32, me);
+    let own = crate::sys::kernel::proc::own_file("autogroup")
+        .and_then(|text| crate::probe::parse::autogroup(&text))
+        .map(|(id, _)| id);
     if let Some(own) = own {
         let mut line = format!(
             "Autogroups: the job's (contest's session) {}",
@@ -211,7 +233,7 @@ fn autogroup_name(id: u64) -> String {
 }
 
 fn autogroup_state() -> String {
-    match crate::sys::proc::sysctl_on("kernel.sched_autogroup_enabled") {
+    match crate::sys::kernel::proc::sysctl_on("kernel.sched_autogroup_enabled") {
         Some(true) => {
             "on (kernel.sched_autogroup_enabled = 1): fair share is split per session first".into()
         }
@@ -245,26 +267,27 @@ fn measure(name: &str, load: Option<&WorkloadKind>, job: &Program, args: &Args) 
         autogroup: None,
     };
     for _ in 0..args.runs {
-        let mut running = match load {
-            Some(kind) => Some(start_load(name, kind, args)?),
+        let running = match load {
+            Some(kind) => Some(Load::start(name, kind, args)?),
             None => None,
         };
-        let (time, cpu) = run_job(job).inspect_err(|_| {
-            if let Some(l) = &mut running {
-                stop_load(l);
+        let (time, cpu) = match run_job(job) {
+            Ok(t) => t,
+            Err(e) => {
+                if let Some(l) = running {
+                    l.stop();
+                }
+                return Err(e);
             }
-        })?;
+        };
         row.time += time.as_secs_f64();
         row.cpu_percent += 100.0 * cpu.as_secs_f64() / time.as_secs_f64().max(1e-9);
-        if let Some(mut l) = running {
-            // Read before stopping: a load killed outright may die before reaping its
-            // children, whose CPU would then reach no one's cutime.
-            let count = l.counters.total();
-            let (lcpu, autogroup) = group_cpu(&l.name, l.pgid(), l.pid);
-            row.autogroup = autogroup;
-            let wall = stop_load(&mut l);
-            row.loads += count;
-            row.load_cpu_percent += 100.0 * lcpu.as_secs_f64() / wall.as_secs_f64().max(1e-9);
+        if let Some(l) = running {
+            let seen = l.stop();
+            row.autogroup = seen.autogroup;
+            row.loads += seen.count;
+            row.load_cpu_percent +=
+                100.0 * seen.cpu.as_secs_f64() / seen.ran.as_secs_f64().max(1e-9);
         }
     }
     let n = args.runs as f64;
@@ -275,78 +298,124 @@ fn measure(name: &str, load: Option<&WorkloadKind>, job: &Program, args: &Args) 
     Ok(row)
 }
 
-fn start_load(name: &str, kind: &WorkloadKind, args: &Args) -> Result<Running> {
-    let spec = LaunchSpec {
-        name: name.into(),
-        program: kind.program(),
-        knobs: Knobs {
-            nice: args.nice.unwrap_or(0),
-            placement: if args.own_session {
-                Placement::OwnSession
-            } else {
-                Placement::Shared
+/// A load as the engine runs it: a Lab of one workload, on a thread of its own.
+struct Load {
+    commands: Sender<Command>,
+    samples: Receiver<Arc<Sample>>,
+    engine: std::thread::JoinHandle<()>,
+}
+
+/// What the last Sample of a load saw.
+#[derive(Default)]
+struct Seen {
+    /// Its own count since it started.
+    count: u64,
+    /// CPU used by every process of its group, with the children each reaped.
+    cpu: Duration,
+    /// How long it had run when sampled.
+    ran: Duration,
+    autogroup: Option<u64>,
+}
+
+impl Load {
+    /// Starts it, and waits the lead time, watching that it did not die at once (a bad build,
+    /// a subcommand this binary lacks).
+    fn start(name: &str, kind: &WorkloadKind, args: &Args) -> Result<Load> {
+        let mut lab = Lab::new(MAX_INTERVAL)?;
+        lab.add(WorkloadDecl {
+            name: name.into(),
+            kind: kind.clone(),
+            knobs: Knobs {
+                nice: args.nice.unwrap_or(0),
+                placement: if args.own_session {
+                    Placement::OwnSession
+                } else {
+                    Placement::Shared
+                },
+                ..Knobs::default()
             },
-            ..Knobs::default()
-        },
-        capture_output: false,
-    };
-    let mut load = supervisor::spawn(&spec)?;
-    track(load.pgid());
-    // The lead time, watching that the load did not die at once (a bad build, a subcommand
-    // this binary lacks).
-    let deadline = Instant::now() + Duration::from_secs_f64(args.lead.max(0.2));
-    while Instant::now() < deadline {
-        if let Some(status) = load.poll_exit() {
-            untrack(load.pgid());
-            bail!(
-                "load {name} exited before the job started ({status}): \
-                 try `schedlab {}` by hand",
-                match kind.program() {
-                    Program::SelfExe(a) => a.join(" "),
-                    Program::Command(a) => a.join(" "),
-                }
-            );
+            start_delay: 0.0,
+            duration: None,
+        })
+        .context("starting the load")?;
+        crate::engine::live::publish_live(&lab);
+        let (commands, rx) = mpsc::channel();
+        let (samples_tx, samples) = mpsc::channel();
+        let engine = std::thread::Builder::new()
+            .name("contest-engine".into())
+            .spawn(move || {
+                Engine::new(Box::new(lab), MAX_INTERVAL)
+                    .with_samples()
+                    .run(rx, |event| match event {
+                        Event::Sample(s) => samples_tx.send(s).is_ok(),
+                        _ => true,
+                    })
+            })
+            .context("starting the engine thread")?;
+        let load = Load {
+            commands,
+            samples,
+            engine,
+        };
+        let deadline = Instant::now() + Duration::from_secs_f64(args.lead.max(0.2));
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            let life = load.now().map(|(w, _)| w.life);
+            if let Some(Life::Done(_) | Life::Failed(_)) = life {
+                load.stop();
+                bail!(
+                    "load {name} exited before the job started ({}): try `schedlab {}` by hand",
+                    match life {
+                        Some(Life::Done(code)) => format!("exit status: {code}"),
+                        Some(Life::Failed(why)) => why,
+                        _ => unreachable!(),
+                    },
+                    match kind.program() {
+                        Program::SelfExe(a) => a.join(" "),
+                        Program::Command(a) => a.join(" "),
+                    }
+                );
+            }
         }
-        std::thread::sleep(Duration::from_millis(50));
+        Ok(load)
     }
-    Ok(load)
-}
 
-/// CPU time used so far by a process group (every process in it, with the children each has
-/// reaped: a fork loop's children, hackbench's earlier runs), and the autogroup its leader
-/// is in, read by the probe.
-fn group_cpu(name: &str, pgid: u32, leader: u32) -> (Duration, Option<u64>) {
-    let Ok(mut probe) = Probe::new(ProbeConfig::default()) else {
-        return (Duration::ZERO, None);
-    };
-    let target = Target {
-        id: 1,
-        name: name.into(),
-        pgid,
-        leader,
-        cgroup: None,
-        counters: None,
-        ops_unit: String::new(),
-    };
-    let sample = probe.sample(&[target]);
-    let procs = || sample.workloads.iter().flat_map(|w| &w.processes);
-    let ticks: u64 = procs().map(|p| p.cpu_ticks + p.child_ticks).sum();
-    let autogroup = procs()
-        .find(|p| p.pid == leader)
-        .and_then(|p| p.autogroup)
-        .map(|(id, _)| id);
-    (
-        Duration::from_nanos(ticks * crate::probe::parse::NS_PER_TICK),
-        autogroup,
-    )
-}
+    /// The load as a Sample taken now shows it, and how long it had run then (the Lab
+    /// started it as it started).
+    fn now(&self) -> Option<(WorkloadSample, Duration)> {
+        while self.samples.try_recv().is_ok() {}
+        self.commands.send(Command::Tick).ok()?;
+        let sample = self.samples.recv_timeout(Duration::from_secs(10)).ok()?;
+        let ran = Duration::from_nanos(sample.t_ns.saturating_sub(sample.epoch_ns));
+        Some((sample.workloads.first()?.clone(), ran))
+    }
 
-/// Stops a load (SIGTERM, then SIGKILL after 5 s) and returns how long it ran.
-fn stop_load(load: &mut Running) -> Duration {
-    let wall = load.started.elapsed();
-    load.stop(Duration::from_secs(5));
-    untrack(load.pgid());
-    wall
+    /// Reads it one last time (before stopping: a load killed outright may die before reaping
+    /// its children, whose CPU would then reach no one's cutime), then stops it (SIGTERM to
+    /// its group, then SIGKILL).
+    fn stop(self) -> Seen {
+        let seen = self.now().map_or_else(Seen::default, |(w, ran)| {
+            let ticks: u64 = w
+                .processes
+                .iter()
+                .map(|p| p.cpu_ticks + p.child_ticks)
+                .sum();
+            Seen {
+                count: w.ops.unwrap_or(0),
+                cpu: Duration::from_nanos(ticks * crate::probe::parse::NS_PER_TICK),
+                ran,
+                autogroup: w
+                    .processes
+                    .iter()
+                    .find(|p| p.pid == w.leader)
+                    .and_then(|p| p.autogroup)
+                    .map(|(id, _)| id),
+            }
+        });
+        let _ = self.commands.send(Command::Quit);
+        let _ = self.engine.join();
+        seen
+    }
 }
 
 /// Runs the job once; returns its elapsed time and the CPU time it and its children used.

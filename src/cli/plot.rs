@@ -10,7 +10,7 @@ use crate::record::recording::Recording;
 
 /// Arguments of `schedlab plot`.
 #[derive(clap::Args, Debug)]
-pub struct PlotArgs {
+pub(crate) struct PlotArgs {
     /// A recording made with `schedlab run --record FILE`.
     pub recording: PathBuf,
     /// The picture to write: .svg or .png.
@@ -18,7 +18,7 @@ pub struct PlotArgs {
     pub output: PathBuf,
 }
 
-pub fn plot_main(args: PlotArgs) -> Result<()> {
+pub(crate) fn plot_main(args: PlotArgs) -> Result<()> {
     let rec = Recording::read(&args.recording)?;
     let h = &rec.header;
     let title = format!(

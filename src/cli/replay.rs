@@ -13,7 +13,7 @@ use crate::record::recording::Replay;
 
 /// Arguments of `schedlab replay`.
 #[derive(clap::Args, Debug)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// A recording made with `schedlab run --record FILE`.
     pub recording: PathBuf,
     /// Print the frames instead of opening the dashboard: a table, CSV (one row per workload
@@ -24,7 +24,7 @@ pub struct ReplayArgs {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplayFormat {
+pub(crate) enum ReplayFormat {
     Text,
     Csv,
     Json,
@@ -32,7 +32,7 @@ pub enum ReplayFormat {
 
 /// Opens the dashboard on the recording (on a terminal), or prints its Frames; either way
 /// they come from the same model code a live run uses.
-pub fn replay_main(args: ReplayArgs) -> Result<()> {
+pub(crate) fn replay_main(args: ReplayArgs) -> Result<()> {
     use std::io::IsTerminal;
     let format = match args.format {
         Some(f) => f,
@@ -74,7 +74,7 @@ pub fn dashboard(path: &Path) -> Result<()> {
 
 /// The time series as CSV, one row per workload per interval, for a spreadsheet; the last
 /// columns are the interval's latency (its first unit; empty when it times nothing).
-pub fn frames_csv(frames: &[crate::model::Frame]) -> String {
+pub(crate) fn frames_csv(frames: &[crate::model::Frame]) -> String {
     let mut out = String::from(
         "t,interval,workload,ops_per_sec,ops_unit,cpu_received,cpu_demand,cpu_fair,fairness_ratio,\
          voluntary_cs_per_sec,involuntary_cs_per_sec,runq_wait_pct,tasks,\
@@ -116,7 +116,7 @@ pub fn frames_csv(frames: &[crate::model::Frame]) -> String {
 }
 
 /// A header line, then one line per workload per Frame.
-pub fn replay_text(replay: &Replay) -> String {
+pub(crate) fn replay_text(replay: &Replay) -> String {
     let h = replay.header();
     let mut out = String::new();
     let _ = writeln!(

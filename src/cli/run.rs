@@ -6,20 +6,24 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::engine::lab::Lab;
-use crate::model::{Frame, WorkloadState};
+use crate::engine::thread::Engine;
+use crate::engine::Event;
+use crate::model::Frame;
+use crate::probe::{Life, Sample, WorkloadSample};
 use crate::record::atomic::AtomicFile;
 use crate::record::latency::RepeatLatency;
 use crate::record::metrics::MetricsServer;
 use crate::record::recording::{kernel_release, Header, RecordingWriter};
 use crate::record::results::{Host, RunResults, ScenarioInfo};
 use crate::scenario::Scenario;
-use crate::sys::priority::SamplerPriority;
+use crate::sys::kernel::priority::SamplerPriority;
 
 /// Arguments of `schedlab run`.
 #[derive(clap::Args, Debug)]
@@ -78,7 +82,7 @@ pub enum Format {
 }
 
 /// Seconds from `30`, `30s`, `1.5s`, `500ms`, `2m`.
-pub fn parse_duration(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<f64, String> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 0.001)
@@ -135,7 +139,7 @@ pub fn main(args: Args) -> Result<()> {
     if let Some(out) = &output {
         // Ctrl-C exits through the lifeline: take the half-written temp file with it.
         let tmp = out.tmp_path().to_owned();
-        crate::sys::lifeline::on_exit(move || {
+        crate::sys::exit::lifeline::on_exit(move || {
             let _ = std::fs::remove_file(&tmp);
         });
     }
@@ -232,7 +236,7 @@ fn results_of(
     let mut results = RunResults::from_repeats(
         host.unwrap_or_else(|| Host {
             kernel: kernel_release(),
-            cpus: crate::supervisor::online_cpus(),
+            cpus: crate::supervisor::usable_cpus(),
             autogroup: false,
         }),
         info,
@@ -300,7 +304,7 @@ fn progress_bar(limit: Option<f64>) -> ProgressBar {
 
 /// A failed workload's own words for the run's error line: its last stderr line, after its
 /// earlier ones (printed here, each under its name) so that the run's own line stays last.
-fn said(w: &crate::engine::lab::WorkloadInfo) -> String {
+fn said(w: &WorkloadSample) -> String {
     let Some((last, earlier)) = w.stderr.split_last() else {
         return String::new();
     };
@@ -318,8 +322,9 @@ struct Plan<'a> {
     sampler: SamplerPriority,
 }
 
-/// One repeat: starts the workloads, ticks until the limit or until they all ended. Returns
-/// its Frames and its latency histograms (which the Frames hold only as percentiles).
+/// One repeat: starts the workloads, and has the engine tick them until the limit or until
+/// they all ended. Returns its Frames and its latency histograms (which the Frames hold only
+/// as percentiles).
 fn run_once(
     plan: &Plan,
     repeat: u32,
@@ -328,7 +333,7 @@ fn run_once(
     progress: &ProgressBar,
     host: &mut Option<Host>,
 ) -> Result<(Vec<Frame>, RepeatLatency)> {
-    let (sc, limit) = (plan.scenario, plan.limit);
+    let sc = plan.scenario;
     let interval = Duration::from_millis(sc.interval_ms);
     let mut lab = Lab::new(interval)?;
     lab.set_sampler_priority(plan.sampler);
@@ -338,73 +343,114 @@ fn run_once(
     for d in &sc.workloads {
         let added = lab.add(d.clone());
         crate::engine::live::publish_live(&lab);
-        added.with_context(|| format!("cannot start workload {}", d.name))?;
+        added.context("cannot start a workload")?;
     }
-    let start = Instant::now();
-    let first = lab.tick();
-    let mut latency = RepeatLatency::default();
-    if let Some(s) = lab.last_sample() {
-        latency.add(s);
+    let mut repeat = Repeat {
+        plan,
+        number: repeat,
+        recording,
+        metrics,
+        progress,
+        host,
+        start: Instant::now(),
+        first: true,
+        frames: Vec::new(),
+        latency: RepeatLatency::default(),
+        outcome: Ok(()),
+    };
+    // No commands: the sender is kept so that the engine waits for its grid, not for one.
+    let (_commands, rx) = mpsc::channel();
+    Engine::new(Box::new(lab), interval)
+        .with_samples()
+        .run(rx, |event| repeat.take(event));
+    repeat.outcome?;
+    Ok((repeat.frames, repeat.latency))
+}
+
+/// One repeat as the engine reports it: its Frames and Samples go to the results, the
+/// recording and the metrics endpoint, until the limit or until every workload ended.
+struct Repeat<'a, 'p> {
+    plan: &'a Plan<'p>,
+    number: u32,
+    recording: &'a mut Option<RecordingWriter>,
+    metrics: Option<&'a MetricsServer>,
+    progress: &'a ProgressBar,
+    host: &'a mut Option<Host>,
+    start: Instant,
+    /// The first tick is the baseline: recorded, and the host read from it, but no interval.
+    first: bool,
+    frames: Vec<Frame>,
+    latency: RepeatLatency,
+    outcome: Result<()>,
+}
+
+impl Repeat<'_, '_> {
+    /// Takes one event; false when the repeat is over (or failed: `outcome` says why).
+    fn take(&mut self, event: Event) -> bool {
+        let go_on = match event {
+            Event::Frame(frame) => self.frame(frame),
+            Event::Sample(sample) => self.sample(&sample),
+            _ => Ok(true),
+        };
+        go_on.unwrap_or_else(|e| {
+            self.outcome = Err(e);
+            false
+        })
     }
-    let h = host.get_or_insert_with(|| Host {
-        kernel: kernel_release(),
-        cpus: first.machine.cpus,
-        autogroup: first.machine.autogroup,
-    });
-    if let Some(rec) = recording.as_mut() {
-        if repeat == 1 {
-            rec.header(&Header::new(sc, h.cpus, h.autogroup))?;
-        }
-        rec.start_repeat(repeat)?;
-        if let Some(s) = lab.last_sample() {
-            rec.sample(s)?;
-        }
-    }
-    let mut frames = Vec::new();
-    loop {
-        // The Lab keeps the grid: a late wake-up is measured against it, and intervals
-        // missed altogether are skipped, not burst through.
-        let now = Instant::now();
-        let due = lab.next_due();
-        if due > now {
-            std::thread::sleep(due - now);
-        }
-        let frame = lab.tick();
-        crate::engine::live::publish_live(&lab);
-        if let Some(s) = lab.last_sample() {
-            latency.add(s);
-            if let Some(rec) = recording.as_mut() {
-                rec.sample(s)?;
+
+    fn frame(&mut self, frame: Frame) -> Result<bool> {
+        if self.first {
+            let h = self.host.get_or_insert_with(|| Host {
+                kernel: kernel_release(),
+                cpus: frame.machine.cpus,
+                autogroup: frame.machine.autogroup,
+            });
+            if let Some(rec) = self.recording.as_mut() {
+                if self.number == 1 {
+                    rec.header(&Header::new(self.plan.scenario, h.cpus, h.autogroup))?;
+                }
+                rec.start_repeat(self.number)?;
             }
-            if let Some(m) = metrics {
-                m.publish_latency(s);
-            }
+            return Ok(true);
         }
-        if let Some(m) = metrics {
+        if let Some(m) = self.metrics {
             m.publish(&frame);
         }
-        let elapsed = start.elapsed().as_secs_f64();
-        progress.set_position((elapsed * 10.0) as u64);
-        frames.push(frame);
+        let elapsed = self.start.elapsed().as_secs_f64();
+        self.progress.set_position((elapsed * 10.0) as u64);
+        self.frames.push(frame);
+        Ok(true)
+    }
 
-        let infos = lab.workloads();
-        for w in &infos {
-            match &w.state {
-                WorkloadState::Gone(why) => bail!("workload {}: {why}{}", w.name, said(w)),
-                WorkloadState::Done(code) if *code != 0 => {
+    /// The Sample behind the Frame just taken: recorded, and its workloads' lives decide
+    /// whether the repeat goes on.
+    fn sample(&mut self, s: &Sample) -> Result<bool> {
+        self.latency.add(s);
+        if let Some(rec) = self.recording.as_mut() {
+            rec.sample(s)?;
+        }
+        if std::mem::take(&mut self.first) {
+            return Ok(true);
+        }
+        if let Some(m) = self.metrics {
+            m.publish_latency(s);
+        }
+        for w in &s.workloads {
+            match &w.life {
+                Life::Failed(why) => bail!("workload {}: {why}{}", w.name, said(w)),
+                Life::Done(code) if *code != 0 => {
                     bail!("workload {} failed (exit code {code}){}", w.name, said(w))
                 }
                 _ => {}
             }
         }
-        let all_ended = infos
+        let all_ended = s
+            .workloads
             .iter()
-            .all(|w| matches!(w.state, WorkloadState::Done(_) | WorkloadState::Stopped));
-        if all_ended || limit.is_some_and(|l| elapsed >= l) {
-            break;
-        }
+            .all(|w| matches!(w.life, Life::Done(_) | Life::Stopped));
+        let elapsed = self.start.elapsed().as_secs_f64();
+        Ok(!(all_ended || self.plan.limit.is_some_and(|l| elapsed >= l)))
     }
-    Ok((frames, latency))
 }
 
 #[cfg(test)]

@@ -24,8 +24,8 @@ pub struct TuiArgs {
     pub verdict_window: Option<f64>,
     /// How the sampling thread is scheduled: realtime (SCHED_FIFO 1 when permitted; the
     /// status line then says `self … rt`) or normal.
-    #[arg(long, value_enum, default_value_t = crate::sys::priority::SamplerPriority::Realtime)]
-    pub sampler_priority: crate::sys::priority::SamplerPriority,
+    #[arg(long, value_enum, default_value_t = crate::sys::kernel::priority::SamplerPriority::Realtime)]
+    pub sampler_priority: crate::sys::kernel::priority::SamplerPriority,
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
     pub force: bool,

@@ -1,28 +1,28 @@
-//! The engine behind the dashboard and `schedlab run`: starts workloads on schedule, stops
-//! them when their time is up, reaps them, samples them with the probe and derives a Frame
-//! per tick with the model. It never sleeps: the caller ticks it at `interval()`.
+//! The Lab, the engine's live Backend (the dashboard's, `run`'s and contest's): starts
+//! workloads on schedule, stops them when their time is up, reaps them, samples them with the
+//! probe and derives a Frame per tick with the model. It never sleeps: the engine's loop
+//! (thread.rs) ticks it on its grid (`next_due`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::schedule::Schedule;
 use crate::model::{Frame, Model, WorkloadState};
-use crate::probe::{
-    Health, Life as SampleLife, Probe, ProbeConfig, Sample, Target, WorkloadSample,
-};
+use crate::probe::{Health, Life, Probe, ProbeConfig, Sample, Target, WorkloadSample};
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{self, LaunchSpec, Running, StderrTail};
-use crate::sys::priority::{self, SamplerPriority};
+use crate::sys::kernel::priority::{self, SamplerPriority};
 
 /// Sampling interval bounds.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
-pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a stopped workload gets to end after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_millis(300);
 /// Lines of a failed workload's stderr that go into its Samples (and Frames, recordings).
-pub const STDERR_LINES: usize = 10;
+pub(crate) const STDERR_LINES: usize = 10;
 
 /// What the dashboard lists for a workload.
 #[derive(Clone, Debug)]
@@ -37,22 +37,13 @@ pub struct WorkloadInfo {
     pub stderr: Vec<String>,
 }
 
-enum Life {
-    /// Waiting for its start delay.
-    Pending {
-        due: Instant,
-    },
-    Running,
-    Done(i32),
-    Stopped,
-    /// Could not start, or watched process gone; the reason.
-    Failed(String),
-}
-
 struct Entry {
     id: u32,
     decl: WorkloadDecl,
+    /// Where it is in its life: what the Samples say of it (and the model shows).
     life: Life,
+    /// When a pending workload is due to start.
+    start_at: Instant,
     running: Option<Running>,
     /// When it must be stopped (start + duration).
     stop_at: Option<Instant>,
@@ -91,7 +82,8 @@ pub struct Lab {
     sampler_promoted: Option<bool>,
     next_id: u32,
     entries: Vec<Entry>,
-    last: Option<Sample>,
+    /// Shared: the engine hands it to a frontend that records it without a copy.
+    last: Option<Arc<Sample>>,
 }
 
 impl Lab {
@@ -100,7 +92,7 @@ impl Lab {
     }
 
     /// A Lab reading another /proc and /sys (tests).
-    pub fn with_config(interval: Duration, cfg: ProbeConfig) -> Result<Lab> {
+    pub(crate) fn with_config(interval: Duration, cfg: ProbeConfig) -> Result<Lab> {
         let mut lab = Lab {
             probe: Probe::new(cfg)?,
             model: Model::new(),
@@ -118,7 +110,8 @@ impl Lab {
         Ok(lab)
     }
 
-    /// Declares a workload; it starts now or when its start delay is due. Returns its id.
+    /// Declares a workload; it starts now or when its start delay is due. Returns its id; an
+    /// error names it.
     pub fn add(&mut self, decl: WorkloadDecl) -> Result<u32> {
         if !decl.start_delay.is_finite() || decl.start_delay < 0.0 {
             anyhow::bail!("{}: start delay must be ≥ 0 seconds", decl.name);
@@ -134,7 +127,8 @@ impl Lab {
         let mut entry = Entry {
             id,
             decl,
-            life: Life::Pending { due },
+            life: Life::Pending,
+            start_at: due,
             running: None,
             stop_at: None,
             cgroup: None,
@@ -144,7 +138,7 @@ impl Lab {
         };
         if entry.decl.start_delay == 0.0 {
             // Start now, so a bad command is reported to the caller at once.
-            start(&mut entry)?;
+            start(&mut entry).with_context(|| entry.decl.name.clone())?;
         }
         self.entries.push(entry);
         Ok(id)
@@ -162,12 +156,13 @@ impl Lab {
             id,
             decl: WorkloadDecl {
                 name: name.to_string(),
-                kind: crate::workload::kind::WorkloadKind::Command { argv: Vec::new() },
+                kind: crate::workload::registry::WorkloadKind::Command { argv: Vec::new() },
                 knobs: Default::default(),
                 start_delay: 0.0,
                 duration: None,
             },
             life: Life::Running,
+            start_at: Instant::now(),
             running: None,
             stop_at: None,
             cgroup: None,
@@ -237,12 +232,12 @@ impl Lab {
 
     /// How the sampling thread is scheduled (before the first tick: the thread that ticks is
     /// promoted at its first tick).
-    pub fn set_sampler_priority(&mut self, p: SamplerPriority) {
+    pub(crate) fn set_sampler_priority(&mut self, p: SamplerPriority) {
         self.sampler_priority = p;
     }
 
     /// When the next sample is due: callers sleep until then and tick.
-    pub fn next_due(&self) -> Instant {
+    pub(crate) fn next_due(&self) -> Instant {
         self.schedule.next_due()
     }
 
@@ -250,11 +245,9 @@ impl Lab {
     pub fn tick(&mut self) -> Frame {
         let now = Instant::now();
         for e in &mut self.entries {
-            if let Life::Pending { due } = e.life {
-                if now >= due {
-                    if let Err(err) = start(e) {
-                        e.life = Life::Failed(format!("{err:#}"));
-                    }
+            if e.life == Life::Pending && now >= e.start_at {
+                if let Err(err) = start(e) {
+                    e.life = Life::Failed(format!("{err:#}"));
                 }
             }
             if let Some(at) = e.stop_at {
@@ -312,20 +305,13 @@ impl Lab {
                     e.attached = None;
                 }
             }
-            let life = match &e.life {
-                Life::Pending { .. } => SampleLife::Pending,
-                Life::Running => SampleLife::Running,
-                Life::Done(code) => SampleLife::Done(*code),
-                Life::Stopped => SampleLife::Stopped,
-                Life::Failed(why) => SampleLife::Failed(why.clone()),
-            };
             let mut w = found.unwrap_or_else(|| WorkloadSample {
                 id: e.id,
                 name: e.decl.name.clone(),
                 ops_unit: e.decl.kind.ops_unit().to_string(),
                 ..WorkloadSample::default()
             });
-            w.life = life;
+            w.life = e.life.clone();
             w.stderr = e.failure_lines();
             rows.push(w);
         }
@@ -334,13 +320,18 @@ impl Lab {
             Some(prev) => self.model.step(prev, &sample),
             None => self.model.first(&sample),
         };
-        self.last = Some(sample);
+        self.last = Some(Arc::new(sample));
         frame
     }
 
     /// The raw Sample behind the last Frame, for recording.
     pub fn last_sample(&self) -> Option<&Sample> {
-        self.last.as_ref()
+        self.last.as_deref()
+    }
+
+    /// The raw Sample behind the last Frame, shared.
+    pub(crate) fn shared_sample(&self) -> Option<Arc<Sample>> {
+        self.last.clone()
     }
 
     pub fn workloads(&self) -> Vec<WorkloadInfo> {
@@ -350,13 +341,7 @@ impl Lab {
                 id: e.id,
                 name: e.decl.name.clone(),
                 decl: e.decl.clone(),
-                state: match &e.life {
-                    Life::Pending { .. } => WorkloadState::Starting,
-                    Life::Running => WorkloadState::Running,
-                    Life::Done(c) => WorkloadState::Done(*c),
-                    Life::Stopped => WorkloadState::Stopped,
-                    Life::Failed(why) => WorkloadState::Gone(why.clone()),
-                },
+                state: (&e.life).into(),
                 pid: e.running.as_ref().map(|r| r.pid).or(e.last_pid),
                 stderr: e.failure_lines(),
             })
@@ -371,7 +356,7 @@ impl Lab {
             .and_then(|e| e.running.as_ref())
     }
 
-    pub fn running_mut(&mut self, id: u32) -> Option<&mut Running> {
+    pub(crate) fn running_mut(&mut self, id: u32) -> Option<&mut Running> {
         self.entries
             .iter_mut()
             .find(|e| e.id == id)
@@ -380,19 +365,11 @@ impl Lab {
 
     /// The declaration, to change knobs for the next restart (or to record what was changed
     /// live).
-    pub fn decl_mut(&mut self, id: u32) -> Option<&mut WorkloadDecl> {
+    pub(crate) fn decl_mut(&mut self, id: u32) -> Option<&mut WorkloadDecl> {
         self.entries
             .iter_mut()
             .find(|e| e.id == id)
             .map(|e| &mut e.decl)
-    }
-
-    /// Tells the probe that a workload lives in this cgroup (exact CPU accounting, cgroup
-    /// weight in the fairness model). None: back to /proc accounting.
-    pub fn set_cgroup(&mut self, id: u32, dir: Option<PathBuf>) {
-        if let Some(e) = self.entries.iter_mut().find(|e| e.id == id) {
-            e.cgroup = dir;
-        }
     }
 
     /// The probe targets of everything running now.

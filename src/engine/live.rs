@@ -9,10 +9,10 @@ use anyhow::{bail, Context, Result};
 
 use super::{Backend, LiveGroup};
 use crate::engine::lab::Lab;
+use crate::knobs::{Knobs, Placement};
 use crate::model::Frame;
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::{Knobs, Placement};
-use crate::sys::cgroup;
+use crate::sys::kernel::cgroup;
 
 /// What the exit hook kills when the dashboard is ended by a signal or a panic, while the
 /// engine thread may be busy: kept up to date after every command.
@@ -21,8 +21,8 @@ pub(super) static LIVE: Mutex<Vec<LiveGroup>> = Mutex::new(Vec::new());
 /// Registers the exit hook that kills every live workload (lifeline runs it on SIGTERM,
 /// SIGHUP, SIGINT and panics). A SIGKILL of the dashboard leaves it to the supervisor's
 /// lifeline pipe: each workload gets SIGTERM when the pipe's writer, us, is gone.
-pub fn install_exit_hook() {
-    crate::sys::lifeline::on_exit(kill_live_groups);
+pub(crate) fn install_exit_hook() {
+    crate::sys::exit::lifeline::on_exit(kill_live_groups);
 }
 
 fn kill_live_groups() {
@@ -35,19 +35,19 @@ fn kill_live_groups() {
         return;
     }
     let pgids: Vec<u32> = groups.iter().map(|g| g.pgid).collect();
-    crate::sys::groups::kill(&pgids);
+    crate::sys::exit::groups::kill(&pgids);
     // cgroups outlive their tasks unless removed; give the killed tasks a moment to exit.
     let deadline = Instant::now() + Duration::from_millis(500);
     for g in &groups {
         cgroup::kill_and_remove_dirs(&g.cgroup_dirs, deadline);
     }
     // What they made in SysV, once they are gone: nothing is left when we exit.
-    crate::sys::groups::wait_then_sweep(&pgids, Duration::from_millis(1500));
+    crate::sys::exit::groups::wait_then_sweep(&pgids, Duration::from_millis(1500));
 }
 
 /// Tells the exit hook which workloads are live now (the engine thread after every command
 /// and sample; `run` after every sample).
-pub fn publish_live(backend: &dyn Backend) {
+pub(crate) fn publish_live(backend: &dyn Backend) {
     let groups = backend.live_groups();
     if let Ok(mut live) = LIVE.lock() {
         *live = groups;
@@ -101,10 +101,7 @@ impl Backend for Lab {
                     Err(_) => format!("{name}: could not restart it"),
                 }));
             }
-            return Ok(format!(
-                "{name}: restarted in {}",
-                crate::supervisor::knobs::placement_words(&knobs.placement)
-            ));
+            return Ok(format!("{name}: restarted in {}", knobs.placement.words()));
         }
         match self.running_mut(id) {
             Some(run) => {
@@ -138,6 +135,10 @@ impl Backend for Lab {
 
     fn next_due(&self) -> Option<std::time::Instant> {
         Some(Lab::next_due(self))
+    }
+
+    fn sample(&self) -> Option<std::sync::Arc<crate::probe::Sample>> {
+        self.shared_sample()
     }
 
     fn live_groups(&self) -> Vec<LiveGroup> {

@@ -1,23 +1,28 @@
 //! The engine every frontend is a client of: the Lab (workloads, probe, model), the contract
 //! it is driven through, the engine thread, and replay.
 //!
-//! A frontend sends [`Command`]s and receives [`Event`]s; the thread ([`thread::run`]) drives a
-//! [`Backend`]: the live Lab ([`live`]) or a recording ([`replay`]).
+//! A frontend sends [`Command`]s and receives [`Event`]s; the engine's one loop
+//! ([`thread::Engine`]) drives a [`Backend`]: the live Lab ([`live`]) or a recording
+//! ([`replay`]). The dashboard runs it on a thread of its own, `run` on its own thread; what
+//! a frontend makes of a finite workload's runs is [`runs`].
 
 pub mod lab;
 pub mod live;
 pub mod replay;
-pub mod schedule;
+pub mod runs;
+pub(crate) mod schedule;
 pub mod thread;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
 
+use crate::knobs::Knobs;
 use crate::model::Frame;
+use crate::probe::Sample;
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::Knobs;
 
 /// What the UI asks of the engine.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +35,9 @@ pub enum Command {
     /// New knobs for a workload: applied live when possible; a new placement restarts it.
     SetKnobs(u32, Knobs),
     SetInterval(Duration),
+    /// Sample now, off the grid: for a frontend that needs a reading at a moment of its own
+    /// (contest, when its job ends).
+    Tick,
     /// Pause or seek a replay (a live backend refuses).
     Playback(Playback),
     /// Stop everything and end the thread.
@@ -40,6 +48,9 @@ pub enum Command {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     Frame(Frame),
+    /// The raw Sample behind the Frame just sent, for a frontend that keeps them (a
+    /// recording); sent only by an engine asked for them ([`thread::Engine::with_samples`]).
+    Sample(Arc<Sample>),
     /// A workload was added under this id.
     Added(u32, WorkloadDecl),
     Removed(u32),
@@ -86,6 +97,10 @@ pub trait Backend: Send {
     fn set_interval(&mut self, interval: Duration);
     /// Samples now and derives the Frame for the interval since the last sample.
     fn tick(&mut self) -> Frame;
+    /// The Sample behind the last Frame, when the backend has one.
+    fn sample(&self) -> Option<Arc<Sample>> {
+        None
+    }
     /// When the next sample is due, for a backend that keeps its own grid (the live Lab: its
     /// Samples say how late they were against it); None: the engine keeps the grid.
     fn next_due(&self) -> Option<std::time::Instant> {

@@ -8,12 +8,12 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use crate::engine::{Backend, LiveGroup, Playback, ReplayStatus};
+use crate::knobs::Knobs;
 use crate::model::Frame;
 use crate::record::recording::Replay;
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::Knobs;
 
-pub struct ReplayBackend {
+pub(crate) struct ReplayBackend {
     replay: Replay,
     /// The first tick shows the first Frame; later ticks advance.
     started: bool,
@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn the_engine_sends_no_frame_while_paused() {
-        use crate::engine::thread::run;
+        use crate::engine::thread::Engine;
         use crate::engine::{Command, Event};
         use std::sync::mpsc;
         let dir = tempfile::tempdir().unwrap();
@@ -222,9 +222,8 @@ mod tests {
         let (ctx, crx) = mpsc::channel();
         let (etx, erx) = mpsc::channel();
         let h = std::thread::spawn(move || {
-            run(Box::new(b), Duration::from_millis(10), crx, move |e| {
-                etx.send(e).is_ok()
-            })
+            Engine::new(Box::new(b), Duration::from_millis(10))
+                .run(crx, move |e| etx.send(e).is_ok())
         });
         let first = erx.recv_timeout(Duration::from_secs(5)).unwrap();
         assert!(matches!(first, Event::Replay(s) if !s.paused), "{first:?}");

@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 /// The sampling grid.
 #[derive(Clone, Debug)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     interval: Duration,
     next: Instant,
 }
 
 /// One sample's place on the grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Slot {
+pub(crate) struct Slot {
     /// When it was due.
     pub due: Instant,
     /// Grid points skipped since the previous sample (it woke more than an interval late).
@@ -31,12 +31,8 @@ impl Schedule {
     }
 
     /// When the next sample is due.
-    pub fn next_due(&self) -> Instant {
+    pub(crate) fn next_due(&self) -> Instant {
         self.next
-    }
-
-    pub fn interval(&self) -> Duration {
-        self.interval
     }
 
     /// A new interval: the next tick is due one new interval after the last one taken.
@@ -47,8 +43,16 @@ impl Schedule {
     }
 
     /// Takes the sample due now (`now` is when the sampler got to it): its due time, and the
-    /// grid points it had to skip. The grid then moves past `now`.
+    /// grid points it had to skip. The grid then moves past `now`. A sample taken early is due
+    /// when it is taken.
     pub fn take(&mut self, now: Instant) -> Slot {
+        // Asked for before its time (a frontend's off-grid tick): on time, and the grid stays.
+        if now < self.next {
+            return Slot {
+                due: now,
+                missed: 0,
+            };
+        }
         let mut due = self.next;
         let mut missed = 0u32;
         // Woke past one or more later grid points: those are missed; this sample is the

@@ -1,7 +1,8 @@
-//! The sampling side of the dashboard, on a thread of its own (as bottom collects off the UI
-//! thread): it owns the workloads and the probe, samples every interval, and sends Frames over
-//! a channel. The UI only sends commands and draws what arrives, so a slow sweep over 5,000
-//! tasks never delays a key press.
+//! The engine's one loop: it owns the workloads and the probe (through its Backend), samples
+//! every interval, serves commands between samples, and hands each Frame to its frontend. The
+//! dashboard runs it on a thread of its own (as bottom collects off the UI thread), so a slow
+//! sweep over 5,000 tasks never delays a key press; `run` runs it on its own thread, with the
+//! raw Samples for its recording.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -9,93 +10,155 @@ use std::time::{Duration, Instant};
 use super::live::{publish_live, LIVE};
 use super::{Backend, Command, Event};
 
-/// Runs the engine until `Command::Quit` or until the UI hangs up (`sink` returns false).
-/// A Frame goes to `sink` every `interval`; commands are served as they come, between samples.
-pub fn run(
-    mut backend: Box<dyn Backend>,
-    mut interval: Duration,
-    commands: Receiver<Command>,
-    mut sink: impl FnMut(Event) -> bool,
-) {
-    let mut next = Instant::now() + interval;
-    if let Some(status) = backend.replay_status() {
-        if !sink(Event::Replay(status)) {
-            return;
+/// A Backend and how it is driven.
+pub(crate) struct Engine {
+    backend: Box<dyn Backend>,
+    interval: Duration,
+    samples: bool,
+}
+
+impl Engine {
+    pub fn new(backend: Box<dyn Backend>, interval: Duration) -> Engine {
+        Engine {
+            backend,
+            interval,
+            samples: false,
         }
     }
-    loop {
-        let now = Instant::now();
-        // A live Lab keeps the grid (its Samples say how late they were against it).
-        if let Some(due) = backend.next_due() {
-            next = due;
-        }
-        let cmd = match commands.recv_timeout(next.saturating_duration_since(now)) {
-            Ok(cmd) => cmd,
-            Err(RecvTimeoutError::Timeout) => {
-                // A paused replay sends nothing: the UI keeps what it has.
-                if !backend.replay_status().is_some_and(|s| s.paused)
-                    && !sink(Event::Frame(backend.tick()))
-                {
-                    break;
-                }
-                publish_live(backend.as_ref());
-                // Keep to the grid; after a long stall start afresh instead of bursting.
-                next += interval;
-                if next < Instant::now() {
-                    next = Instant::now() + interval;
-                }
-                continue;
-            }
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        let reply = match cmd {
-            Command::Quit => break,
-            Command::Add(decl) => match backend.add(decl.clone()) {
-                Ok(id) => vec![Event::Added(id, decl)],
-                Err(e) => vec![Event::Error(format!("cannot add {}: {e:#}", decl.name))],
-            },
-            // The next Frame shows a restart or a stop.
-            Command::Restart(id) => match backend.restart(id) {
-                Ok(()) => vec![],
-                Err(e) => vec![Event::Error(format!("cannot restart: {e:#}"))],
-            },
-            Command::Stop(id) => match backend.stop(id) {
-                Ok(()) => vec![],
-                Err(e) => vec![Event::Error(format!("cannot stop: {e:#}"))],
-            },
-            Command::Remove(id) => match backend.remove(id) {
-                Ok(()) => vec![Event::Removed(id)],
-                Err(e) => vec![Event::Error(format!("cannot remove: {e:#}"))],
-            },
-            Command::SetKnobs(id, knobs) => match backend.set_knobs(id, &knobs) {
-                Ok(what) => vec![Event::Knobs(id, knobs), Event::Notice(what)],
-                Err(e) => {
-                    let mut out = vec![Event::Error(format!("{e:#}"))];
-                    out.extend(backend.knobs(id).map(|k| Event::Knobs(id, k)));
-                    out
-                }
-            },
-            Command::Playback(p) => match backend.playback(p) {
-                Ok(history) => history
-                    .map(Event::History)
-                    .into_iter()
-                    .chain(backend.replay_status().map(Event::Replay))
-                    .collect(),
-                Err(e) => vec![Event::Error(format!("{e:#}"))],
-            },
-            Command::SetInterval(d) => {
-                backend.set_interval(d);
-                interval = d;
-                next = Instant::now() + d;
-                continue;
-            }
-        };
-        publish_live(backend.as_ref());
-        if !reply.into_iter().all(&mut sink) {
-            break;
-        }
+
+    /// Sends the raw Sample behind each Frame too ([`Event::Sample`], right after it).
+    pub(crate) fn with_samples(mut self) -> Engine {
+        self.samples = true;
+        self
     }
-    // Dropping the backend stops every workload and removes their cgroups.
+
+    /// Runs until `Command::Quit`, until `commands` has no sender left, or until `sink`
+    /// returns false (the frontend is done or gone). A Frame goes to `sink` every interval;
+    /// commands are served as they come, between samples. Every workload is stopped before
+    /// it returns.
+    pub fn run(self, commands: Receiver<Command>, mut sink: impl FnMut(Event) -> bool) {
+        let Engine {
+            mut backend,
+            mut interval,
+            samples,
+        } = self;
+        let mut next = Instant::now() + interval;
+        if let Some(status) = backend.replay_status() {
+            if !sink(Event::Replay(status)) {
+                return stop(backend);
+            }
+        }
+        loop {
+            let now = Instant::now();
+            // A live Lab keeps the grid (its Samples say how late they were against it).
+            if let Some(due) = backend.next_due() {
+                next = due;
+            }
+            let cmd = match commands.recv_timeout(next.saturating_duration_since(now)) {
+                Ok(cmd) => cmd,
+                Err(RecvTimeoutError::Timeout) => {
+                    // A paused replay sends nothing: the UI keeps what it has.
+                    if !backend.replay_status().is_some_and(|s| s.paused)
+                        && !tick(backend.as_mut(), samples, &mut sink)
+                    {
+                        break;
+                    }
+                    publish_live(backend.as_ref());
+                    // Keep to the grid; after a long stall start afresh instead of bursting.
+                    next += interval;
+                    if next < Instant::now() {
+                        next = Instant::now() + interval;
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let reply = match cmd {
+                Command::Quit => break,
+                Command::Tick => {
+                    if !tick(backend.as_mut(), samples, &mut sink) {
+                        break;
+                    }
+                    vec![]
+                }
+                Command::SetInterval(d) => {
+                    backend.set_interval(d);
+                    interval = d;
+                    next = Instant::now() + d;
+                    continue;
+                }
+                cmd => answer(backend.as_mut(), cmd),
+            };
+            publish_live(backend.as_ref());
+            if !reply.into_iter().all(&mut sink) {
+                break;
+            }
+        }
+        stop(backend)
+    }
+}
+
+/// Samples once and hands the Frame (and its Sample, when asked) to the frontend; false when
+/// the frontend is done.
+fn tick(backend: &mut dyn Backend, samples: bool, sink: &mut impl FnMut(Event) -> bool) -> bool {
+    if !sink(Event::Frame(backend.tick())) {
+        return false;
+    }
+    match backend.sample() {
+        Some(s) if samples => sink(Event::Sample(s)),
+        _ => true,
+    }
+}
+
+/// What the engine says to a command that changes a workload or a replay.
+fn answer(backend: &mut dyn Backend, cmd: Command) -> Vec<Event> {
+    match cmd {
+        Command::Add(decl) => match backend.add(decl.clone()) {
+            Ok(id) => vec![Event::Added(id, decl)],
+            Err(e) => {
+                // Named once, whether or not the backend's error names it already.
+                let why = format!("{e:#}");
+                let prefix = format!("{}: ", decl.name);
+                let why = why.strip_prefix(&prefix).unwrap_or(&why);
+                vec![Event::Error(format!("cannot add {}: {why}", decl.name))]
+            }
+        },
+        // The next Frame shows a restart or a stop.
+        Command::Restart(id) => match backend.restart(id) {
+            Ok(()) => vec![],
+            Err(e) => vec![Event::Error(format!("cannot restart: {e:#}"))],
+        },
+        Command::Stop(id) => match backend.stop(id) {
+            Ok(()) => vec![],
+            Err(e) => vec![Event::Error(format!("cannot stop: {e:#}"))],
+        },
+        Command::Remove(id) => match backend.remove(id) {
+            Ok(()) => vec![Event::Removed(id)],
+            Err(e) => vec![Event::Error(format!("cannot remove: {e:#}"))],
+        },
+        Command::SetKnobs(id, knobs) => match backend.set_knobs(id, &knobs) {
+            Ok(what) => vec![Event::Knobs(id, knobs), Event::Notice(what)],
+            Err(e) => {
+                let mut out = vec![Event::Error(format!("{e:#}"))];
+                out.extend(backend.knobs(id).map(|k| Event::Knobs(id, k)));
+                out
+            }
+        },
+        Command::Playback(p) => match backend.playback(p) {
+            Ok(history) => history
+                .map(Event::History)
+                .into_iter()
+                .chain(backend.replay_status().map(Event::Replay))
+                .collect(),
+            Err(e) => vec![Event::Error(format!("{e:#}"))],
+        },
+        Command::Quit | Command::SetInterval(_) | Command::Tick => vec![],
+    }
+}
+
+/// Dropping the backend stops every workload and removes their cgroups; the exit hook then
+/// has nothing left to kill.
+fn stop(backend: Box<dyn Backend>) {
     drop(backend);
     if let Ok(mut live) = LIVE.lock() {
         live.clear();
@@ -106,9 +169,9 @@ pub fn run(
 mod tests {
     use super::*;
     use crate::engine::LiveGroup;
+    use crate::knobs::Knobs;
     use crate::model::Frame;
     use crate::scenario::{Scenario, WorkloadDecl};
-    use crate::supervisor::Knobs;
     use anyhow::Result;
     use std::sync::mpsc;
 
@@ -154,17 +217,49 @@ mod tests {
         }
     }
 
+    /// A workload that cannot start is named once in the error, with what went wrong in
+    /// words (the Lab and the supervisor leave the name to the engine).
+    #[test]
+    fn a_failed_add_names_the_workload_once() {
+        let lab = crate::engine::lab::Lab::new(Duration::from_millis(100)).unwrap();
+        let mut events = Vec::new();
+        let (ctx, crx) = mpsc::channel();
+        let decl = WorkloadDecl {
+            name: "cpu-hog".into(),
+            kind: crate::workload::registry::WorkloadKind::Command {
+                argv: vec!["/nonexistent/prog".into()],
+            },
+            knobs: Knobs::default(),
+            start_delay: 0.0,
+            duration: None,
+        };
+        ctx.send(Command::Add(decl)).unwrap();
+        ctx.send(Command::Quit).unwrap();
+        Engine::new(Box::new(lab), Duration::from_secs(10)).run(crx, |e| {
+            events.push(e);
+            true
+        });
+        let error = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Error(text) => Some(text.clone()),
+                _ => None,
+            })
+            .expect("an error");
+        assert!(
+            error.starts_with("cannot add cpu-hog: `/nonexistent/prog` could not be run: "),
+            "{error}"
+        );
+        assert!(!error.contains("cpu-hog: cpu-hog"), "{error}");
+    }
+
     #[test]
     fn commands_are_answered_and_frames_flow() {
         let (ctx, crx) = mpsc::channel();
         let (etx, erx) = mpsc::channel();
         let h = std::thread::spawn(move || {
-            run(
-                Box::new(Fake::default()),
-                Duration::from_millis(20),
-                crx,
-                move |e| etx.send(e).is_ok(),
-            )
+            Engine::new(Box::new(Fake::default()), Duration::from_millis(20))
+                .run(crx, move |e| etx.send(e).is_ok())
         });
         let mut decl = Scenario::builtin_default().workloads[0].clone();
         ctx.send(Command::Add(decl.clone())).unwrap();

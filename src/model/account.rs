@@ -43,7 +43,12 @@ impl Claim {
 }
 
 /// The class and weight the kernel gives a task.
-pub fn class_of(policy: u32, nice: i32, rt_priority: u32, dl_bw: Option<f64>) -> (Class, f64) {
+pub(crate) fn class_of(
+    policy: u32,
+    nice: i32,
+    rt_priority: u32,
+    dl_bw: Option<f64>,
+) -> (Class, f64) {
     match policy {
         SCHED_FIFO | SCHED_RR => (Class::RealTime(rt_priority.max(1)), 1024.0),
         SCHED_DEADLINE => (Class::Deadline(dl_bw.unwrap_or(0.0)), 1024.0),
@@ -56,7 +61,7 @@ type ProcKey = (u32, u64);
 
 /// What the model keeps of a workload between intervals.
 #[derive(Default)]
-pub struct WorkloadMemo {
+pub(crate) struct WorkloadMemo {
     /// CPU already credited to each process (its threads plus what it reaped), so a child's
     /// time is not counted twice when its parent reaps it.
     credited: HashMap<ProcKey, u64>,
@@ -69,7 +74,7 @@ pub struct WorkloadMemo {
 
 /// One workload over one interval.
 #[derive(Debug)]
-pub struct Account {
+pub(crate) struct Account {
     pub received_ns: f64,
     /// Task-ns spent waiting for a CPU (what schedstat reported plus what it has not yet).
     pub wait_ns: f64,
@@ -95,7 +100,13 @@ pub struct Account {
 /// pause late, their deltas span more than `t`, and a busy workload seems to receive more than
 /// the machine has. Unknown read times (0), or an own interval under an eighth of `t` (not a
 /// sweep's skew but clocks from elsewhere, as in synthetic samples), leave the deltas as they are.
-pub fn over_interval(dr: u64, dw: u64, read_before: u64, read_now: u64, t: u64) -> (u64, u64) {
+pub(crate) fn over_interval(
+    dr: u64,
+    dw: u64,
+    read_before: u64,
+    read_now: u64,
+    t: u64,
+) -> (u64, u64) {
     let own = read_now.saturating_sub(read_before);
     if read_before == 0 || own < t / 8 || own == t {
         return (dr, dw);
@@ -134,7 +145,7 @@ fn placement_of(p: &ProcessSample) -> Placement {
 }
 
 /// One workload over the interval between `pw` and `w` (`since_ns` is `pw`'s Sample time).
-pub fn account(
+pub(crate) fn account(
     pw: &WorkloadSample,
     w: &WorkloadSample,
     t_ns: f64,

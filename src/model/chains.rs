@@ -25,12 +25,12 @@ use super::account::Claim;
 
 /// What `loops` closed loops want: what they received, and the wait they had while none of
 /// their tasks ran, which is at most what others ran on their CPUs (all in CPUs).
-pub fn demand(loops: u32, received: f64, waited: f64, others_ran: f64) -> f64 {
+pub(crate) fn demand(loops: u32, received: f64, waited: f64, others_ran: f64) -> f64 {
     (received + waited.min(others_ran).max(0.0)).min(f64::from(loops))
 }
 
 /// Reshapes a workload's claims into `loops` closed loops wanting `wanted` CPUs in all.
-pub fn reshape(claims: &mut [Claim], loops: u32, wanted: f64) {
+pub(crate) fn reshape(claims: &mut [Claim], loops: u32, wanted: f64) {
     let loops = f64::from(loops);
     let received: f64 = claims.iter().map(|c| c.received).sum();
     let members: Vec<usize> = if received > 0.0 {

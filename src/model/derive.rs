@@ -80,7 +80,7 @@ impl Model {
     }
 
     /// A model whose verdicts cover the last `secs` seconds.
-    pub fn with_window(secs: f64) -> Self {
+    pub(crate) fn with_window(secs: f64) -> Self {
         let windows = Windows::new(secs);
         Model {
             host: HostWatch::new(windows.secs()),
@@ -795,7 +795,7 @@ pub fn derive(prev: &Sample, cur: &Sample) -> Frame {
 }
 
 /// How late the sweep began against its due time, in ms; 0 when either is unknown.
-pub fn lateness_ms(s: &Sample) -> f64 {
+pub(crate) fn lateness_ms(s: &Sample) -> f64 {
     if s.due_ns == 0 || s.sweep_start_ns == 0 {
         return 0.0;
     }
@@ -845,16 +845,13 @@ fn blank_row(w: &WorkloadSample) -> WorkloadFrame {
 /// interval this step.
 fn state_of(w: &WorkloadSample, measured: bool) -> WorkloadState {
     match &w.life {
-        Life::Pending => WorkloadState::Starting,
-        Life::Done(code) => WorkloadState::Done(*code),
-        Life::Stopped => WorkloadState::Stopped,
-        Life::Failed(why) => WorkloadState::Gone(why.clone()),
         Life::Running => match &w.health {
             Health::Gone(why) => WorkloadState::Gone(why.clone()),
             Health::Partial(why) => WorkloadState::Partial(why.clone()),
             Health::Ok if measured => WorkloadState::Running,
             Health::Ok => WorkloadState::Starting,
         },
+        life => life.into(),
     }
 }
 

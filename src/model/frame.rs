@@ -31,6 +31,21 @@ pub enum WorkloadState {
     Partial(String),
 }
 
+impl From<&crate::probe::Life> for WorkloadState {
+    /// A workload's state as its starter knows it (the probe's health may say more of a
+    /// running one: gone, partial, not measured yet).
+    fn from(life: &crate::probe::Life) -> Self {
+        use crate::probe::Life;
+        match life {
+            Life::Pending => WorkloadState::Starting,
+            Life::Running => WorkloadState::Running,
+            Life::Done(code) => WorkloadState::Done(*code),
+            Life::Stopped => WorkloadState::Stopped,
+            Life::Failed(why) => WorkloadState::Gone(why.clone()),
+        }
+    }
+}
+
 /// One workload over one interval.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadFrame {
@@ -144,7 +159,7 @@ fn one() -> f64 {
 
 impl WorkloadFrame {
     /// Turns the -0.0 of empty sums into 0.0, so files and screens never show "-0".
-    pub fn tidy(&mut self) {
+    pub(crate) fn tidy(&mut self) {
         for x in [
             &mut self.cpu_received,
             &mut self.cpu_demand,
@@ -179,7 +194,7 @@ pub enum Verdict {
 }
 
 /// A fair share below this (CPUs) makes the ratio noise.
-pub const MIN_FAIR: f64 = 0.02;
+pub(crate) const MIN_FAIR: f64 = 0.02;
 /// A difference between received and due under this (CPUs) is within what the figures
 /// resolve: two 10 ms ticks a second (the grain of reaped children's time and of
 /// /proc/stat), and the wait split by switch counts of tasks read once a second.
@@ -342,7 +357,9 @@ impl Cause {
     }
 }
 
-fn weight_text(w: f64) -> String {
+/// A scheduling weight as the kernel writes it (1024 for nice 0), or with one decimal when
+/// it has a fraction; the details line and the table's WEIGHT both print it so.
+pub(crate) fn weight_text(w: f64) -> String {
     if (w - w.round()).abs() < 0.05 {
         format!("{}", w.round() as i64)
     } else {
@@ -423,14 +440,14 @@ pub struct RestGroup {
 
 /// A mean wakeup delay this long or longer marks a row `late`: a woken task waited more than
 /// a whole tick of a 250 Hz kernel, so it was passed over more than once.
-pub const LATE_WAKEUP_US: f64 = 4_000.0;
+pub(crate) const LATE_WAKEUP_US: f64 = 4_000.0;
 /// ... when at least this share of its run-queue wait followed wakeups: a CPU hog that sleeps
 /// once a second is not late, whatever its one wakeup's estimated delay.
-pub const LATE_WOKEN_SHARE: f64 = 0.1;
+pub(crate) const LATE_WOKEN_SHARE: f64 = 0.1;
 
 /// Whether a row is `late`: its mean wakeup delay, and the share of its wait that followed
 /// wakeups.
-pub fn is_late(wake_delay_us: Option<f64>, woken_share: f64) -> bool {
+pub(crate) fn is_late(wake_delay_us: Option<f64>, woken_share: f64) -> bool {
     wake_delay_us.is_some_and(|d| d >= LATE_WAKEUP_US) && woken_share >= LATE_WOKEN_SHARE
 }
 

@@ -23,7 +23,7 @@ const PAUSE_S: f64 = 0.05;
 
 /// Each CPU's lost time over the recent intervals, and the payback holds.
 #[derive(Debug)]
-pub struct HostWatch {
+pub(crate) struct HostWatch {
     window: f64,
     /// Per CPU: (end of interval, seconds lost in it; slightly negative from tick rounding).
     lost: HashMap<u32, VecDeque<(f64, f64)>>,

@@ -1,12 +1,12 @@
 //! Latency percentiles from the workloads' in-band histograms: the interval's counts are the
 //! difference of two Samples' cumulative counts, so a replay gives the same answer as the live
-//! run. Pure maths on [`LatencySample`]s; the bucket scheme is [`crate::sys::histogram`]'s,
+//! run. Pure maths on [`LatencySample`]s; the bucket scheme is [`crate::sys::shared::histogram`]'s,
 //! and a percentile is its bucket's midpoint, within 1.6% of the true value from 1 µs up
 //! (within 16 ns below).
 
 use super::frame::Latency;
 use crate::probe::LatencySample;
-use crate::sys::histogram::{bucket_range, BUCKETS, TOP_NS};
+use crate::sys::shared::histogram::{bucket_range, BUCKETS, TOP_NS};
 
 /// Counts of one kind of latency, one per bucket (overflow last), with the recorded sum.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,7 +72,7 @@ impl Distribution {
     }
 
     /// Adds `other`'s counts to these.
-    pub fn merge(&mut self, other: &Distribution) {
+    pub(crate) fn merge(&mut self, other: &Distribution) {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
         }
@@ -94,7 +94,7 @@ impl Distribution {
     /// The `q`-quantile (0 < q <= 1) in ns: the midpoint of the bucket holding the value of
     /// rank ceil(q·n); the overflow's lower bound, 2^37 ns, when it lies past the top. None
     /// when empty.
-    pub fn quantile_ns(&self, q: f64) -> Option<f64> {
+    pub(crate) fn quantile_ns(&self, q: f64) -> Option<f64> {
         let n = self.count();
         if n == 0 {
             return None;
@@ -111,16 +111,16 @@ impl Distribution {
     }
 
     /// The mean of the recorded values (exact: their sum over their number), in ns.
-    pub fn mean_ns(&self) -> Option<f64> {
+    pub(crate) fn mean_ns(&self) -> Option<f64> {
         (self.samples > 0).then(|| self.sum_ns as f64 / self.samples as f64)
     }
 
     /// The smallest and largest non-empty buckets' midpoints, in ns.
-    pub fn min_ns(&self) -> Option<f64> {
+    pub(crate) fn min_ns(&self) -> Option<f64> {
         self.counts.iter().position(|&c| c > 0).map(midpoint)
     }
 
-    pub fn max_ns(&self) -> Option<f64> {
+    pub(crate) fn max_ns(&self) -> Option<f64> {
         self.counts.iter().rposition(|&c| c > 0).map(midpoint)
     }
 
@@ -175,7 +175,7 @@ impl Distribution {
 impl Distribution {
     /// "p50 3.104 usec, p99 8.201 usec, p99.9 20.480 usec", for the workloads' reports; None
     /// when empty or unavailable.
-    pub fn percentiles_text(&self) -> Option<String> {
+    pub(crate) fn percentiles_text(&self) -> Option<String> {
         if self.count() == 0 || !self.available() {
             return None;
         }
@@ -224,7 +224,7 @@ pub fn interval(prev: &[LatencySample], cur: &[LatencySample]) -> (Option<Latenc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::histogram::bucket_of;
+    use crate::sys::shared::histogram::bucket_of;
 
     /// A Sample holding `values` (ns), as a region would report them.
     fn sample(unit: &str, values: &[u64], rejected: u64) -> LatencySample {

@@ -2,12 +2,12 @@
 //! wait, fair share, Jain's index, latency percentiles, where tasks ran, and statistics over
 //! repeated runs (means and Welch's test; a rank test for percentiles). No I/O.
 
-pub mod account;
-pub mod chains;
-pub mod contention;
+pub(crate) mod account;
+pub(crate) mod chains;
+pub(crate) mod contention;
 pub mod cpus;
 // The CPU-list type lives with the plumbing (the probe parses and prints lists too).
-pub use crate::sys::cpuset;
+pub use crate::sys::kernel::cpuset;
 pub mod demand;
 pub mod derive;
 pub mod explain;
@@ -18,8 +18,8 @@ pub mod latency;
 pub mod rank;
 pub mod rest;
 pub mod solver;
-pub mod stats;
-pub mod thread_rates;
+pub(crate) mod stats;
+pub(crate) mod thread_rates;
 pub mod tree;
 pub mod window;
 

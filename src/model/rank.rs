@@ -12,7 +12,7 @@ use super::stats::CONFIDENCE;
 
 /// Up to this many values in all the p-value and the interval are exact (every split of the
 /// pooled values into the two sides equally likely); beyond, the normal approximation.
-pub const EXACT_MAX: usize = 60;
+pub(crate) const EXACT_MAX: usize = 60;
 
 /// Beyond this many pairs the shift is the difference of the medians, without an interval.
 const PAIRS_MAX: usize = 1_000_000;
@@ -84,7 +84,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<RankTest> {
 
 /// Whether some arrangement of `na` and `nb` distinct values reaches p < 0.05: the two most
 /// extreme splits have probability 2 / C(na + nb, na).
-pub fn testable(na: usize, nb: usize) -> bool {
+pub(crate) fn testable(na: usize, nb: usize) -> bool {
     na > 0 && nb > 0 && 2.0 / choose(na + nb, na) < 1.0 - CONFIDENCE
 }
 

@@ -5,12 +5,12 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Confidence level of every interval schedlab prints.
-pub const CONFIDENCE: f64 = 0.95;
+pub(crate) const CONFIDENCE: f64 = 0.95;
 
 /// A figure whose coefficient of variation across repeats exceeds this is flagged as too
 /// noisy to trust: loopback chat runs (those of the 2002 chatroom benchmark thread) swing by
 /// several percent from run to run, so a difference smaller than that spread means nothing.
-pub const NOISY_CV: f64 = 0.05;
+pub(crate) const NOISY_CV: f64 = 0.05;
 
 /// A metric over n repeats.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,14 +53,14 @@ impl std::fmt::Display for Noise {
 }
 
 /// Two-sided critical value of Student's t for [`CONFIDENCE`] with `df` degrees of freedom.
-pub fn t_critical(df: f64) -> f64 {
+pub(crate) fn t_critical(df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df)
         .map(|t| t.inverse_cdf(1.0 - (1.0 - CONFIDENCE) / 2.0))
         .unwrap_or(f64::NAN)
 }
 
 /// Summarises the finite values of `xs`; None when there are none.
-pub fn summarize(xs: &[f64]) -> Option<Summary> {
+pub(crate) fn summarize(xs: &[f64]) -> Option<Summary> {
     let xs: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
     let n = xs.len();
     if n == 0 {
@@ -111,7 +111,7 @@ impl Summary {
 
 /// `x` against `base` in percent: (x - base) / |base| x 100; None when base is zero or either
 /// is not a number.
-pub fn pct_change(base: f64, x: f64) -> Option<f64> {
+pub(crate) fn pct_change(base: f64, x: f64) -> Option<f64> {
     (base != 0.0 && base.is_finite() && x.is_finite()).then(|| (x - base) / base.abs() * 100.0)
 }
 
@@ -169,7 +169,7 @@ pub fn welch(a: &Summary, b: &Summary) -> Option<Welch> {
 }
 
 /// A number printed with the precision a person reads: whole above 1000, else 4 significant.
-pub fn num(x: f64) -> String {
+pub(crate) fn num(x: f64) -> String {
     if !x.is_finite() {
         return x.to_string();
     }

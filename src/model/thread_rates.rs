@@ -24,7 +24,7 @@ struct Seen<const N: usize> {
 
 /// What the model keeps of one kind of counter of a workload between intervals: per process,
 /// its threads' last reads, sorted by tid (walked beside the thread list, as in `account`).
-pub struct RateMemo<const N: usize> {
+pub(crate) struct RateMemo<const N: usize> {
     threads: HashMap<ProcKey, Vec<(u32, Seen<N>)>>,
 }
 
@@ -37,7 +37,7 @@ impl<const N: usize> Default for RateMemo<N> {
 }
 
 /// A thread's counters and when they were read (CLOCK_MONOTONIC ns), if they were.
-pub type Reading<const N: usize> = fn(&TaskSample) -> Option<([u64; N], u64)>;
+pub(crate) type Reading<const N: usize> = fn(&TaskSample) -> Option<([u64; N], u64)>;
 
 /// Its migrations, when its sched file was read.
 pub fn migrations(th: &TaskSample) -> Option<([u64; 1], u64)> {

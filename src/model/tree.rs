@@ -112,7 +112,7 @@ impl Tree {
     }
 
     /// Whether `node` is `ancestor` or below it.
-    pub fn is_under(&self, mut node: usize, ancestor: usize) -> bool {
+    pub(crate) fn is_under(&self, mut node: usize, ancestor: usize) -> bool {
         loop {
             if node == ancestor {
                 return true;

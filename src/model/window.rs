@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 
 /// The default verdict window, in seconds.
-pub const DEFAULT_WINDOW: f64 = 5.0;
+pub(crate) const DEFAULT_WINDOW: f64 = 5.0;
 
 /// What one claimant had of the CPUs: over one interval in a Slot, time-weighted in Means.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -27,14 +27,14 @@ pub struct Shares {
 
 impl Shares {
     /// The mean delay from a wakeup to running, in µs (None: no wakeup was seen).
-    pub fn wake_delay_us(&self) -> Option<f64> {
+    pub(crate) fn wake_delay_us(&self) -> Option<f64> {
         (self.wakeups > 0.0).then(|| self.woken_wait / self.wakeups)
     }
 }
 
 /// One interval of one claimant.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Slot {
+pub(crate) struct Slot {
     /// End of the interval (Sample time, s) and its length (s).
     pub t: f64,
     pub dt: f64,
@@ -51,7 +51,7 @@ pub struct Means {
 
 /// Sliding windows, one per claimant key.
 #[derive(Debug)]
-pub struct Windows {
+pub(crate) struct Windows {
     secs: f64,
     slots: HashMap<String, VecDeque<Slot>>,
 }
@@ -85,7 +85,7 @@ impl Windows {
     }
 
     /// Forgets claimants not pushed in the last window (workloads removed, groups gone).
-    pub fn retain_recent(&mut self, now: f64) {
+    pub(crate) fn retain_recent(&mut self, now: f64) {
         let secs = self.secs;
         self.slots
             .retain(|_, q| q.back().is_some_and(|s| s.t > now - secs));

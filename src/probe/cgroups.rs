@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::parse;
 use super::reader::{read_path, ReadErr};
 use super::{CgroupNode, CgroupSample};
-use crate::sys::cgroup::{cpu_mount, CpuMount};
+use crate::sys::kernel::cgroup::{cpu_mount, CpuMount};
 
 /// How long a v2 path's effective group (which ancestors enable `cpu`) is trusted.
 const EFFECTIVE_TTL_NS: u64 = 10_000_000_000;

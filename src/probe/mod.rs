@@ -1,7 +1,8 @@
 //! Everything that reads the kernel: which tasks belong to a workload, their
 //! schedstat/stat/status, allowed CPUs and groups, cgroup usage, /proc/stat, PSI, autogroup,
 //! and every other task on the machine. Returns raw cumulative counters with a timestamp (a
-//! Sample). Nothing else in the program opens /proc.
+//! Sample). Outside the probe only `sys::proc` opens /proc (one process's stat, sysctls, this
+//! process's own files), which tests/layout.rs holds.
 //!
 //! Cost is the product's own noise, so the probe keeps every per-task file open and re-reads
 //! it with `pread` at offset 0 (about ten times cheaper than open/read/close), re-lists a
@@ -10,6 +11,7 @@
 //! counter moved) or once a second, reading /proc/PID/stat only for pids it has not seen. The
 //! rest of the machine is read once a second, within a budget of tasks.
 
+mod budget;
 mod cgroups;
 pub mod parse;
 mod reader;
@@ -22,9 +24,18 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use budget::{
+    histogram_stride, read_stride, sched_budget, status_budget, status_period_ns, SchedReads,
+    StatusReads, Suspects, SMALL_WORKLOAD_THREADS,
+};
 use parse::NS_PER_TICK;
 use reader::{read_path, ReadErr, Reader};
-use task::{ProcGone, ProcState, SchedReads, StatusReads, Suspects, Sweep};
+use task::{ProcGone, ProcState, Sweep};
+
+pub use budget::{
+    HISTOGRAM_READS_PER_SEC, SCHEDSTAT_READS_PER_SEC, SCHEDSTAT_READS_PER_SEC_MAX,
+    SCHED_READS_PER_SEC, STATUS_READS_PER_SEC,
+};
 
 pub use sample::{
     CgroupNode, CgroupSample, CpuTimes, Health, LatencySample, Life, MachineSample, ProcessSample,
@@ -41,7 +52,7 @@ pub struct Target {
     pub leader: u32,
     /// Its own cgroup directory, if it has one (exact accounting).
     pub cgroup: Option<PathBuf>,
-    pub counters: Option<crate::sys::counters::CounterRegion>,
+    pub counters: Option<crate::sys::shared::counters::CounterRegion>,
     pub ops_unit: String,
 }
 
@@ -112,7 +123,7 @@ struct GroupState {
     leader_start: Option<u64>,
     procs: HashMap<u32, ProcState>,
     /// Its threads' latency histograms, as merged so far.
-    latency: crate::sys::counters::LatencyMerge,
+    latency: crate::sys::shared::counters::LatencyMerge,
 }
 
 impl GroupState {
@@ -219,113 +230,6 @@ pub struct Probe {
     suspects_last: u32,
 }
 
-/// schedstat reads a second, at most, on average: about 0.25% of a CPU here (2-2.5 µs each with
-/// the syscall). A workload with more threads than this at its interval is read in rotation
-/// (each thread every few sweeps, its deltas over its own read interval); fewer, every thread
-/// every sweep. 1,000 threads at 10 Hz: each every tenth sweep, once a second. (2,000 read each
-/// every half second for 12% of the observer's CPU, measured: a rate a thread keeps for a
-/// second is as good as one it keeps for half, beside a verdict over five.)
-pub const SCHEDSTAT_READS_PER_SEC: u64 = 1_000;
-
-/// More reads a second, up to this, for a workload so big that the budget above would read
-/// each thread less often than every `SCHEDSTAT_STALE_NS`: 16,000 threads, each every 8 s.
-pub const SCHEDSTAT_READS_PER_SEC_MAX: u64 = 2_000;
-const SCHEDSTAT_STALE_NS: u64 = 8_000_000_000;
-
-/// The schedstat reads a second for `threads` threads.
-fn schedstat_budget(threads: u64) -> u64 {
-    (threads.saturating_mul(1_000_000_000) / SCHEDSTAT_STALE_NS)
-        .clamp(SCHEDSTAT_READS_PER_SEC, SCHEDSTAT_READS_PER_SEC_MAX)
-}
-
-/// One thread in how many to read this sweep, for `threads` threads `gap_ns` after the last.
-/// A workload with this many threads or fewer is read whole at every sweep, outside the
-/// rotation (16 schedstat reads at 10 Hz: 0.02% of a CPU).
-const SMALL_WORKLOAD_THREADS: usize = 16;
-
-fn read_stride(threads: u64, gap_ns: u64) -> u32 {
-    rotation_stride(threads, schedstat_budget(threads), gap_ns)
-}
-
-/// Latency histogram reads a second, at most, on average. One reads a header line and every
-/// line of buckets its thread ever wrote, which that thread's CPU keeps dirtying: about 2 µs at
-/// 1,000 threads of busy ping-pong (whose round trips span 14 octaves, 56 lines), so 500 a
-/// second cost about 0.1% of a CPU (more, measured: 5% of the observer at 1,000 threads, so
-/// 250). With more histograms than this at the interval, each is read every few sweeps (1,000
-/// threads at 10 Hz: every 4 s; the merge, `LatencyMerge`, adds what each gained since its
-/// last read), and an interval's percentiles are those of the histograms read in it, over
-/// their own read intervals.
-pub const HISTOGRAM_READS_PER_SEC: u64 = 250;
-
-/// One histogram in how many to read this sweep, for `histograms` of them `gap_ns` after the
-/// last sweep.
-fn histogram_stride(histograms: usize, gap_ns: u64) -> u32 {
-    rotation_stride(histograms as u64, HISTOGRAM_READS_PER_SEC, gap_ns)
-}
-
-/// One item in how many to read this sweep, for `items` read within `per_sec` reads a second
-/// on average, `gap_ns` after the last sweep: the rotation of a big workload's reads.
-fn rotation_stride(items: u64, per_sec: u64, gap_ns: u64) -> u32 {
-    let gap = gap_ns.clamp(50_000_000, 10_000_000_000);
-    let budget = (per_sec * gap / 1_000_000_000).max(1);
-    items.div_ceil(budget).clamp(1, 64) as u32
-}
-
-/// Most per-thread status files read per second, on average. One costs ≈13 µs here in a
-/// sweep (ten times a schedstat read), so this caps status at ≈0.27% of a CPU: with more
-/// threads than this, switches are read less often than asked (1,000 threads: every 5 s, the
-/// verdict's window). Each sweep has its share of it, and a thread's status is read at its
-/// visit when its own period is up. (250 a second, once every thread's status was read in
-/// turn, took the observer from 1.62% to 1.96% of a CPU at 1,000 threads and 10 Hz.)
-pub const STATUS_READS_PER_SEC: u64 = 200;
-
-/// How often status is read: as asked, or less often when `threads` would exceed the budget.
-/// Zero asks for status at every sweep (tests, benches): no budget then.
-fn status_period_ns(asked_ns: u64, threads: u64) -> u64 {
-    if asked_ns == 0 {
-        return 0;
-    }
-    asked_ns.max(threads * 1_000_000_000 / STATUS_READS_PER_SEC)
-}
-
-/// This sweep's status reads, `gap_ns` after the last: each thread's at the status period as
-/// asked, or less often when `threads` would exceed the budget, and this sweep's share of the
-/// budget. A zero period (status at every sweep: tests, benches) reads every thread visited.
-fn status_budget(asked_ns: u64, threads: u64, gap_ns: u64) -> StatusReads {
-    if asked_ns == 0 {
-        return StatusReads::every_sweep();
-    }
-    let gap = gap_ns.clamp(50_000_000, 10_000_000_000);
-    StatusReads {
-        left: (STATUS_READS_PER_SEC * gap / 1_000_000_000).max(1) as u32,
-        period_ns: status_period_ns(asked_ns, threads),
-    }
-}
-
-/// Most per-thread sched files read per second (for migrations), on average. One costs
-/// 3-8 µs here (the kernel formats its 1.8 kB from scratch, docs/performance.md), so this caps
-/// them at under 0.1% of a CPU: with more threads than this, each thread's migrations are read
-/// less often than once a second (1,000 threads: every 10 s), in rotation.
-pub const SCHED_READS_PER_SEC: u64 = 100;
-
-/// This sweep's sched reads, `gap_ns` after the last: each thread's at the status period as
-/// asked, or less often when `threads` would exceed the budget, and this sweep's share of the
-/// budget. A zero period (status at every sweep: tests, benches) reads every thread every
-/// sweep, with no budget.
-fn sched_budget(asked_ns: u64, threads: u64, gap_ns: u64) -> SchedReads {
-    if asked_ns == 0 {
-        return SchedReads {
-            left: u32::MAX,
-            period_ns: 0,
-        };
-    }
-    let gap = gap_ns.clamp(50_000_000, 10_000_000_000);
-    SchedReads {
-        left: (SCHED_READS_PER_SEC * gap / 1_000_000_000).max(1) as u32,
-        period_ns: asked_ns.max(threads * 1_000_000_000 / SCHED_READS_PER_SEC),
-    }
-}
-
 fn clock_ns(clock: nix::time::ClockId) -> u64 {
     nix::time::clock_gettime(clock)
         .map(|ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
@@ -349,7 +253,7 @@ impl Probe {
             .map_err(anyhow::Error::msg)
             .context("opening the machine counters (is /proc mounted?)")?;
         let opt = |rel: &str| Reader::open(cfg.proc_root.join(rel)).ok();
-        crate::sys::fdtable::raise_soft_limit();
+        crate::sys::kernel::fdtable::raise_soft_limit();
         Ok(Probe {
             psi: opt("pressure/cpu"),
             autogroup_enabled: opt("sys/kernel/sched_autogroup_enabled"),
@@ -381,7 +285,7 @@ impl Probe {
     }
 
     /// Changes how often status (voluntary/involuntary switches) is read.
-    pub fn set_status_every(&mut self, d: Duration) {
+    pub(crate) fn set_status_every(&mut self, d: Duration) {
         self.cfg.status_every = d;
         self.status_every_ns = d.as_nanos() as u64;
     }
@@ -517,7 +421,7 @@ impl Probe {
                 m.procs_running = ps.procs_running;
                 self.last_forks = ps.processes;
                 if !ps.per_cpu.is_empty() {
-                    let mut online = crate::sys::cpuset::CpuSet::new();
+                    let mut online = crate::sys::kernel::cpuset::CpuSet::new();
                     for c in &ps.per_cpu {
                         online.insert(c.id);
                     }
@@ -934,7 +838,7 @@ fn fair_reserve(cfg: &ProbeConfig, buf: &mut Vec<u8>) -> Option<f64> {
 }
 
 /// The process group of a running pid, for watching an existing process a user names.
-pub fn pgid_of(proc_root: &Path, pid: u32) -> anyhow::Result<u32> {
+pub(crate) fn pgid_of(proc_root: &Path, pid: u32) -> anyhow::Result<u32> {
     let path = proc_root.join(format!("{pid}/stat"));
     let mut buf = Vec::new();
     match reader::read_path(&path, &mut buf) {
@@ -943,56 +847,5 @@ pub fn pgid_of(proc_root: &Path, pid: u32) -> anyhow::Result<u32> {
             .ok_or_else(|| anyhow::anyhow!("{}: unexpected format", path.display())),
         Err(ReadErr::Gone) => anyhow::bail!("no process {pid}"),
         Err(ReadErr::Failed(why)) => anyhow::bail!("cannot read process {pid}: {why}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::status_period_ns;
-
-    const S: u64 = 1_000_000_000;
-
-    #[test]
-    fn big_workloads_are_read_in_rotation_within_the_budget() {
-        use super::read_stride;
-        const MS: u64 = 1_000_000;
-        // 1,000 threads at 10 Hz: 10,000 reads a second, over the 1,000 budget: every tenth.
-        assert_eq!(read_stride(1_000, 100 * MS), 10);
-        assert_eq!(read_stride(100, 100 * MS), 1);
-        // 8,000 threads at 1 Hz: each every 8 s, within the 1,000.
-        assert_eq!(read_stride(8_000, 1_000 * MS), 8);
-        // 16,000 threads at 1 Hz: 2,000 a second keep each within 8 s, every eighth sweep;
-        // beyond, the cap holds.
-        assert_eq!(read_stride(16_000, 1_000 * MS), 8);
-        assert_eq!(read_stride(32_000, 1_000 * MS), 16);
-        assert_eq!(read_stride(0, 0), 1);
-        // Latency histograms, 250 a second: 1,000 at 10 Hz, every 40th sweep.
-        let hist = super::histogram_stride;
-        assert_eq!((hist(1_000, 100 * MS), hist(25, 100 * MS)), (40, 1));
-    }
-
-    #[test]
-    fn sched_files_are_read_within_their_budget() {
-        use super::sched_budget;
-        const MS: u64 = 1_000_000;
-        // Few threads at 10 Hz: each once a second, 10 reads a sweep at most.
-        let b = sched_budget(S, 10, 100 * MS);
-        assert_eq!((b.left, b.period_ns), (10, S));
-        // 1,000 threads at 100 a second: each every 10 s.
-        assert_eq!(sched_budget(S, 1000, 100 * MS).period_ns, 10 * S);
-        assert_eq!(sched_budget(S, 1000, 1000 * MS).left, 100);
-        // Status at every sweep (tests): every thread every sweep.
-        let all = sched_budget(0, 5000, 100 * MS);
-        assert_eq!((all.left, all.period_ns), (u32::MAX, 0));
-    }
-
-    #[test]
-    fn status_is_read_as_asked_until_the_budget_is_reached() {
-        assert_eq!(status_period_ns(S, 10), S);
-        assert_eq!(status_period_ns(S, 200), S);
-        // 1,000 threads at 200 reads a second: every 5 s.
-        assert_eq!(status_period_ns(S, 1000), 5 * S);
-        assert_eq!(status_period_ns(8 * S, 1000), 8 * S);
-        assert_eq!(status_period_ns(0, 5000), 0);
     }
 }

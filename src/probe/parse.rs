@@ -6,7 +6,7 @@ pub const NS_PER_TICK: u64 = 10_000_000;
 
 // The one /proc/PID/stat parser lives with the plumbing's /proc reader (sys::proc), below
 // the probe, so that what outside the probe reads a stat line parses it the same way.
-pub use crate::sys::proc::{stat, stat_comm, Stat};
+pub use crate::sys::kernel::proc::{stat, stat_comm, Stat};
 
 fn num<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
     std::str::from_utf8(b).ok()?.parse().ok()
@@ -30,8 +30,9 @@ pub fn nr_migrations(buf: &[u8]) -> Option<u64> {
     })
 }
 
+#[cfg(test)]
 /// The voluntary and involuntary context switches from a task's status file.
-pub fn status_switches(buf: &[u8]) -> Option<(u64, u64)> {
+pub(crate) fn status_switches(buf: &[u8]) -> Option<(u64, u64)> {
     // They are the file's last two lines: look at its tail first.
     let tail = &buf[buf.len().saturating_sub(160)..];
     let tail = tail
@@ -82,6 +83,7 @@ fn scan_status(buf: &[u8]) -> Status<'_> {
     st
 }
 
+#[cfg(test)]
 fn scan_switches(buf: &[u8]) -> Option<(u64, u64)> {
     let mut vol = None;
     let mut invol = None;
@@ -168,7 +170,7 @@ pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
 }
 
 /// /proc/pressure/cpu "some" line: (avg10, total µs).
-pub fn psi_some(buf: &[u8]) -> Option<(f64, u64)> {
+pub(crate) fn psi_some(buf: &[u8]) -> Option<(f64, u64)> {
     let line = buf
         .split(|c| *c == b'\n')
         .find(|l| l.starts_with(b"some "))?;
@@ -185,7 +187,7 @@ pub fn psi_some(buf: &[u8]) -> Option<(f64, u64)> {
 }
 
 /// The root autogroup's id: tasks in it are not grouped.
-pub const ROOT_AUTOGROUP: u64 = 0;
+pub(crate) const ROOT_AUTOGROUP: u64 = 0;
 
 /// /proc/PID/autogroup: "/autogroup-5 nice 0" → (5, 0). The kernel prints nothing for a task
 /// in the root autogroup (a session never made by setsid, such as init's): that is id 0, the
@@ -205,7 +207,7 @@ pub fn autogroup(buf: &[u8]) -> Option<(u64, i32)> {
 
 /// /proc/schedstat (version 15+): per-CPU run and wait totals in ns, summed. None when the
 /// kernel does not have it or the format is unknown.
-pub fn proc_schedstat(buf: &[u8]) -> Option<(u64, u64)> {
+pub(crate) fn proc_schedstat(buf: &[u8]) -> Option<(u64, u64)> {
     let text = std::str::from_utf8(buf).ok()?;
     let mut run = 0u64;
     let mut wait = 0u64;
@@ -230,7 +232,7 @@ pub fn proc_schedstat(buf: &[u8]) -> Option<(u64, u64)> {
 
 /// The task's group in the cpu controller's hierarchy, from /proc/PID/cgroup: the v1 line
 /// whose controllers include `cpu`, else the v2 line (`0::/path`). (path, is v2).
-pub fn cpu_cgroup(buf: &[u8]) -> Option<(String, bool)> {
+pub(crate) fn cpu_cgroup(buf: &[u8]) -> Option<(String, bool)> {
     let text = std::str::from_utf8(buf).ok()?;
     let mut v2 = None;
     for line in text.lines() {
@@ -246,7 +248,7 @@ pub fn cpu_cgroup(buf: &[u8]) -> Option<(String, bool)> {
 }
 
 /// A named integer line of a cgroup stat file (cpu.stat): `name N`.
-pub fn keyed_u64(buf: &[u8], key: &str) -> Option<u64> {
+pub(crate) fn keyed_u64(buf: &[u8], key: &str) -> Option<u64> {
     buf.split(|c| *c == b'\n').find_map(|l| {
         let rest = l.strip_prefix(key.as_bytes())?.strip_prefix(b" ")?;
         num(rest.trim_ascii())
@@ -254,7 +256,7 @@ pub fn keyed_u64(buf: &[u8], key: &str) -> Option<u64> {
 }
 
 /// v2 cpu.max: "max 100000" (no limit) or "20000 100000" → quota in CPUs.
-pub fn cpu_max(buf: &[u8]) -> Option<Option<f64>> {
+pub(crate) fn cpu_max(buf: &[u8]) -> Option<Option<f64>> {
     let text = std::str::from_utf8(buf).ok()?;
     let mut it = text.split_whitespace();
     let quota = it.next()?;
@@ -267,19 +269,19 @@ pub fn cpu_max(buf: &[u8]) -> Option<Option<f64>> {
 }
 
 /// The kernel release as (major, minor), from /proc/sys/kernel/osrelease ("6.18.44-fc").
-pub fn kernel_version(buf: &[u8]) -> Option<(u32, u32)> {
+pub(crate) fn kernel_version(buf: &[u8]) -> Option<(u32, u32)> {
     let text = std::str::from_utf8(buf).ok()?.trim();
     let mut it = text.split(|c: char| !c.is_ascii_digit());
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
 /// A single signed integer file (cpu.cfs_quota_us, sched_rt_runtime_us: -1 = none).
-pub fn single_i64(buf: &[u8]) -> Option<i64> {
+pub(crate) fn single_i64(buf: &[u8]) -> Option<i64> {
     num(buf.trim_ascii())
 }
 
 /// cgroup v2 cpu.stat usage_usec, in ns.
-pub fn cgroup2_usage_ns(buf: &[u8]) -> Option<u64> {
+pub(crate) fn cgroup2_usage_ns(buf: &[u8]) -> Option<u64> {
     let line = buf
         .split(|c| *c == b'\n')
         .find(|l| l.starts_with(b"usage_usec "))?;
@@ -287,7 +289,7 @@ pub fn cgroup2_usage_ns(buf: &[u8]) -> Option<u64> {
 }
 
 /// A single integer file (cpuacct.usage, cpu.shares, cpu.weight).
-pub fn single_u64(buf: &[u8]) -> Option<u64> {
+pub(crate) fn single_u64(buf: &[u8]) -> Option<u64> {
     num(buf.trim_ascii())
 }
 
@@ -304,7 +306,7 @@ pub fn nice_to_weight(nice: i32) -> f64 {
 }
 
 /// SCHED_IDLE tasks get the kernel's WEIGHT_IDLEPRIO.
-pub const WEIGHT_IDLE: f64 = 3.0;
+pub(crate) const WEIGHT_IDLE: f64 = 3.0;
 
 #[cfg(test)]
 mod tests {

@@ -33,11 +33,11 @@ impl Reader {
         match File::open(&path) {
             Ok(f) => {
                 use std::os::fd::AsRawFd;
-                if crate::sys::fdtable::too_near_limit(f.as_raw_fd()) {
+                if crate::sys::kernel::fdtable::too_near_limit(f.as_raw_fd()) {
                     // Kept open, it would take a descriptor the next listing needs.
                     return Ok(Reader::Path(path));
                 }
-                crate::sys::fdtable::keep_ahead(f.as_raw_fd());
+                crate::sys::kernel::fdtable::keep_ahead(f.as_raw_fd());
                 Ok(Reader::Open(f))
             }
             Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) => {
@@ -52,7 +52,7 @@ impl Reader {
     /// opened at each read, leaving the descriptors to the files read at every sweep. Not
     /// opened here then: a thread gone reads as gone at its first read.
     pub(crate) fn open_rare(path: PathBuf) -> Result<Reader, ReadErr> {
-        if crate::sys::fdtable::rare_files_fit() {
+        if crate::sys::kernel::fdtable::rare_files_fit() {
             Reader::open(path)
         } else {
             Ok(Reader::Path(path))

@@ -258,7 +258,7 @@ pub struct WorkloadSample {
 
 /// A workload's latency histograms of one unit, merged over its threads: raw cumulative
 /// counts since it started, as its counter region holds them. The buckets are
-/// [`sys::histogram`](crate::sys::histogram)'s; the model takes deltas (model/latency.rs).
+/// [`sys::histogram`](crate::sys::shared::histogram)'s; the model takes deltas (model/latency.rs).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct LatencySample {
     /// What is timed: "round trip", "delivery", "message", "fork cycle", "timer wakeup",
@@ -280,7 +280,7 @@ pub struct LatencySample {
 impl LatencySample {
     /// What a region would report after timing `values` (ns), for tests.
     pub(crate) fn of_values(unit: &str, values: &[u64], rejected: u64) -> Self {
-        use crate::sys::histogram::{bucket_of, BUCKETS};
+        use crate::sys::shared::histogram::{bucket_of, BUCKETS};
         let mut counts = vec![0u64; BUCKETS + 1];
         for &v in values {
             counts[bucket_of(v)] += 1;
@@ -300,8 +300,8 @@ impl LatencySample {
     }
 }
 
-impl From<crate::sys::counters::LatencyTotals> for LatencySample {
-    fn from(t: crate::sys::counters::LatencyTotals) -> Self {
+impl From<crate::sys::shared::counters::LatencyTotals> for LatencySample {
+    fn from(t: crate::sys::shared::counters::LatencyTotals) -> Self {
         Self {
             unit: t.unit.map_or("", |u| u.name()).to_string(),
             samples: t.samples,
@@ -329,7 +329,7 @@ pub enum Life {
 }
 
 impl Life {
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         *self == Life::Running
     }
 }

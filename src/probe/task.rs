@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::budget::{take, SchedReads, StatusReads, Suspects, Turn};
 use super::cgroups::{read_cgroup_file, Cgroups};
 use super::parse;
 use super::reader::{classify, read_path, ReadErr, Reader};
@@ -207,111 +208,6 @@ pub(super) struct Sweep<'a> {
     /// New threads of a big process may be taken in by system calls (the real /proc: the
     /// calls name threads by id, which a fake tree's are not).
     pub bulk_intake: bool,
-}
-
-/// The sched-file reads one sweep may make: each thread's at most once a `period_ns` (with a
-/// tenth of slack, so a 1 s period at a 500 ms interval does not slip to 1.5 s), and no more
-/// than `left` in all. A thread read is not due again for a period, so when the budget runs
-/// out the ones left over are read at the next sweeps.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct SchedReads {
-    pub left: u32,
-    pub period_ns: u64,
-}
-
-impl SchedReads {
-    /// Whether a thread last read at `last_ns` (0: never) is read now.
-    fn turn(&mut self, last_ns: u64, now: u64) -> bool {
-        let due = last_ns == 0 || now + self.period_ns / 10 >= last_ns + self.period_ns;
-        due && take(&mut self.left)
-    }
-}
-
-/// The status reads one sweep may make: each thread's when its last is `period_ns` old (with a
-/// tenth of slack, as the sched files), and no more than `left` in all. Due per thread, not at
-/// a status sweep: a big workload is read in rotation, and a status sweep read only the threads
-/// whose turn it was (a tenth of 1,000), whose switches alone then stood for the workload's.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct StatusReads {
-    pub left: u32,
-    pub period_ns: u64,
-}
-
-impl StatusReads {
-    /// Every thread visited, at every sweep (tests and benches ask for it), with no budget.
-    pub fn every_sweep() -> StatusReads {
-        StatusReads {
-            left: u32::MAX,
-            period_ns: 0,
-        }
-    }
-
-    /// Whether a thread whose status was last read at `last_ns` (0: never) is due now.
-    fn due(&self, last_ns: u64, now: u64) -> bool {
-        self.left > 0 && (last_ns == 0 || now + self.period_ns / 10 >= last_ns + self.period_ns)
-    }
-}
-
-/// The out-of-turn reads one sweep may make of threads that ran little (are they waiting for
-/// a CPU, or did they sleep?), within a budget a second: a status read costs ten schedstat
-/// reads, and on a busy machine nearly every thread of a ping-pong is such a suspect.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Suspects {
-    /// stat reads (state, CPU) left.
-    pub stat_left: u32,
-    /// status reads (voluntary switches) left.
-    pub status_left: u32,
-    /// One suspect in `every` is considered, turning with `phase`: with more suspects than
-    /// the budget, each sweep looks at different ones rather than the first in the list.
-    pub every: u32,
-    pub phase: u32,
-    /// Suspects met so far in this sweep, and in this target.
-    pub seen: u32,
-    pub here: u32,
-}
-
-/// Suspects of each target read at every sweep, outside the budget: a small workload's
-/// starving thread (a hog a FIFO task keeps off its CPU) must not wait its turn behind a
-/// thousand ping-pong threads, or it reads as wanting nothing between turns.
-const ALWAYS_PER_TARGET: u32 = 4;
-
-/// Whether a suspect is read this sweep, and on whose account.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Turn {
-    No,
-    /// One of its target's first few: outside the budget.
-    Always,
-    /// Its turn in the rotation: if the budget has reads left.
-    Budget,
-}
-
-impl Suspects {
-    /// This target's suspects from the first.
-    pub fn for_target(self) -> Suspects {
-        Suspects { here: 0, ..self }
-    }
-
-    /// Whether this suspect's turn is now.
-    fn turn(&mut self) -> Turn {
-        let always = self.here < ALWAYS_PER_TARGET;
-        let mine = (self.seen + self.phase) % self.every.max(1) == 0;
-        self.here += 1;
-        self.seen += 1;
-        match (always, mine) {
-            (true, _) => Turn::Always,
-            (false, true) => Turn::Budget,
-            (false, false) => Turn::No,
-        }
-    }
-
-    /// Whether the turn may spend one read from `left` (always-reads spend nothing).
-    fn spend(turn: Turn, left: &mut u32) -> bool {
-        match turn {
-            Turn::No => false,
-            Turn::Always => true,
-            Turn::Budget => take(left),
-        }
-    }
 }
 
 /// One thread of a process, as a sweep visits it.
@@ -583,7 +479,7 @@ impl ProcState {
     /// Tells the descriptor table's count how many threads this process has now.
     fn recount(&mut self) {
         let now = self.tasks.len() + self.pending.len();
-        crate::sys::fdtable::rewatch(self.watched, now);
+        crate::sys::kernel::fdtable::rewatch(self.watched, now);
         self.watched = now;
     }
 
@@ -604,7 +500,7 @@ impl ProcState {
 
 impl Drop for ProcState {
     fn drop(&mut self) {
-        crate::sys::fdtable::rewatch(self.watched, 0);
+        crate::sys::kernel::fdtable::rewatch(self.watched, 0);
     }
 }
 
@@ -669,7 +565,7 @@ fn allowed_cpus(tid: u32, memo: &mut Option<(nix::sched::CpuSet, Arc<str>)>) -> 
             return Some(list.clone());
         }
     }
-    let mut set = crate::sys::cpuset::CpuSet::new();
+    let mut set = crate::sys::kernel::cpuset::CpuSet::new();
     for cpu in 0..nix::sched::CpuSet::count() {
         if mask.is_set(cpu).unwrap_or(false) {
             set.insert(cpu as u32);
@@ -917,15 +813,6 @@ impl TaskState {
             Err(ReadErr::Failed(why)) => Err(why),
         }
     }
-}
-
-/// Takes one read from a budget.
-fn take(left: &mut u32) -> bool {
-    if *left == 0 {
-        return false;
-    }
-    *left -= 1;
-    true
 }
 
 pub(super) fn read_autogroup(proc_root: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<(u64, i32)> {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 /// A file being written; becomes `target` on [`AtomicFile::commit`], vanishes if dropped.
-pub struct AtomicFile {
+pub(crate) struct AtomicFile {
     target: PathBuf,
     /// None: the target is a device or a pipe, written in place.
     tmp: Option<PathBuf>,
@@ -45,7 +45,7 @@ impl AtomicFile {
     /// The temporary path (same directory and extension as the target; the target itself
     /// when written in place), for writers that want a path rather than a File (the PNG
     /// encoder picks its format by extension).
-    pub fn tmp_path(&self) -> &Path {
+    pub(crate) fn tmp_path(&self) -> &Path {
         self.tmp.as_deref().unwrap_or(&self.target)
     }
 
@@ -54,7 +54,7 @@ impl AtomicFile {
     }
 
     /// Flushes to disk and renames over the target (a device or a pipe: just flushes).
-    pub fn commit(mut self) -> Result<()> {
+    pub(crate) fn commit(mut self) -> Result<()> {
         let mut file = self.file.take().expect("open until commit");
         let done = match &self.tmp {
             Some(tmp) => file
@@ -74,8 +74,9 @@ impl Drop for AtomicFile {
     }
 }
 
+#[cfg(test)]
 /// Writes `bytes` to `target` whole or not at all.
-pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(target: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = AtomicFile::create(target)?;
     f.file()
         .write_all(bytes)

@@ -13,7 +13,7 @@ use crate::probe::{LatencySample, Sample};
 
 /// The first second of a repeat is not its steady part: the first forks, connections and
 /// cold caches. (The observer's own figures leave out the same second.)
-pub const STEADY_AFTER_NS: u64 = 1_000_000_000;
+pub(crate) const STEADY_AFTER_NS: u64 = 1_000_000_000;
 
 /// What one workload's histograms of one unit recorded.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,7 +24,7 @@ pub struct Merged {
 }
 
 /// Adds `d` to the entry of `workload` and `unit` in `all`, making it if needed.
-pub fn merge_into(all: &mut Vec<Merged>, workload: &str, unit: &str, d: &Distribution) {
+pub(crate) fn merge_into(all: &mut Vec<Merged>, workload: &str, unit: &str, d: &Distribution) {
     match all
         .iter_mut()
         .find(|m| m.workload == workload && m.unit == unit)
@@ -109,7 +109,7 @@ impl RepeatLatency {
 
     /// Per workload and unit, its steady part: the whole repeat when nothing was recorded
     /// after the first second (a workload that ended sooner).
-    pub fn distributions(&self) -> Vec<Merged> {
+    pub(crate) fn distributions(&self) -> Vec<Merged> {
         self.whole
             .iter()
             .map(|w| {
@@ -162,7 +162,7 @@ impl Figure {
     }
 
     /// As `--fail-on-regression` names it: "latency_p99".
-    pub fn gate_name(self) -> &'static str {
+    pub(crate) fn gate_name(self) -> &'static str {
         match self {
             Figure::P50 => "latency_p50",
             Figure::P99 => "latency_p99",
@@ -171,7 +171,7 @@ impl Figure {
         }
     }
 
-    pub fn from_gate_name(name: &str) -> Option<Figure> {
+    pub(crate) fn from_gate_name(name: &str) -> Option<Figure> {
         Figure::ALL.into_iter().find(|f| f.gate_name() == name)
     }
 
@@ -216,7 +216,7 @@ impl LatencyFigures {
     }
 
     /// Whether these are figures at all: something timed, and available.
-    pub fn meaningful(&self) -> bool {
+    pub(crate) fn meaningful(&self) -> bool {
         self.samples > 0 && self.available
     }
 }
@@ -333,7 +333,7 @@ pub fn results_of(workload: &str, repeats: &[RepeatLatency]) -> Vec<LatencyResul
 
 /// The table rows of a workload's latency figures: label ("p99 round trip (µs)"), the name a
 /// warning uses ("p99 round trip"), and the figure across repeats.
-pub fn text_rows(all: &[LatencyResult]) -> Vec<(String, String, Summary)> {
+pub(crate) fn text_rows(all: &[LatencyResult]) -> Vec<(String, String, Summary)> {
     all.iter()
         .flat_map(|l| {
             l.figures.iter().map(|f| {
@@ -346,7 +346,7 @@ pub fn text_rows(all: &[LatencyResult]) -> Vec<(String, String, Summary)> {
 
 /// One line under the table: what was timed, and the figures of every repeat's steady part
 /// merged, or why there are none.
-pub fn text_line(l: &LatencyResult) -> String {
+pub(crate) fn text_line(l: &LatencyResult) -> String {
     let p = &l.pooled;
     let rejected: u64 = l.rejected.iter().sum();
     if !l.available {

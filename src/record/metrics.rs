@@ -8,24 +8,18 @@
 //! interval = CPU seconds, and so on), so the model needs no field of its own for them. What
 //! is exported is the tables below: adding a figure is one line in one of them.
 //!
-//! One small thread answers `GET /metrics`, one request per connection, with a deadline and a
-//! size limit so a stalled or hostile client cannot hold it. It binds exactly the address it is
-//! given (a bare port means loopback).
+//! The endpoint itself, one small thread with a deadline and a size limit, is in server.rs.
 
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-use anyhow::{anyhow, Context, Result};
 
 use crate::model::latency::Distribution;
 use crate::model::{Frame, WorkloadFrame};
 use crate::probe::Sample;
 use crate::record::latency::Tally;
+
+mod server;
+
+pub use server::{parse_addr, MetricsServer};
 
 /// A counter: what one interval of `dt` seconds adds to it.
 struct Counter<T: 'static> {
@@ -295,7 +289,7 @@ impl Totals {
 
 impl Totals {
     /// Adds what each workload's latency histograms recorded since the previous Sample.
-    pub fn add_latency(&mut self, s: &Sample) {
+    pub(crate) fn add_latency(&mut self, s: &Sample) {
         for (workload, unit, d) in self.tally.step(s) {
             let i = match self
                 .latency
@@ -323,7 +317,7 @@ impl Totals {
 /// The histogram's bucket bounds in ns: 1.024 µs, then 1 and 1.5 times each power of two up
 /// to 2^37 ns (137 s, where the in-band histograms end). Each is an edge of the in-band
 /// buckets (each power of two is split in 32 there), so every count below is exact.
-pub fn latency_bounds_ns() -> impl Iterator<Item = u64> {
+pub(crate) fn latency_bounds_ns() -> impl Iterator<Item = u64> {
     (10..37u32)
         .flat_map(|k| [1u64 << k, 3u64 << (k - 1)])
         .chain(std::iter::once(1u64 << 37))
@@ -424,7 +418,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
             Format::Text => "text/plain; version=0.0.4; charset=utf-8",
@@ -433,7 +427,7 @@ impl Format {
 
     /// OpenMetrics when an Accept header prefers it to the text format (by q value; ties go
     /// to OpenMetrics, which Prometheus lists first), the text format otherwise.
-    pub fn negotiate<'a>(accept_headers: impl IntoIterator<Item = &'a str>) -> Format {
+    pub(crate) fn negotiate<'a>(accept_headers: impl IntoIterator<Item = &'a str>) -> Format {
         let (mut openmetrics, mut text) = (0.0_f64, 0.0_f64);
         for header in accept_headers {
             for range in header.split(',') {
@@ -568,236 +562,17 @@ pub fn common_labels(host: &str, kernel: &str, scenario: &str) -> String {
 
 /// This machine's name, as `uname -n` says it.
 pub fn hostname() -> String {
-    crate::sys::proc::sysctl_text("kernel.hostname")
+    crate::sys::kernel::proc::sysctl_text("kernel.hostname")
         .map(|h| h.trim().to_owned())
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// A request larger than this is refused: a scrape is one short line and a few headers.
-const REQUEST_LIMIT: usize = 8 * 1024;
-/// The whole request must arrive within this, however slowly it trickles in.
-const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
-/// A scraper that stops reading the answer is dropped after this.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
-
-struct Shared {
-    common: String,
-    totals: Mutex<Totals>,
-}
-
-impl Shared {
-    fn totals(&self) -> MutexGuard<'_, Totals> {
-        // A panic elsewhere while the lock was held leaves consistent sums: keep serving them.
-        self.totals.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// A running metrics endpoint; stops when dropped.
-pub struct MetricsServer {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-/// `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` (loopback).
-pub fn parse_addr(addr: &str) -> Result<SocketAddr> {
-    let addr = addr.trim();
-    if let Ok(port) = addr.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    addr.to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| {
-            anyhow!("metrics address `{addr}` is not HOST:PORT (e.g. 127.0.0.1:9464) or a port")
-        })
-}
-
-impl MetricsServer {
-    /// Binds `addr` now (so a busy port fails before any work) and serves in the background,
-    /// labelling every series with this host, its kernel release and `scenario`.
-    pub fn start(addr: &str, scenario: &str) -> Result<Self> {
-        let common = common_labels(
-            &hostname(),
-            &crate::record::recording::kernel_release(),
-            scenario,
-        );
-        Self::start_labelled(addr, common)
-    }
-
-    /// Like [`MetricsServer::start`], with the common labels given (see [`common_labels`]).
-    pub fn start_labelled(addr: &str, common: String) -> Result<Self> {
-        let want = parse_addr(addr)?;
-        let listener =
-            TcpListener::bind(want).with_context(|| format!("cannot serve metrics on {want}"))?;
-        let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared {
-            common,
-            totals: Mutex::new(Totals::default()),
-        });
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (shared, stop) = (shared.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("metrics".into())
-                .spawn(move || serve(listener, &shared, &stop))?
-        };
-        Ok(MetricsServer {
-            addr,
-            shared,
-            stop,
-            thread: Some(thread),
-        })
-    }
-
-    /// Where it listens (the real port when asked for port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Adds `frame` to the counters and makes its levels what the next scrape returns.
-    pub fn publish(&self, frame: &Frame) {
-        self.shared.totals().add(frame);
-    }
-
-    /// Adds the latency `sample`'s histograms recorded since the previous one (the Frame
-    /// holds only percentiles, which do not add up).
-    pub fn publish_latency(&self, sample: &Sample) {
-        self.shared.totals().add_latency(sample);
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept; it sees the flag and returns.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn serve(listener: TcpListener, shared: &Shared, stop: &AtomicBool) {
-    for conn in listener.incoming() {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        if let Ok(stream) = conn {
-            let _ = answer(stream, shared);
-        }
-    }
-}
-
-/// The request head (up to the blank line), or None when it exceeds [`REQUEST_LIMIT`].
-fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<String>> {
-    let deadline = Instant::now() + REQUEST_DEADLINE;
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        if buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
-        }
-        if buf.len() > REQUEST_LIMIT {
-            return Ok(None);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        stream.set_read_timeout(Some(left))?;
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
-}
-
-fn answer(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
-    let plain = "text/plain; charset=utf-8";
-    let head = read_head(&mut stream)?;
-    let refused = head.is_none();
-    let (status, ctype, body) = match head {
-        None => (
-            "431 Request Header Fields Too Large",
-            plain,
-            "request too large\n".to_owned(),
-        ),
-        Some(head) => {
-            let mut first = head.lines().next().unwrap_or("").split_whitespace();
-            let (method, path) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
-            let path = path.split('?').next().unwrap_or("");
-            match (method, path) {
-                ("GET", "/metrics") => {
-                    let accept = head.lines().skip(1).filter_map(|l| {
-                        let (name, value) = l.split_once(':')?;
-                        name.trim().eq_ignore_ascii_case("accept").then_some(value)
-                    });
-                    let format = Format::negotiate(accept);
-                    let body = exposition(&shared.totals(), &shared.common, format);
-                    ("200 OK", format.content_type(), body)
-                }
-                ("GET", "/") => (
-                    "200 OK",
-                    plain,
-                    "schedlab: metrics at /metrics\n".to_owned(),
-                ),
-                ("GET", _) => (
-                    "404 Not Found",
-                    plain,
-                    "not found: try /metrics\n".to_owned(),
-                ),
-                _ => ("405 Method Not Allowed", plain, "only GET\n".to_owned()),
-            }
-        }
-    };
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    stream.flush()?;
-    if refused {
-        // Closing with the rest of the request unread would reset the connection and could
-        // destroy the answer before the client reads it: read what is left, within bounds.
-        stream.shutdown(std::net::Shutdown::Write)?;
-        let deadline = Instant::now() + REQUEST_DEADLINE;
-        let mut chunk = [0u8; 4096];
-        let mut left = 16 * REQUEST_LIMIT;
-        while left > 0 {
-            let time = deadline.saturating_duration_since(Instant::now());
-            if time.is_zero() {
-                break;
-            }
-            stream.set_read_timeout(Some(time))?;
-            match stream.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::WorkloadState;
-
-    #[test]
-    fn bare_port_means_loopback() {
-        assert_eq!(
-            parse_addr("9464").unwrap(),
-            "127.0.0.1:9464".parse().unwrap()
-        );
-        assert!(parse_addr("nowhere").is_err());
-    }
 
     #[test]
     fn labels_and_values_are_escaped() {
@@ -884,7 +659,7 @@ mod tests {
 
     #[test]
     fn latency_bounds_are_edges_of_the_in_band_buckets() {
-        use crate::sys::histogram::{bucket_range, BUCKETS};
+        use crate::sys::shared::histogram::{bucket_range, BUCKETS};
         let edges: Vec<u64> = (0..BUCKETS).map(|i| bucket_range(i).1).collect();
         let bounds: Vec<u64> = latency_bounds_ns().collect();
         assert_eq!(bounds.len(), 55);
@@ -893,7 +668,10 @@ mod tests {
             assert!(edges.contains(b), "{b} ns is inside an in-band bucket");
         }
         assert_eq!(bounds[0], 1024);
-        assert_eq!(*bounds.last().unwrap(), crate::sys::histogram::TOP_NS);
+        assert_eq!(
+            *bounds.last().unwrap(),
+            crate::sys::shared::histogram::TOP_NS
+        );
         assert_eq!(seconds(1536), "0.000001536");
         assert_eq!(seconds(1 << 37), "137.438953472");
         assert_eq!(seconds(3 << 29), "1.610612736");

@@ -25,7 +25,7 @@ use crate::probe::Sample;
 use crate::scenario::Scenario;
 
 /// The format version in the header line.
-pub const RECORDING_VERSION: u32 = 1;
+pub(crate) const RECORDING_VERSION: u32 = 1;
 
 /// The first line of a recording: where and what was recorded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -59,7 +59,7 @@ impl Header {
 }
 
 /// `uname -r`.
-pub fn kernel_release() -> String {
+pub(crate) fn kernel_release() -> String {
     nix::sys::utsname::uname()
         .map(|u| u.release().to_string_lossy().into_owned())
         .unwrap_or_else(|_| "unknown".into())
@@ -138,7 +138,7 @@ impl RecordingWriter {
     }
 
     /// Removes the file: the run failed before recording anything worth keeping.
-    pub fn abandon(self) {
+    pub(crate) fn abandon(self) {
         let _ = std::fs::remove_file(&self.path);
     }
 
@@ -353,7 +353,7 @@ impl Replay {
         }
     }
 
-    pub fn prev_frame(&mut self) -> Option<&Frame> {
+    pub(crate) fn prev_frame(&mut self) -> Option<&Frame> {
         if self.pos > 0 {
             self.pos -= 1;
             Some(&self.frames[self.pos])

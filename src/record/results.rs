@@ -16,7 +16,7 @@ use crate::record::latency::{self, LatencyResult, RepeatLatency};
 pub const SCHEMA_VERSION: u32 = 3;
 /// Versions this schedlab reads (2 added the observer's own figures, 3 each workload's
 /// latency and migrations).
-pub const READS_VERSIONS: [u32; 3] = [1, 2, 3];
+pub(crate) const READS_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// The metrics reported per workload, in output order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,7 +63,7 @@ impl Metric {
     }
 
     /// The metric of that name (as [`Metric::name`] spells it).
-    pub fn from_name(name: &str) -> Option<Metric> {
+    pub(crate) fn from_name(name: &str) -> Option<Metric> {
         Metric::ALL.into_iter().find(|m| m.name() == name)
     }
 
@@ -259,7 +259,7 @@ pub struct ObserverResult {
 }
 
 /// A sample within this of its due time is on time.
-pub const ON_TIME_MS: f64 = 10.0;
+pub(crate) const ON_TIME_MS: f64 = 10.0;
 
 impl ObserverResult {
     /// From each repeat's Frames.
@@ -379,7 +379,7 @@ impl RunResults {
     }
 
     /// Adds each workload's latency from each repeat's histograms (one per repeat, in order).
-    pub fn add_latency(&mut self, repeats: &[RepeatLatency]) {
+    pub(crate) fn add_latency(&mut self, repeats: &[RepeatLatency]) {
         for w in &mut self.workloads {
             w.latency = latency::results_of(&w.name, repeats);
         }
@@ -507,7 +507,7 @@ impl RunResults {
 /// which the workload was alive. Throughput is operations done / time from the first interval
 /// with a counted operation to the last one, so a chat run's connection set-up does not dilute
 /// it (chat_c's own clock also starts after set-up).
-pub fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; Metric::ALL.len()]> {
+pub(crate) fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; Metric::ALL.len()]> {
     let alive: Vec<(f64, &crate::model::WorkloadFrame)> = frames
         .iter()
         .filter(|f| f.interval.is_finite() && f.interval > 0.0)

@@ -18,84 +18,16 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{getppid, pipe2, setpgid, setsid, Pid};
 use serde::{Deserialize, Serialize};
 
-use crate::sys::counters::{self, CounterRegion};
-use crate::sys::lifeline::ENV_LIFELINE_FD;
+use crate::knobs::{Knobs, Placement, Policy, RT_PRIORITY};
+use crate::sys::exit::lifeline::ENV_LIFELINE_FD;
+use crate::sys::shared::counters::{self, CounterRegion};
 
-pub mod knobs;
+pub mod change;
 pub mod stderr;
 
 pub use stderr::StderrTail;
 
-use crate::sys::cgroup::{self, WorkloadCgroup};
-
-/// Scheduling policy a workload runs under.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Policy {
-    #[default]
-    Other,
-    Batch,
-    Idle,
-    Fifo,
-    Rr,
-}
-
-impl Policy {
-    pub fn as_libc(self) -> libc::c_int {
-        match self {
-            Policy::Other => libc::SCHED_OTHER,
-            Policy::Batch => libc::SCHED_BATCH,
-            Policy::Idle => libc::SCHED_IDLE,
-            Policy::Fifo => libc::SCHED_FIFO,
-            Policy::Rr => libc::SCHED_RR,
-        }
-    }
-
-    pub fn is_realtime(self) -> bool {
-        matches!(self, Policy::Fifo | Policy::Rr)
-    }
-}
-
-/// Where a workload sits, which decides what its fair share is.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Placement {
-    /// Its own process group in the supervisor's session: it shares the session's autogroup
-    /// with every other shared workload, as `make -j4` and a fork loop typed in one shell do.
-    #[default]
-    Shared,
-    /// Its own session (setsid), so its own autogroup when autogroup is enabled.
-    OwnSession,
-    /// Its own cgroup with this CPU weight (cgroup v2 scale, 1..10000; 100 is the default).
-    Cgroup { weight: u32 },
-}
-
-/// The knobs' limits, stated once for scenario files, the knob editor and the launch.
-pub const NICE: std::ops::RangeInclusive<i32> = -20..=19;
-pub const RT_PRIORITY: std::ops::RangeInclusive<u8> = 1..=99;
-pub const CGROUP_WEIGHT: std::ops::RangeInclusive<u32> = 1..=10_000;
-/// The weight of a cgroup when none is given (cgroup v2's default).
-pub const DEFAULT_CGROUP_WEIGHT: u32 = 100;
-
-/// The knobs set on a workload before it starts.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Knobs {
-    pub nice: i32,
-    pub policy: Policy,
-    /// Real-time priority, for the FIFO and RR policies (1..99).
-    pub rt_priority: u8,
-    /// CPUs it may run on; None = all.
-    pub affinity: Option<Vec<usize>>,
-    pub placement: Placement,
-    /// A bandwidth limit for its cgroup (placement = cgroup only), in % of one CPU: cgroup
-    /// v2 `cpu.max`, v1 `cpu.cfs_quota_us` over a 100 ms period.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_quota: Option<u32>,
-}
-
-/// The largest quota a workload may be given, in % of one CPU (100 CPUs); the cgroup
-/// plumbing, which enforces it, holds it.
-pub use crate::sys::cgroup::MAX_CPU_QUOTA;
+use crate::sys::kernel::cgroup::{self, WorkloadCgroup};
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +36,16 @@ pub enum Program {
     SelfExe(Vec<String>),
     /// Any program: argv[0] looked up in PATH.
     Command(Vec<String>),
+}
+
+impl std::fmt::Display for Program {
+    /// As a person would type it: `schedlab hackbench -g 10`, `make -j4`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Program::SelfExe(args) => write!(f, "`schedlab {}`", args.join(" ")),
+            Program::Command(argv) => write!(f, "`{}`", argv.join(" ")),
+        }
+    }
 }
 
 /// A workload about to be started.
@@ -145,28 +87,25 @@ impl Running {
 
     /// Changes nice, policy and affinity of every thread it has now, live. Placement cannot
     /// change under a running group (restart it); a new cgroup weight can.
-    pub fn set_knobs(&mut self, new: &Knobs) -> Result<usize> {
+    pub(crate) fn set_knobs(&mut self, new: &Knobs) -> Result<usize> {
         let changed = {
             let scope = match &self.cgroup {
-                Some(g) => knobs::Scope::Cgroup(g),
-                None => knobs::Scope::ProcessGroup(self.pgid()),
+                Some(g) => change::Scope::Cgroup(g),
+                None => change::Scope::ProcessGroup(self.pgid()),
             };
-            knobs::apply(&scope, &knobs::Change::between(&self.knobs, new))?
+            change::apply(&scope, &change::Change::between(&self.knobs, new))?
         };
         match (&self.knobs.placement, &new.placement) {
             (a, b) if a == b => {}
             (Placement::Cgroup { .. }, Placement::Cgroup { weight }) if self.cgroup.is_some() => {
                 self.cgroup.as_mut().unwrap().set_weight(*weight)?;
             }
-            _ => bail!("{}: a new placement needs a restart", self.name),
+            _ => bail!("a new placement needs a restart"),
         }
         if new.cpu_quota != self.knobs.cpu_quota {
             match self.cgroup.as_mut() {
                 Some(g) => g.set_quota(new.cpu_quota)?,
-                None => bail!(
-                    "{}: a CPU quota needs a cgroup of its own (placement cgroup)",
-                    self.name
-                ),
+                None => bail!("a CPU quota needs a cgroup of its own (placement cgroup)"),
             }
         }
         self.knobs = new.clone();
@@ -181,7 +120,7 @@ impl Running {
     }
 
     /// Whether the leader has exited, reaping it if so.
-    pub fn poll_exit(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn poll_exit(&mut self) -> Option<ExitStatus> {
         if self.exit.is_none() {
             if let Ok(Some(status)) = self.child.try_wait() {
                 self.exit = Some(status);
@@ -189,14 +128,15 @@ impl Running {
                 // SysV objects it may have left if it died by SIGKILL.
                 kill_group(self.pid, Signal::SIGKILL);
                 self.drop_cgroup();
-                let _ = crate::sys::sysv::sweep_orphans();
+                let _ = crate::sys::kernel::sysv::sweep_orphans();
             }
         }
         self.exit
     }
 
+    #[cfg(test)]
     /// The child's output pipes, when `capture_output` was set.
-    pub fn child_mut(&mut self) -> &mut Child {
+    pub(crate) fn child_mut(&mut self) -> &mut Child {
         &mut self.child
     }
 
@@ -217,7 +157,7 @@ impl Running {
         self.exit = self.child.wait().ok();
         self.drop_cgroup();
         wait_group_gone(self.pid, GROUP_GONE_WITHIN);
-        let _ = crate::sys::sysv::sweep_orphans();
+        let _ = crate::sys::kernel::sysv::sweep_orphans();
         self.exit
     }
 
@@ -230,7 +170,7 @@ impl Running {
         self.exit = Some(status);
         kill_group(self.pid, Signal::SIGKILL);
         self.drop_cgroup();
-        let _ = crate::sys::sysv::sweep_orphans();
+        let _ = crate::sys::kernel::sysv::sweep_orphans();
         Ok(status)
     }
 }
@@ -241,7 +181,7 @@ impl Drop for Running {
             kill_group(self.pid, Signal::SIGKILL);
             let _ = self.child.wait();
             wait_group_gone(self.pid, GROUP_GONE_WITHIN);
-            let _ = crate::sys::sysv::sweep_orphans();
+            let _ = crate::sys::kernel::sysv::sweep_orphans();
         }
     }
 }
@@ -251,7 +191,7 @@ impl Drop for Running {
 const GROUP_GONE_WITHIN: Duration = Duration::from_secs(2);
 
 /// Waits, up to `within`, until no process is left in the group. The leader is reaped first,
-/// but a second process of the group (chat-bench's server beside its client) may still be
+/// but a second process of the group (`schedlab chat`'s server beside its client) may still be
 /// exiting, its ledger still held: a sweep then would pass over its objects, and with the
 /// dashboard gone nobody would sweep again (CI saw 32 semaphore sets left after `q`).
 fn wait_group_gone(pgid: u32, within: Duration) {
@@ -272,12 +212,12 @@ fn kill_group(pgid: u32, sig: Signal) {
     }
 }
 
-/// Starts a workload in a process group of its own, with its knobs applied before exec.
+/// Starts a workload in a process group of its own, with its knobs applied before exec. Its
+/// errors say what went wrong, not which workload: the caller knows that.
 pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
     if spec.knobs.policy.is_realtime() && !RT_PRIORITY.contains(&spec.knobs.rt_priority) {
         bail!(
-            "{}: real-time priority must be 1..99, not {}",
-            spec.name,
+            "real-time priority must be 1..99, not {}",
             spec.knobs.rt_priority
         );
     }
@@ -313,7 +253,7 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
         rt_priority: spec.knobs.rt_priority,
         cpuset: spec.knobs.affinity.as_deref().map(cpu_set).transpose()?,
     };
-    let (policy, nice, pinned) = (setup.policy, setup.nice, setup.cpuset.is_some());
+    let pinned = setup.cpuset.is_some();
     // SAFETY: the closure runs in the child between fork and exec and does only what
     // ChildSetup::in_child does: async-signal-safe system calls on values prepared here, no
     // allocation, no lock.
@@ -322,16 +262,7 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
     }
 
     let child = cmd.spawn().map_err(|err| {
-        let what = match err.raw_os_error() {
-            Some(libc::EPERM) if policy.is_realtime() || nice < 0 => format!(
-                "{}: not permitted to set {:?} policy / nice {} (needs root or CAP_SYS_NICE)",
-                spec.name, policy, nice
-            ),
-            Some(libc::EINVAL) if pinned => {
-                format!("{}: CPU affinity names no usable CPU", spec.name)
-            }
-            _ => format!("{}: cannot start {:?}", spec.name, spec.program),
-        };
+        let what = spawn_failure(spec, err.raw_os_error(), pinned);
         anyhow::Error::new(err).context(what)
     })?;
     drop(lifeline_r);
@@ -357,22 +288,34 @@ pub fn spawn(spec: &LaunchSpec) -> Result<Running> {
     })
 }
 
+/// What a failed spawn means, in words: the child's setup before exec (its knobs) or the
+/// exec itself.
+fn spawn_failure(spec: &LaunchSpec, errno: Option<i32>, pinned: bool) -> String {
+    let (policy, nice) = (spec.knobs.policy, spec.knobs.nice);
+    match errno {
+        Some(libc::EPERM) if policy.is_realtime() || nice < 0 => format!(
+            "not permitted to set the {} policy / nice {nice} (needs root or CAP_SYS_NICE)",
+            policy.word(),
+        ),
+        Some(libc::EINVAL) if pinned => "its CPU affinity names no usable CPU".to_string(),
+        _ => format!("{} could not be run", spec.program),
+    }
+}
+
 /// The workload's own cgroup, when its placement asks for one.
 fn own_cgroup(spec: &LaunchSpec) -> Result<Option<WorkloadCgroup>> {
     match spec.knobs.placement {
         Placement::Cgroup { weight } => {
-            let mut g = WorkloadCgroup::create(&spec.name, weight).with_context(|| {
-                format!("{}: cannot place it in a cgroup of its own", spec.name)
-            })?;
+            let mut g = WorkloadCgroup::create(&spec.name, weight)
+                .context("cannot place it in a cgroup of its own")?;
             if spec.knobs.cpu_quota.is_some() {
                 g.set_quota(spec.knobs.cpu_quota)?;
             }
             Ok(Some(g))
         }
-        _ if spec.knobs.cpu_quota.is_some() => bail!(
-            "{}: a CPU quota needs a cgroup of its own (placement cgroup)",
-            spec.name
-        ),
+        _ if spec.knobs.cpu_quota.is_some() => {
+            bail!("a CPU quota needs a cgroup of its own (placement cgroup)")
+        }
         _ => Ok(None),
     }
 }
@@ -388,7 +331,7 @@ fn command(spec: &LaunchSpec) -> Result<Command> {
         }
         Program::Command(argv) => {
             let Some((first, rest)) = argv.split_first() else {
-                bail!("{}: empty command", spec.name);
+                bail!("an empty command");
             };
             let mut c = Command::new(first);
             c.args(rest);
@@ -458,7 +401,7 @@ impl ChildSetup {
                         0
                     },
                 };
-                if libc::sched_setscheduler(0, self.policy.as_libc(), &param) < 0 {
+                if libc::sched_setscheduler(0, policy_number(self.policy), &param) < 0 {
                     return fail();
                 }
             }
@@ -477,9 +420,20 @@ fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd)> {
     pipe2(OFlag::O_CLOEXEC).context("pipe2 for a lifeline")
 }
 
+/// The kernel's number for a policy (sched_setscheduler).
+fn policy_number(p: Policy) -> libc::c_int {
+    match p {
+        Policy::Other => libc::SCHED_OTHER,
+        Policy::Batch => libc::SCHED_BATCH,
+        Policy::Idle => libc::SCHED_IDLE,
+        Policy::Fifo => libc::SCHED_FIFO,
+        Policy::Rr => libc::SCHED_RR,
+    }
+}
+
 /// A CPU set holding `cpus`, checked against the machine.
-pub fn cpu_set(cpus: &[usize]) -> Result<CpuSet> {
-    let online = online_cpus();
+pub(crate) fn cpu_set(cpus: &[usize]) -> Result<CpuSet> {
+    let online = usable_cpus();
     let mut set = CpuSet::new();
     if cpus.is_empty() {
         bail!("an empty CPU list");
@@ -497,8 +451,8 @@ pub fn cpu_set(cpus: &[usize]) -> Result<CpuSet> {
     Ok(set)
 }
 
-/// CPUs this process may use (its affinity), which is what a workload can get.
-pub fn online_cpus() -> usize {
+/// How many CPUs this process may use (its affinity), which is what a workload can get.
+pub fn usable_cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -507,7 +461,7 @@ pub fn online_cpus() -> usize {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::sys::proc::alive;
+    use crate::sys::kernel::proc::alive;
 
     /// A `sh -c SCRIPT` workload with its output captured.
     pub(crate) fn sh(name: &str, script: &str, knobs: Knobs) -> LaunchSpec {
@@ -557,6 +511,23 @@ pub(crate) mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(!alive(grandchild));
+    }
+
+    #[test]
+    fn spawn_errors_are_words_without_the_name_or_rust_debug_text() {
+        let mut spec = sh("w", "true", Knobs::default());
+        spec.program = Program::Command(vec!["/nonexistent/prog".into(), "-x".into()]);
+        let err = format!("{:#}", spawn(&spec).err().unwrap());
+        assert!(
+            err.starts_with("`/nonexistent/prog -x` could not be run: "),
+            "{err}"
+        );
+        spec.knobs.policy = Policy::Fifo;
+        spec.knobs.rt_priority = 1;
+        assert_eq!(
+            spawn_failure(&spec, Some(libc::EPERM), false),
+            "not permitted to set the fifo policy / nice 0 (needs root or CAP_SYS_NICE)"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Lines kept.
-pub const LINES: usize = 20;
+pub(crate) const LINES: usize = 20;
 /// Bytes kept of one line; the rest of a longer line is dropped.
 const LINE_BYTES: usize = 300;
 

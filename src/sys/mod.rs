@@ -1,23 +1,17 @@
-//! Host plumbing used by many layers: cgroups, shared-memory counters and latency histograms,
-//! the send-time stamp carried in a message (`stamp`),
-//! the size guard, SysV objects and their ledger, process groups at exit, the lifeline,
-//! stdout/stderr that never panic, a prompt sampling thread, /proc outside the probe's sampling
-//! (`proc`), shared memory mappings (`shm`), the lists of what to kill on the way out
-//! (`kill_list`), CPU lists as the kernel prints them (`cpuset`), and room in the descriptor
-//! table made before the sampler needs it (`fdtable`).
+//! Host plumbing under every layer, in three parts:
+//!
+//! - [`kernel`]: the kernel's interfaces outside the probe's sampling: /proc (one process's
+//!   stat, sysctls, this process's own files), cgroups, CPU lists as the kernel prints them,
+//!   SysV semaphores and queues with their ledger, the size guard (the machine's limits), a
+//!   prompt sampling thread, and room in the descriptor table made before the sampler needs
+//!   it.
+//! - [`shared`]: the shared-memory format a workload writes and its watcher reads: the mapping,
+//!   the operation counters, the latency histograms' layout and the send-time stamp a message
+//!   carries (the last two core only, shared with the std-less programs of `src/bin/`).
+//! - [`exit`]: leaving nothing behind on any way out: the lifeline (signals, panics, a lost
+//!   parent), the lists of what to kill, whole process groups at exit, and output that never
+//!   panics on a closed pipe.
 
-pub mod cgroup;
-pub mod counters;
-pub mod cpuset;
-pub mod fdtable;
-pub mod groups;
-pub mod guard;
-pub mod histogram;
-pub mod kill_list;
-pub mod lifeline;
-pub mod output;
-pub mod priority;
-pub mod proc;
-pub mod shm;
-pub mod stamp;
-pub mod sysv;
+pub mod exit;
+pub mod kernel;
+pub mod shared;

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use ratatui::layout::Rect;
 
+pub use crate::engine::runs::RunResult;
+use crate::engine::runs::RunTracker;
 use crate::engine::{Command, Event, Playback, ReplayStatus};
+use crate::knobs::{Knobs, Placement, Policy};
 use crate::model::{Frame, WorkloadFrame, WorkloadState};
 use crate::scenario::WorkloadDecl;
-use crate::supervisor::knobs::placement_words;
-use crate::supervisor::{Knobs, Placement, Policy};
 
 use super::form::Form;
 use super::history::{MachineSeries, Point, Series};
@@ -19,18 +20,9 @@ use super::picker::Template;
 use super::theme::Theme;
 
 /// Sampling intervals offered by + and -.
-pub const INTERVALS_MS: [u64; 9] = [100, 200, 250, 500, 1000, 2000, 3000, 5000, 10_000];
+pub(crate) const INTERVALS_MS: [u64; 9] = [100, 200, 250, 500, 1000, 2000, 3000, 5000, 10_000];
 /// Time windows offered by z and Z, in seconds.
-pub const WINDOWS: [f64; 7] = [15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 600.0];
-
-/// A finished run of a finite workload and its figure.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunResult {
-    pub seconds: f64,
-    /// Mean operations per second over the run.
-    pub ops_per_sec: f64,
-    pub exit_code: i32,
-}
+pub(crate) const WINDOWS: [f64; 7] = [15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 600.0];
 
 /// One workload as the dashboard knows it.
 #[derive(Clone, Debug)]
@@ -43,9 +35,8 @@ pub struct WorkloadView {
     /// Restart it each time it finishes.
     pub looping: bool,
     pub runs: Vec<RunResult>,
-    run_started: Option<f64>,
-    run_ops: f64,
-    last_state: Option<WorkloadState>,
+    /// Its run in progress: the engine's account of runs, fed with the Frames that arrive.
+    run: RunTracker,
 }
 
 impl WorkloadView {
@@ -70,6 +61,8 @@ pub enum Mode {
     EditKnobs(u32, Form),
     /// The last stderr lines of a failed workload.
     Stderr(u32),
+    /// The last messages, in full.
+    Messages,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -101,7 +94,10 @@ pub struct App {
     /// The Frame on screen while frozen.
     pub frozen: Option<Frame>,
     pub mode: Mode,
+    /// The message the bottom line shows until it fades.
     pub message: Option<Message>,
+    /// The last messages, oldest first, for the key that shows them in full.
+    pub messages: Vec<Message>,
     pub quit: bool,
     /// Commands for the engine, drained by the main loop.
     pub outbox: Vec<Command>,
@@ -119,16 +115,20 @@ pub struct App {
     /// drawing.
     pub chart_width: Cell<u16>,
     next_slot: usize,
-    /// Loop settings of workloads asked for and not yet added, by name.
-    pending_loops: Vec<(String, bool)>,
+    /// Workloads the person asked for and the engine has not added yet, by name, with their
+    /// loop setting: once added, each is selected.
+    asked: Vec<(String, bool)>,
 }
+
+/// Messages kept for the key that shows them in full.
+const MESSAGES_KEPT: usize = 20;
 
 /// From this width the latency panel is beside the three charts unless hidden: four panels
 /// of 35 columns still hold a y axis and a minute of points.
-pub const LATENCY_BESIDE_WIDTH: u16 = 140;
+pub(crate) const LATENCY_BESIDE_WIDTH: u16 = 140;
 
 /// Whether a screen this wide shows the latency panel beside the charts by itself.
-pub fn latency_beside(width: u16) -> bool {
+pub(crate) fn latency_beside(width: u16) -> bool {
     width >= LATENCY_BESIDE_WIDTH
 }
 
@@ -147,6 +147,7 @@ impl App {
             frozen: None,
             mode: Mode::Normal,
             message: None,
+            messages: Vec::new(),
             quit: false,
             outbox: Vec::new(),
             pending_remove: None,
@@ -156,7 +157,7 @@ impl App {
             cpu_view: false,
             chart_width: Cell::new(0),
             next_slot: 0,
-            pending_loops: Vec::new(),
+            asked: Vec::new(),
         }
     }
 
@@ -174,7 +175,7 @@ impl App {
         self.shown()?.workloads.iter().find(|w| w.id == id)
     }
 
-    pub fn selected_view(&self) -> Option<&WorkloadView> {
+    pub(crate) fn selected_view(&self) -> Option<&WorkloadView> {
         self.workloads.get(self.selected)
     }
 
@@ -182,7 +183,7 @@ impl App {
         self.latest.as_ref().map_or(0.0, |f| f.t)
     }
 
-    pub fn notice(&mut self, text: impl Into<String>) {
+    pub(crate) fn notice(&mut self, text: impl Into<String>) {
         self.say(text.into(), false);
     }
 
@@ -192,13 +193,39 @@ impl App {
 
     fn say(&mut self, text: String, error: bool) {
         let until = self.now() + if error { 15.0 } else { 6.0 };
-        self.message = Some(Message { text, error, until });
+        let message = Message { text, error, until };
+        if self.messages.len() == MESSAGES_KEPT {
+            self.messages.remove(0);
+        }
+        self.messages.push(message.clone());
+        self.message = Some(message);
+    }
+
+    /// A replay shows what was recorded: a key that would start, stop or change a workload
+    /// says so at once instead of opening its form.
+    fn live_only(&mut self) -> bool {
+        if self.replay.is_some() {
+            self.error("a replay shows what was recorded: its workloads and knobs cannot change");
+            return false;
+        }
+        true
+    }
+
+    /// Shows the last messages in full.
+    pub(crate) fn open_messages(&mut self) {
+        if self.messages.is_empty() {
+            self.notice("no messages yet");
+        } else {
+            self.mode = Mode::Messages;
+        }
     }
 
     /// Takes in what the engine sent.
     pub fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Frame(f) => self.on_frame(f),
+            // The dashboard's engine sends none: it records nothing.
+            Event::Sample(_) => {}
             Event::Added(id, decl) => self.on_added(id, decl),
             Event::Removed(id) => {
                 if let Some(i) = self.workloads.iter().position(|w| w.id == id) {
@@ -224,14 +251,12 @@ impl App {
 
     /// After a seek: forgets every chart point and run, and takes the Frames up to the new
     /// position in again, so the charts and the table agree on where the replay is.
-    pub fn rebuild(&mut self, frames: Vec<Frame>) {
+    pub(crate) fn rebuild(&mut self, frames: Vec<Frame>) {
         self.machine = MachineSeries::default();
         for w in &mut self.workloads {
             w.series = Series::default();
             w.runs.clear();
-            w.run_started = None;
-            w.run_ops = 0.0;
-            w.last_state = None;
+            w.run = RunTracker::default();
         }
         self.latest = None;
         self.frozen = None;
@@ -243,30 +268,32 @@ impl App {
         self.outbox.truncate(queued);
     }
 
-    pub fn on_added(&mut self, id: u32, decl: WorkloadDecl) {
+    pub(crate) fn on_added(&mut self, id: u32, decl: WorkloadDecl) {
         if self.workloads.iter().any(|w| w.id == id) {
             return;
         }
-        let looping = self
-            .pending_loops
+        let asked = self
+            .asked
             .iter()
             .position(|(n, _)| *n == decl.name)
-            .map(|i| self.pending_loops.remove(i).1);
+            .map(|i| self.asked.remove(i).1);
         self.workloads.push(WorkloadView {
             id,
             decl,
             slot: self.next_slot,
             series: Series::default(),
-            looping: looping.unwrap_or(false),
+            looping: asked.unwrap_or(false),
             runs: Vec::new(),
-            run_started: None,
-            run_ops: 0.0,
-            last_state: None,
+            run: RunTracker::default(),
         });
         self.next_slot += 1;
+        // The one just asked for is the one the next key is about (a nice step, a stop).
+        if asked.is_some() {
+            self.selected = self.workloads.len() - 1;
+        }
     }
 
-    pub fn on_frame(&mut self, frame: Frame) {
+    pub(crate) fn on_frame(&mut self, frame: Frame) {
         // A replay never goes back by Frames, only by History; a Frame seen already would
         // count its operations twice.
         if self.replay.is_some() && self.latest.as_ref().is_some_and(|l| frame.t <= l.t) {
@@ -279,32 +306,11 @@ impl App {
                 continue;
             };
             view.series.push(Point::of(frame.t, wf));
-            let was = view.last_state.replace(wf.state.clone());
-            match (&was, &wf.state) {
-                (_, WorkloadState::Running) => {
-                    if !matches!(was, Some(WorkloadState::Running)) {
-                        view.run_started = Some(frame.t - frame.interval);
-                        view.run_ops = 0.0;
-                    }
-                    view.run_ops += wf.ops_per_sec * frame.interval;
+            if let Some(ended) = view.run.observe(frame.t, frame.interval, wf, view.looping) {
+                view.runs.push(ended.run);
+                if ended.restart {
+                    restarts.push(view.id);
                 }
-                (Some(WorkloadState::Running), WorkloadState::Done(code)) => {
-                    view.run_ops += wf.ops_per_sec * frame.interval;
-                    let seconds = frame.t - view.run_started.unwrap_or(frame.t - frame.interval);
-                    view.runs.push(RunResult {
-                        seconds,
-                        ops_per_sec: if seconds > 0.0 {
-                            view.run_ops / seconds
-                        } else {
-                            0.0
-                        },
-                        exit_code: *code,
-                    });
-                    if view.looping {
-                        restarts.push(view.id);
-                    }
-                }
-                _ => {}
             }
         }
         for id in restarts {
@@ -324,19 +330,19 @@ impl App {
         }
     }
 
-    pub fn select_next(&mut self) {
+    pub(crate) fn select_next(&mut self) {
         if !self.workloads.is_empty() {
             self.selected = (self.selected + 1) % self.workloads.len();
         }
     }
 
-    pub fn select_prev(&mut self) {
+    pub(crate) fn select_prev(&mut self) {
         if !self.workloads.is_empty() {
             self.selected = (self.selected + self.workloads.len() - 1) % self.workloads.len();
         }
     }
 
-    pub fn toggle_freeze(&mut self) {
+    pub(crate) fn toggle_freeze(&mut self) {
         self.frozen = match self.frozen {
             Some(_) => None,
             None => self.latest.clone(),
@@ -345,7 +351,7 @@ impl App {
 
     /// Shows the latency panel if it is not on screen (the per-CPU view leaves it off),
     /// hides it if it is.
-    pub fn toggle_latency(&mut self) {
+    pub(crate) fn toggle_latency(&mut self) {
         let width = self.chart_width.get();
         let on_screen = !self.cpu_view && self.latency_shown(width);
         self.cpu_view = false;
@@ -354,17 +360,17 @@ impl App {
 
     /// Whether the latency panel is on screen at this width: as the layout has it, unless its
     /// key turned that round.
-    pub fn latency_shown(&self, width: u16) -> bool {
+    pub(crate) fn latency_shown(&self, width: u16) -> bool {
         latency_beside(width) != self.latency_toggled
     }
 
     /// The per-CPU view in the charts' place, or the charts back.
-    pub fn toggle_cpu_view(&mut self) {
+    pub(crate) fn toggle_cpu_view(&mut self) {
         self.cpu_view = !self.cpu_view;
     }
 
     /// Space: a replay pauses or resumes playback; a live run freezes the view.
-    pub fn pause_or_freeze(&mut self) {
+    pub(crate) fn pause_or_freeze(&mut self) {
         if self.replay.is_some() {
             self.outbox.push(Command::Playback(Playback::TogglePause));
         } else {
@@ -380,7 +386,7 @@ impl App {
     }
 
     /// A longer (`up`) or shorter sampling interval.
-    pub fn step_interval(&mut self, up: bool) {
+    pub(crate) fn step_interval(&mut self, up: bool) {
         let ms = self.interval.as_millis() as u64;
         let i = INTERVALS_MS
             .iter()
@@ -412,12 +418,19 @@ impl App {
         self.window = WINDOWS[j];
     }
 
+    /// The selected workload's id and name, when there is one and the run is live.
+    fn live_selected(&mut self) -> Option<(u32, String)> {
+        if !self.live_only() {
+            return None;
+        }
+        self.selected_view().map(|w| (w.id, w.decl.name.clone()))
+    }
+
     /// Start a stopped or finished workload; stop a running one.
-    pub fn toggle_run(&mut self) {
-        let Some(w) = self.selected_view() else {
+    pub(crate) fn toggle_run(&mut self) {
+        let Some((id, name)) = self.live_selected() else {
             return;
         };
-        let (id, name) = (w.id, w.decl.name.clone());
         match self.frame_of(id).map(|f| &f.state) {
             Some(WorkloadState::Running | WorkloadState::Starting | WorkloadState::Partial(_)) => {
                 self.outbox.push(Command::Stop(id));
@@ -432,8 +445,7 @@ impl App {
     }
 
     pub fn restart(&mut self) {
-        if let Some(w) = self.selected_view() {
-            let (id, name) = (w.id, w.decl.name.clone());
+        if let Some((id, name)) = self.live_selected() {
             self.outbox.push(Command::Restart(id));
             self.notice(format!("restarting {name}"));
         }
@@ -441,10 +453,9 @@ impl App {
 
     /// The first press asks, the second removes.
     pub fn remove(&mut self) {
-        let Some(w) = self.selected_view() else {
+        let Some((id, name)) = self.live_selected() else {
             return;
         };
-        let (id, name) = (w.id, w.decl.name.clone());
         if self.pending_remove == Some(id) {
             self.pending_remove = None;
             self.outbox.push(Command::Remove(id));
@@ -454,7 +465,10 @@ impl App {
         }
     }
 
-    pub fn toggle_loop(&mut self) {
+    pub(crate) fn toggle_loop(&mut self) {
+        if !self.live_only() {
+            return;
+        }
         let Some(w) = self.workloads.get_mut(self.selected) else {
             return;
         };
@@ -473,7 +487,10 @@ impl App {
     }
 
     /// Sends new knobs for the selected workload.
-    pub fn set_knobs(&mut self, change: impl FnOnce(&mut Knobs) -> Result<String, String>) {
+    pub(crate) fn set_knobs(&mut self, change: impl FnOnce(&mut Knobs) -> Result<String, String>) {
+        if !self.live_only() {
+            return;
+        }
         let Some(w) = self.workloads.get_mut(self.selected) else {
             return;
         };
@@ -491,7 +508,7 @@ impl App {
         }
     }
 
-    pub fn nice_step(&mut self, delta: i32) {
+    pub(crate) fn nice_step(&mut self, delta: i32) {
         self.set_knobs(|k| {
             let new = (k.nice + delta).clamp(-20, 19);
             if new == k.nice {
@@ -502,7 +519,7 @@ impl App {
         });
     }
 
-    pub fn cycle_policy(&mut self) {
+    pub(crate) fn cycle_policy(&mut self) {
         self.set_knobs(|k| {
             k.policy = match k.policy {
                 Policy::Other => Policy::Batch,
@@ -510,26 +527,23 @@ impl App {
                 _ => Policy::Other,
             };
             k.rt_priority = 0;
-            Ok(format!(
-                "policy {} (fifo and rr: e)",
-                crate::supervisor::knobs::policy_name(k.policy)
-            ))
+            Ok(format!("policy {} (fifo and rr: e)", k.policy.word()))
         });
     }
 
-    pub fn cycle_placement(&mut self) {
+    pub(crate) fn cycle_placement(&mut self) {
         self.set_knobs(|k| {
             k.placement = match k.placement {
                 Placement::Shared => Placement::OwnSession,
                 Placement::OwnSession => Placement::Cgroup { weight: 100 },
                 Placement::Cgroup { .. } => Placement::Shared,
             };
-            Ok(format!("restarting in {}", placement_words(&k.placement)))
+            Ok(format!("restarting in {}", k.placement.words()))
         });
     }
 
     /// Doubles or halves a cgroup weight.
-    pub fn weight_step(&mut self, up: bool) {
+    pub(crate) fn weight_step(&mut self, up: bool) {
         self.set_knobs(|k| match k.placement {
             Placement::Cgroup { weight } => {
                 let new = if up {
@@ -544,12 +558,15 @@ impl App {
         });
     }
 
-    pub fn open_picker(&mut self) {
+    pub(crate) fn open_picker(&mut self) {
+        if !self.live_only() {
+            return;
+        }
         self.mode = Mode::Picker(0);
     }
 
     /// Shows what the selected workload wrote to stderr before it failed.
-    pub fn open_stderr(&mut self) {
+    pub(crate) fn open_stderr(&mut self) {
         let Some(id) = self.selected_view().map(|w| w.id) else {
             return;
         };
@@ -560,7 +577,10 @@ impl App {
         }
     }
 
-    pub fn open_knob_editor(&mut self) {
+    pub(crate) fn open_knob_editor(&mut self) {
+        if !self.live_only() {
+            return;
+        }
         let Some(w) = self.selected_view() else {
             return;
         };
@@ -578,13 +598,12 @@ impl App {
     }
 
     /// Submits the new-workload form; keeps it open with the reason when it is refused.
-    pub fn submit_new(&mut self, template: Template, mut form: Form) {
+    pub(crate) fn submit_new(&mut self, template: Template, mut form: Form) {
         let taken: Vec<String> = self.workloads.iter().map(|w| w.decl.name.clone()).collect();
         match template.decl(&form, &taken) {
             Ok(decl) => {
                 self.notice(format!("starting {}", decl.name));
-                self.pending_loops
-                    .push((decl.name.clone(), form.toggle("loop")));
+                self.asked.push((decl.name.clone(), form.toggle("loop")));
                 self.outbox.push(Command::Add(decl));
                 self.mode = Mode::Normal;
             }
@@ -595,12 +614,12 @@ impl App {
         }
     }
 
-    pub fn submit_knobs(&mut self, id: u32, mut form: Form) {
+    pub(crate) fn submit_knobs(&mut self, id: u32, mut form: Form) {
         let Some(w) = self.workloads.iter_mut().find(|w| w.id == id) else {
             self.mode = Mode::Normal;
             return;
         };
-        match super::picker::knobs_from(&form) {
+        match super::picker::knobs_from(&form, crate::supervisor::usable_cpus()) {
             Ok(knobs) => {
                 if w.finite() {
                     w.looping = form.toggle("loop");

@@ -131,7 +131,8 @@ pub(super) fn thin(
 }
 
 /// The chart's frame. Its title names the lines in their colours when there is room (a
-/// legend box inside would hide data); otherwise the table's colours name them.
+/// legend box inside would hide data); otherwise the table's colours name them, and without
+/// colour its bottom edge names them by the shapes of their lines.
 fn block<'a>(app: &App, title: &'a str, key: &'a str, lines: &[Line2], width: u16) -> Block<'a> {
     let names: Vec<(usize, &str)> = lines.iter().map(|l| (l.slot, l.name.as_str())).collect();
     titled_block(app, title, key, &names, width)
@@ -154,15 +155,22 @@ pub(super) fn titled_block<'a>(
     let used: usize = title_spans.iter().map(|s| s.width()).sum();
     let names: Vec<Span> = names
         .iter()
-        .map(|(slot, name)| Span::styled(format!(" ■{name}"), app.theme.workload(*slot)))
+        .map(|(slot, name)| {
+            let mark = app.theme.mark(*slot);
+            Span::styled(format!(" {mark}{name}"), app.theme.workload(*slot))
+        })
         .collect();
-    if used + names.iter().map(|s| s.width()).sum::<usize>() + 2 <= width as usize {
-        title_spans.extend(names);
-    }
-    Block::default()
+    let names_width = names.iter().map(|s| s.width()).sum::<usize>();
+    let mut block = Block::default()
         .borders(Borders::ALL)
-        .border_style(app.theme.border())
-        .title(Line::from(title_spans))
+        .border_style(app.theme.border());
+    if used + names_width + 2 <= width as usize {
+        title_spans.extend(names);
+    } else if !app.theme.colour && names_width + 2 <= width as usize {
+        // Without colour the table cannot name the lines by colour: the legend goes under.
+        block = block.title_bottom(Line::from(names));
+    }
+    block.title(Line::from(title_spans))
 }
 
 pub(super) fn x_axis<'a>(app: &App) -> Axis<'a> {
@@ -191,7 +199,7 @@ fn datasets<'a>(app: &App, lines: &'a [Line2]) -> Vec<Dataset<'a>> {
     for l in lines {
         sets.push(
             Dataset::default()
-                .marker(Marker::Braille)
+                .marker(app.theme.marker(l.slot))
                 .graph_type(GraphType::Line)
                 .style(app.theme.workload(l.slot))
                 .data(&l.main),

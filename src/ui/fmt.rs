@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// A rate or count with a k/M/G suffix, at most 5 characters: 0, 3.2, 885, 12.3k, 123k, 1.5M.
-pub fn si(v: f64) -> String {
+pub(crate) fn si(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
@@ -70,15 +70,6 @@ pub fn span(secs: f64) -> String {
     }
 }
 
-/// A scheduling weight: whole numbers as the kernel writes them (1024 for nice 0).
-pub fn weight(w: f64) -> String {
-    if w.is_finite() && w < 999_999.5 {
-        format!("{w:.0}")
-    } else {
-        si(w)
-    }
-}
-
 /// A latency in µs as at most 5 characters with its unit: 2.6µs, 29µs, 931µs, 1.2ms, 12ms,
 /// 931ms, 1.2s, 137s.
 pub fn latency(us: f64) -> String {
@@ -102,7 +93,7 @@ pub fn latency(us: f64) -> String {
 }
 
 /// Cuts `s` to `width` characters, marking the cut with an ellipsis.
-pub fn clip(s: &str, width: usize) -> String {
+pub(crate) fn clip(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         s.to_string()
     } else if width == 0 {

@@ -40,7 +40,7 @@ impl Field {
         }
     }
 
-    pub fn choice(
+    pub(crate) fn choice(
         key: &'static str,
         label: &'static str,
         options: &[&'static str],
@@ -58,7 +58,7 @@ impl Field {
         }
     }
 
-    pub fn toggle(
+    pub(crate) fn toggle(
         key: &'static str,
         label: &'static str,
         on: bool,
@@ -84,7 +84,7 @@ impl Field {
 
 /// What a key did to the form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Editing,
     Submit,
     Cancel,
@@ -109,7 +109,7 @@ impl Form {
         }
     }
 
-    pub fn handle_key(&mut self, key: KeyEvent) -> Outcome {
+    pub(crate) fn handle_key(&mut self, key: KeyEvent) -> Outcome {
         let n = self.fields.len();
         match key.code {
             KeyCode::Esc => return Outcome::Cancel,
@@ -166,14 +166,14 @@ impl Form {
         }
     }
 
-    pub fn choice(&self, key: &str) -> &'static str {
+    pub(crate) fn choice(&self, key: &str) -> &'static str {
         match self.field(key).map(|f| &f.value) {
             Some(Value::Choice { options, index }) => options[*index],
             _ => "",
         }
     }
 
-    pub fn toggle(&self, key: &str) -> bool {
+    pub(crate) fn toggle(&self, key: &str) -> bool {
         matches!(self.field(key).map(|f| &f.value), Some(Value::Toggle(true)))
     }
 
@@ -194,23 +194,7 @@ impl Form {
         }
     }
 
-    /// Like [`number`](Self::number), but an empty field means None.
-    pub fn optional_number<T>(
-        &self,
-        key: &str,
-        range: std::ops::RangeInclusive<T>,
-    ) -> Result<Option<T>, String>
-    where
-        T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
-    {
-        if self.text(key).is_empty() {
-            Ok(None)
-        } else {
-            self.number(key, range).map(Some)
-        }
-    }
-
-    pub fn focused_hint(&self) -> &str {
+    pub(crate) fn focused_hint(&self) -> &str {
         self.fields.get(self.focus).map_or("", |f| &f.hint)
     }
 }

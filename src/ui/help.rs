@@ -56,7 +56,7 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
 }
 
 /// Draws `body` in a bordered, titled box at `popup`, over what is there.
-pub fn draw_popup(f: &mut TermFrame, popup: Rect, title: &str, t: &Theme, body: Paragraph) {
+pub(crate) fn draw_popup(f: &mut TermFrame, popup: Rect, title: &str, t: &Theme, body: Paragraph) {
     f.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)
@@ -67,7 +67,7 @@ pub fn draw_popup(f: &mut TermFrame, popup: Rect, title: &str, t: &Theme, body: 
 }
 
 /// A `w`×`h` rectangle in the middle of `area`.
-pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect {

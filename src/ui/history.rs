@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use crate::model::{Frame, WorkloadFrame};
 
 /// The longest time window a chart can show, in seconds.
-pub const MAX_WINDOW: f64 = 600.0;
+pub(crate) const MAX_WINDOW: f64 = 600.0;
 
 /// One workload's numbers at the end of one interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

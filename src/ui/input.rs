@@ -8,19 +8,19 @@ use crossterm::event::{
 
 use super::app::{App, Mode};
 use super::form::Outcome;
-use super::picker::TEMPLATES;
+use super::picker::{Template, TEMPLATES};
 use crate::engine::Playback;
 
 /// Every key of the main screen and what it does, grouped as the help screen shows them.
 /// One row a key, as a table reads (rustfmt would fold the longer rows over four lines).
 #[rustfmt::skip]
-pub const KEYS: &[(&str, &str, &str)] = &[
+pub(crate) const KEYS: &[(&str, &str, &str)] = &[
     ("View", "↑ ↓  k j  ← → h l", "select a workload (or click a row)"),
     ("View", "space  f", "freeze / unfreeze the screen"),
     ("View", "+  -", "longer / shorter sampling interval"),
     ("View", "z  Z   <  >", "zoom the time window in / out"),
     ("View", "L  c", "latency panel / per-CPU view: show or hide"),
-    ("View", "?", "this help"),
+    ("View", "?  m", "this help / the last messages, in full"),
     ("Workloads", "a", "add a workload from the picker"),
     ("Workloads", "s", "stop it, or start it again"),
     ("Workloads", "r", "restart it"),
@@ -40,7 +40,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
 ];
 
 /// The groups of [`KEYS`] that only a replay has.
-pub const REPLAY_GROUP: &str = "Replay";
+pub(crate) const REPLAY_GROUP: &str = "Replay";
 
 /// The keys the help lists: a replay cannot change workloads, a live run cannot seek.
 pub fn keys_for(
@@ -76,8 +76,8 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
     let pending_remove = app.pending_remove.take();
     match std::mem::take(&mut app.mode) {
         Mode::Normal => normal_key(app, key, pending_remove),
-        // Any key closes the help, and a failed workload's stderr.
-        Mode::Help | Mode::Stderr(_) => {}
+        // Any key closes the help, a failed workload's stderr and the messages.
+        Mode::Help | Mode::Stderr(_) | Mode::Messages => {}
         Mode::Picker(i) => {
             let n = TEMPLATES.len();
             app.mode = match key.code {
@@ -87,13 +87,10 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
                 KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => {
                     Mode::NewWorkload(TEMPLATES[i], TEMPLATES[i].form(app.cpus))
                 }
-                KeyCode::Char(c @ '1'..='9') => {
-                    let j = (c as usize - '1' as usize).min(n - 1);
-                    Mode::NewWorkload(TEMPLATES[j], TEMPLATES[j].form(app.cpus))
-                }
-                KeyCode::Char('0') => {
-                    Mode::NewWorkload(TEMPLATES[n - 1], TEMPLATES[n - 1].form(app.cpus))
-                }
+                KeyCode::Char(c) => match Template::of_key(c) {
+                    Some(t) => Mode::NewWorkload(t, t.form(app.cpus)),
+                    None => Mode::Picker(i),
+                },
                 _ => Mode::Picker(i),
             };
         }
@@ -144,6 +141,7 @@ fn normal_key(app: &mut App, key: KeyEvent, pending_remove: Option<u32>) {
         }
         KeyCode::Char('o') => app.toggle_loop(),
         KeyCode::Char('v') => app.open_stderr(),
+        KeyCode::Char('m') => app.open_messages(),
         KeyCode::Char('e') | KeyCode::Enter => app.open_knob_editor(),
         KeyCode::Char('[') | KeyCode::F(7) => app.nice_step(-1),
         KeyCode::Char(']') | KeyCode::F(8) => app.nice_step(1),

@@ -15,14 +15,14 @@
 pub mod app;
 pub mod charts;
 pub mod cpus;
-pub mod fmt;
+pub(crate) mod fmt;
 pub mod form;
 pub mod help;
 pub mod history;
 pub mod input;
 pub mod latency;
 pub mod picker;
-pub mod popup;
+pub(crate) mod popup;
 pub mod status;
 pub mod table;
 pub mod terminal;
@@ -44,8 +44,8 @@ use app::{App, Mode};
 use theme::Theme;
 
 /// The smallest terminal the dashboard draws in.
-pub const MIN_WIDTH: u16 = 72;
-pub const MIN_HEIGHT: u16 = 20;
+pub(crate) const MIN_WIDTH: u16 = 72;
+pub(crate) const MIN_HEIGHT: u16 = 20;
 /// Lines the charts keep however many workloads the table lists.
 const MIN_CHART_HEIGHT: u16 = 9;
 
@@ -67,7 +67,7 @@ pub fn run(
 ) -> Result<()> {
     let mut session = terminal::Session::enter()?;
     crate::engine::live::install_exit_hook();
-    crate::sys::cgroup::sweep_orphans();
+    crate::sys::kernel::cgroup::sweep_orphans();
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let (cmd_tx, cmd_rx) = mpsc::channel::<Command>();
@@ -75,9 +75,8 @@ pub fn run(
     let engine = std::thread::Builder::new()
         .name("schedlab-engine".into())
         .spawn(move || match make_backend(interval) {
-            Ok(backend) => crate::engine::thread::run(backend, interval, cmd_rx, |e| {
-                etx.send(Msg::Engine(Box::new(e))).is_ok()
-            }),
+            Ok(backend) => crate::engine::thread::Engine::new(backend, interval)
+                .run(cmd_rx, |e| etx.send(Msg::Engine(Box::new(e))).is_ok()),
             Err(e) => {
                 let _ = etx.send(Msg::EngineFailed(format!("{e:#}")));
             }
@@ -105,7 +104,7 @@ pub fn run(
         .context("starting the input thread")?;
     drop(tx);
 
-    let cpus = crate::supervisor::online_cpus();
+    let cpus = crate::supervisor::usable_cpus();
     let mut app = App::new(scenario.name.clone(), interval, cpus, Theme::from_env());
     let result = (|| -> Result<()> {
         loop {
@@ -183,6 +182,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
         Mode::NewWorkload(_, form) => popup::draw_form(f, area, app, form, "start"),
         Mode::EditKnobs(_, form) => popup::draw_form(f, area, app, form, "apply"),
         Mode::Stderr(id) => status::draw_stderr(f, area, app, *id),
+        Mode::Messages => status::draw_messages(f, area, app),
     }
 }
 

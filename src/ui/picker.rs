@@ -2,63 +2,60 @@
 //! then a form with its parameters and knobs, which becomes a `WorkloadDecl`. The knob part
 //! of the form is also the editor for a running workload's knobs.
 
-use crate::scenario::WorkloadDecl;
-use crate::supervisor::knobs::{format_cpu_list, parse_cpu_list, policy_name};
-use crate::supervisor::{
-    Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, NICE, RT_PRIORITY,
+use crate::knobs::{
+    cpus_text, parse_cpus, Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT,
+    MAX_CPU_QUOTA, NICE, RT_PRIORITY,
 };
-use crate::workload::kind::WorkloadKind;
-use crate::workload::registry::{self, Absent, Ends, Kind, Param, Pick, Ty, Value};
+use crate::scenario::WorkloadDecl;
+use crate::workload::registry::{self, Absent, Ends, Kind, Param, Ty, Value, WorkloadKind};
 
 use super::form::{Field, Form};
 
-/// One line of the picker: a kind of the registry, with some parameters fixed (ping-pong's
-/// IPC), by its place in [`registry::picks`].
+/// One line of the picker: a kind of the registry, by its place in [`registry::KINDS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Template(usize);
 
-/// Every line of the picker, in order (the registry's picks; a test checks the count).
-pub const TEMPLATES: [Template; 11] = {
-    let mut all = [Template(0); 11];
-    let mut i = 0;
-    while i < all.len() {
-        all[i] = Template(i);
-        i += 1;
-    }
-    all
-};
+/// Every line of the picker, in the registry's order.
+pub static TEMPLATES: std::sync::LazyLock<Vec<Template>> =
+    std::sync::LazyLock::new(|| (0..registry::KINDS.len()).map(Template).collect());
 
 impl Template {
-    fn pick(self) -> (&'static Kind, &'static Pick) {
-        registry::picks()
-            .nth(self.0)
-            .expect("TEMPLATES has one entry per registry pick")
+    /// The line a key opens at once: 1-9 the first nine, 0 the last (so that ten lines all
+    /// have a key; a test keeps the registry at ten kinds or fewer).
+    pub(crate) fn of_key(c: char) -> Option<Template> {
+        match c {
+            '0' => TEMPLATES.last().copied(),
+            '1'..='9' => TEMPLATES.get(c as usize - '1' as usize).copied(),
+            _ => None,
+        }
+    }
+
+    /// Its key in the list: its number among the first nine, else 0 for the last line.
+    pub fn key(self) -> Option<char> {
+        match self.0 {
+            i @ 0..=8 => char::from_digit(i as u32 + 1, 10),
+            i if i + 1 == TEMPLATES.len() => Some('0'),
+            _ => None,
+        }
     }
 
     /// The kind it starts.
     pub fn kind(self) -> &'static Kind {
-        self.pick().0
+        registry::KINDS[self.0]
     }
 
+    /// Its name in the list: the kind's, which its workloads get too.
     pub fn label(self) -> &'static str {
-        self.pick().1.label
+        self.kind().word
     }
 
     pub fn about(self) -> &'static str {
-        self.pick().1.about
+        self.kind().about
     }
 
     /// Finite runs can loop: restart when they finish.
     pub fn finite(self) -> bool {
         self.kind().ends != Ends::Never
-    }
-
-    /// The parameters the form asks for: the kind's, less those the pick fixes.
-    fn asked(self) -> impl Iterator<Item = &'static Param> {
-        let (kind, pick) = self.pick();
-        kind.params
-            .iter()
-            .filter(move |p| !pick.fixed.iter().any(|(k, _)| *k == p.key))
     }
 
     /// The picker's form for this kind: its parameters with their defaults, then the knobs.
@@ -69,7 +66,7 @@ impl Template {
             "",
             "empty: the kind's name (made unique)",
         )];
-        fields.extend(self.asked().map(param_field));
+        fields.extend(self.kind().params.iter().map(param_field));
         fields.extend(knob_fields(&Knobs::default()));
         if self.finite() {
             fields.push(Field::toggle(
@@ -84,17 +81,14 @@ impl Template {
 
     /// The workload this form describes, or why not.
     pub fn decl(self, form: &Form, taken: &[String]) -> Result<WorkloadDecl, String> {
-        let (kind, pick) = self.pick();
+        let kind = self.kind();
         let values = kind
             .params
             .iter()
-            .map(|p| match pick.fixed.iter().find(|(k, _)| *k == p.key) {
-                Some((_, s)) => Ok(p.setting(*s)),
-                None => field_value(p, form),
-            })
+            .map(|p| field_value(p, form))
             .collect::<Result<Vec<_>, _>>()?;
         let kind = kind.build(values);
-        let knobs = knobs_from(form)?;
+        let knobs = knobs_from(form, crate::supervisor::usable_cpus())?;
         let wanted = form.text("name");
         let base = if wanted.is_empty() {
             match &kind {
@@ -166,11 +160,10 @@ fn field_value(p: &Param, form: &Form) -> Result<Value, String> {
 }
 
 /// The knob fields, filled from `k`.
-pub fn knob_fields(k: &Knobs) -> Vec<Field> {
-    let (placement, weight) = match k.placement {
-        Placement::Shared => ("shared session", DEFAULT_CGROUP_WEIGHT),
-        Placement::OwnSession => ("own session", DEFAULT_CGROUP_WEIGHT),
-        Placement::Cgroup { weight } => ("own cgroup", weight),
+pub(crate) fn knob_fields(k: &Knobs) -> Vec<Field> {
+    let weight = match k.placement {
+        Placement::Cgroup { weight } => weight,
+        _ => DEFAULT_CGROUP_WEIGHT,
     };
     vec![
         Field::text(
@@ -182,8 +175,8 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
         Field::choice(
             "policy",
             "policy",
-            &["other", "batch", "idle", "fifo", "rr"],
-            policy_name(k.policy),
+            &Policy::words(),
+            k.policy.word(),
             "fifo and rr are real-time: they need root or CAP_SYS_NICE",
         ),
         Field::text(
@@ -195,17 +188,14 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
         Field::text(
             "affinity",
             "CPUs",
-            k.affinity
-                .as_deref()
-                .map(format_cpu_list)
-                .unwrap_or_default(),
+            k.affinity.as_deref().map(cpus_text).unwrap_or_default(),
             "empty: every CPU; else e.g. 0 or 0,1 or 0-3",
         ),
         Field::choice(
             "placement",
             "placement",
-            &["shared session", "own session", "own cgroup"],
-            placement,
+            &Placement::FORM_WORDS,
+            k.placement.form_word(),
             "shared: one autogroup with the others; own session: its own autogroup",
         ),
         Field::text(
@@ -223,15 +213,10 @@ pub fn knob_fields(k: &Knobs) -> Vec<Field> {
     ]
 }
 
-/// Knobs from the knob fields of `form`.
-pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
-    let policy = match form.choice("policy") {
-        "batch" => Policy::Batch,
-        "idle" => Policy::Idle,
-        "fifo" => Policy::Fifo,
-        "rr" => Policy::Rr,
-        _ => Policy::Other,
-    };
+/// Knobs from the knob fields of `form`, its CPUs among the `cpus` schedlab may use: every
+/// mistake is found here, while the form is still open with what was typed.
+pub(crate) fn knobs_from(form: &Form, cpus: usize) -> Result<Knobs, String> {
+    let policy = Policy::from_word(form.choice("policy")).unwrap_or_default();
     let rt_priority = if policy.is_realtime() {
         form.number::<u8>("rtprio", RT_PRIORITY)?
     } else {
@@ -239,21 +224,20 @@ pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
     };
     let affinity = match form.text("affinity") {
         "" => None,
-        text => Some(parse_cpu_list(text).map_err(|e| format!("CPUs: {e}"))?),
+        text => Some(parse_cpus(text, cpus).map_err(|e| format!("CPUs: {e}"))?),
     };
-    let placement = match form.choice("placement") {
-        "own session" => Placement::OwnSession,
-        "own cgroup" => Placement::Cgroup {
+    let placement = match Placement::from_word(form.choice("placement"), 0) {
+        Some(Placement::Cgroup { .. }) => Placement::Cgroup {
             weight: form.number("weight", CGROUP_WEIGHT)?,
         },
-        _ => Placement::Shared,
+        p => p.unwrap_or_default(),
     };
     let cpu_quota = match form.text("quota") {
         "" => None,
         _ if !matches!(placement, Placement::Cgroup { .. }) => {
             return Err("cpu quota %: applies only to an own cgroup".into())
         }
-        _ => Some(form.number("quota", 1..=crate::supervisor::MAX_CPU_QUOTA)?),
+        _ => Some(form.number("quota", 1..=MAX_CPU_QUOTA)?),
     };
     Ok(Knobs {
         nice: form.number("nice", NICE)?,
@@ -266,7 +250,7 @@ pub fn knobs_from(form: &Form) -> Result<Knobs, String> {
 }
 
 /// `base`, or `base-2`, `base-3`... whichever is not taken.
-pub fn unique_name(base: &str, taken: &[String]) -> String {
+pub(crate) fn unique_name(base: &str, taken: &[String]) -> String {
     if !taken.iter().any(|t| t == base) {
         return base.to_string();
     }
@@ -278,7 +262,7 @@ pub fn unique_name(base: &str, taken: &[String]) -> String {
 
 /// Splits a command line into words: blanks separate, single and double quotes group,
 /// a backslash escapes the next character. No expansion of any kind.
-pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_words(line: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -323,7 +307,7 @@ mod tests {
 
     #[test]
     fn every_template_builds_with_its_defaults() {
-        for t in TEMPLATES {
+        for &t in TEMPLATES.iter() {
             let mut form = t.form(2);
             if t.kind().word == "command" {
                 form.fields[1].value = super::super::form::Value::Text("make -j4".into());
@@ -335,8 +319,34 @@ mod tests {
     }
 
     #[test]
-    fn there_is_one_template_per_registry_pick() {
-        assert_eq!(TEMPLATES.len(), registry::picks().count());
+    fn every_line_has_a_key() {
+        assert_eq!(TEMPLATES.len(), registry::KINDS.len());
+        assert!(
+            TEMPLATES.len() <= 10,
+            "a kind past the tenth would have no key in the picker"
+        );
+        for t in TEMPLATES.iter() {
+            let k = t
+                .key()
+                .unwrap_or_else(|| panic!("{} has no key", t.label()));
+            assert_eq!(Template::of_key(k), Some(*t));
+        }
+        assert_eq!(Template::of_key('0'), TEMPLATES.last().copied());
+    }
+
+    /// The registry's test-only kind (workload/registry/toy.rs) is offered with nothing
+    /// written for it here: a line, a key, a form with its parameter.
+    #[test]
+    fn a_kind_in_the_registry_is_in_the_picker() {
+        let toy = *TEMPLATES
+            .iter()
+            .find(|t| t.label() == "toy")
+            .expect("the picker offers the test-only kind");
+        let key = toy.key().expect("a key");
+        assert_eq!(Template::of_key(key), Some(toy));
+        let decl = toy.decl(&toy.form(2), &[]).unwrap();
+        assert_eq!(decl.kind, WorkloadKind::Toy { spins: 3 });
+        assert_eq!(decl.name, "toy");
     }
 
     #[test]
@@ -367,12 +377,12 @@ mod tests {
             cpu_quota: None,
         };
         let form = Form::new("k", knob_fields(&k));
-        assert_eq!(knobs_from(&form).unwrap(), k);
+        assert_eq!(knobs_from(&form, 2).unwrap(), k);
         let quota = Knobs {
             cpu_quota: Some(20),
             ..k
         };
         let form = Form::new("k", knob_fields(&quota));
-        assert_eq!(knobs_from(&form).unwrap(), quota);
+        assert_eq!(knobs_from(&form, 2).unwrap(), quota);
     }
 }

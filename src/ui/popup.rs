@@ -12,7 +12,7 @@ use super::form::Form;
 use super::help::{centered, draw_popup};
 use super::picker::TEMPLATES;
 
-pub fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
+pub(crate) fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
     let t = &app.theme;
     let label_w = TEMPLATES
         .iter()
@@ -22,12 +22,7 @@ pub fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
     let w = 78.min(area.width);
     let mut lines = Vec::new();
     for (i, tpl) in TEMPLATES.iter().enumerate() {
-        // Keys 1-9 for the first nine, 0 for the last; any between, arrows only.
-        let key = match i {
-            _ if i == TEMPLATES.len() - 1 => "0".to_string(),
-            0..=8 => (i + 1).to_string(),
-            _ => " ".to_string(),
-        };
+        let key = tpl.key().unwrap_or(' ');
         let text = format!(" {key} {:<label_w$}  {}", tpl.label(), tpl.about());
         let text = clip(&text, w.saturating_sub(2) as usize);
         lines.push(if i == selected {
@@ -41,14 +36,14 @@ pub fn draw_picker(f: &mut TermFrame, area: Rect, app: &App, selected: usize) {
     }
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(
-        " ↑↓ choose · Enter or 0-9 parameters · Esc close",
+        " ↑↓ choose · Enter or its number: parameters · Esc close",
         t.dim(),
     )));
     let popup = centered(area, w, lines.len() as u16 + 2);
     draw_popup(f, popup, " Add a workload ", t, Paragraph::new(lines));
 }
 
-pub fn draw_form(f: &mut TermFrame, area: Rect, app: &App, form: &Form, verb: &str) {
+pub(crate) fn draw_form(f: &mut TermFrame, area: Rect, app: &App, form: &Form, verb: &str) {
     let t = &app.theme;
     let w = 64.min(area.width);
     let inner_w = w.saturating_sub(2) as usize;

@@ -9,7 +9,6 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame as TermFrame;
 
 use crate::model::{Accounting, WorkloadFrame, WorkloadState};
-use crate::supervisor::knobs::placement_words;
 use crate::supervisor::Program;
 
 use super::app::{App, WorkloadView};
@@ -122,7 +121,7 @@ fn status_items(app: &App) -> Vec<(String, String)> {
     items
 }
 
-pub fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
+pub(crate) fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
     let t = &app.theme;
     let items = status_items(app);
     let sep = Span::styled(" │ ", t.dim());
@@ -210,11 +209,11 @@ fn quote(word: &str) -> String {
 }
 
 /// Why `w` is due what it is due: the model's reason, in words.
-pub fn explain_fair(wf: &WorkloadFrame) -> String {
+pub(crate) fn explain_fair(wf: &WorkloadFrame) -> String {
     wf.due.text()
 }
 
-pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
+pub(crate) fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
     let t = &app.theme;
     let Some(w) = app.selected_view() else {
         let text = "No workloads: press a to add one.";
@@ -236,7 +235,7 @@ pub fn draw_details(f: &mut TermFrame, area: Rect, app: &App) {
             " │ {} │ {} │ {}{}",
             command_line(w),
             knobs_words(w),
-            placement_words(&w.decl.knobs.placement),
+            w.decl.knobs.placement.words(),
             group
         )),
     ];
@@ -362,15 +361,25 @@ pub(super) fn clip_line(spans: Vec<Span<'static>>, width: usize) -> Line<'static
 }
 
 /// Key hints, or the last message in their place.
-pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
+pub(crate) fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
     let t = &app.theme;
     let room = area.width as usize;
     if let Some(m) = &app.message {
         let style = if m.error { t.error() } else { t.warn() };
-        f.render_widget(
-            Paragraph::new(clip_line(vec![Span::styled(m.text.clone(), style)], room)),
-            area,
-        );
+        // Too long for the line: cut, with the key that shows it whole.
+        const MORE: &str = " m: all";
+        let line = if m.text.chars().count() > room {
+            clip_line(
+                vec![
+                    Span::styled(clip(&m.text, room.saturating_sub(MORE.len())), style),
+                    Span::styled(MORE, t.key()),
+                ],
+                room,
+            )
+        } else {
+            Line::from(Span::styled(m.text.clone(), style))
+        };
+        f.render_widget(Paragraph::new(line), area);
         return;
     }
     let replay_hints: &[(&str, &str)] = &[
@@ -418,38 +427,49 @@ pub fn draw_keys(f: &mut TermFrame, area: Rect, app: &App) {
 }
 
 /// The last lines a failed workload wrote on stderr, over the dashboard (any key closes it).
-pub fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
-    use ratatui::widgets::{Block, Borders, Clear, Wrap};
-    let t = &app.theme;
+pub(crate) fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
     let Some(wf) = app.frame_of(id) else {
         return;
     };
+    let lines = wf.stderr.iter().map(|l| Line::raw(l.clone())).collect();
+    draw_lines(
+        f,
+        area,
+        app,
+        &format!(" {}: its last lines on stderr ", wf.name),
+        lines,
+    );
+}
+
+/// The last messages, each in full, the newest last (any key closes it).
+pub(crate) fn draw_messages(f: &mut TermFrame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let lines = app
+        .messages
+        .iter()
+        .map(|m| {
+            let style = if m.error { t.error() } else { Style::new() };
+            Line::from(Span::styled(m.text.clone(), style))
+        })
+        .collect();
+    draw_lines(f, area, app, " the last messages ", lines);
+}
+
+/// `lines` in a box over the dashboard, long ones wrapped, with a closing hint.
+fn draw_lines(f: &mut TermFrame, area: Rect, app: &App, title: &str, mut lines: Vec<Line>) {
+    use ratatui::widgets::Wrap;
+    let t = &app.theme;
     let w = area.width.saturating_sub(4).min(100);
     let inner = w.saturating_sub(2).max(1) as usize;
     // Rows once long lines wrap (roughly: by characters), plus the hint and the borders.
-    let rows: usize = wf
-        .stderr
-        .iter()
-        .map(|l| l.chars().count().div_ceil(inner).max(1))
-        .sum();
-    let mut lines: Vec<Line> = wf.stderr.iter().map(|l| Line::raw(l.clone())).collect();
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(" any key closes", t.dim())));
     let h = (rows as u16 + 4).min(area.height);
-    let popup = super::help::centered(area, w, h);
-    f.render_widget(Clear, popup);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(t.border())
-        .title(Span::styled(
-            format!(" {}: its last lines on stderr ", wf.name),
-            t.title(),
-        ))
-        .style(t.popup());
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        popup,
-    );
+    // The newest lines are the ones to keep in view when they do not all fit.
+    let hidden = (rows + 2).saturating_sub(h.saturating_sub(2) as usize);
+    let body = Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((hidden as u16, 0));
+    super::help::draw_popup(f, super::help::centered(area, w, h), title, t, body);
 }

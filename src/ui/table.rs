@@ -1,7 +1,8 @@
 //! The workload table: one row per workload in its colour, then the rest of the machine.
 //! CPU%, FAIR% and RATIO are over the verdict window (the charts keep every interval).
-//! Columns are chosen by priority to fit the width: the ones the issue asks for always fit
-//! in 80 columns, the p99 of its own operations among them; wider terminals get units,
+//! Columns are chosen by priority to fit the width: name, state, tasks, throughput, CPU
+//! against fair share and its ratio, switches, run-queue wait and the p99 of its own
+//! operations always fit in 80 columns; wider terminals get units,
 //! migrations, demand, weights, knobs, the last run's figure, then p50 and p99.9.
 
 use ratatui::layout::{Constraint, Rect};
@@ -10,8 +11,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame as TermFrame;
 
-use crate::model::{Cause, Latency, WorkloadFrame, WorkloadState};
-use crate::supervisor::knobs::{placement_words, policy_name};
+use crate::knobs::cpus_text;
+use crate::model::frame::weight_text;
+use crate::model::{Cause, Due, Latency, WorkloadFrame, WorkloadState};
 
 use super::app::{App, TableGeometry, WorkloadView};
 use super::fmt::{clip, pct, si};
@@ -89,7 +91,7 @@ fn columns_for(width: u16) -> Vec<(Col, &'static str, u16)> {
 }
 
 /// Rows the table wants: header, workloads, the rest of the machine.
-pub fn wanted_height(app: &App) -> u16 {
+pub(crate) fn wanted_height(app: &App) -> u16 {
     app.workloads.len() as u16 + 2
 }
 
@@ -227,7 +229,7 @@ fn workload_cell<'a>(
                 (width as usize).saturating_sub(2 + mark.chars().count()),
             );
             Cell::from(Line::from(vec![
-                Span::styled("■ ", colour),
+                Span::styled(format!("{} ", app.theme.mark(w.slot)), colour),
                 Span::styled(name, colour),
                 Span::raw(mark),
             ]))
@@ -266,13 +268,10 @@ fn workload_cell<'a>(
         Col::P999 => latency_cell(live, |l| l.p999_us),
         Col::WaitSlice => live.map_or_else(dash, |f| num(micros(f.wait_per_slice_us))),
         Col::Demand => live.map_or_else(dash, |f| num(pct(f.cpu_demand))),
-        Col::Weight => live.map_or_else(dash, |f| num(super::fmt::weight(f.weight))),
+        Col::Weight => live.map_or_else(dash, |f| num(weight_text(shown_weight(f)))),
         Col::Knobs => Cell::from(clip(&knobs_words(w), width as usize)),
         Col::Group => Cell::from(clip(
-            &live.map_or_else(
-                || placement_words(&w.decl.knobs.placement),
-                |f| f.group.clone(),
-            ),
+            &live.map_or_else(|| w.decl.knobs.placement.words(), |f| f.group.clone()),
             width as usize,
         )),
         Col::LastRun => Cell::from(match w.runs.last() {
@@ -282,6 +281,15 @@ fn workload_cell<'a>(
             ),
             None => String::new(),
         }),
+    }
+}
+
+/// The weight its due share was counted with, as the details line says it (its group's when
+/// it is alone in one); the model's sum over its tasks when its due share is no weight's.
+fn shown_weight(f: &WorkloadFrame) -> f64 {
+    match f.due {
+        Due::Share { weight, .. } => weight,
+        _ => f.weight,
     }
 }
 
@@ -308,19 +316,16 @@ fn micros(us: f64) -> String {
 }
 
 /// "nice 5 batch 0-1": the knobs that differ from the defaults.
-pub fn knobs_words(w: &WorkloadView) -> String {
+pub(crate) fn knobs_words(w: &WorkloadView) -> String {
     let k = &w.decl.knobs;
     let mut parts = vec![format!("nice {}", k.nice)];
     parts.push(if k.policy.is_realtime() {
-        format!("{} {}", policy_name(k.policy), k.rt_priority)
+        format!("{} {}", k.policy.word(), k.rt_priority)
     } else {
-        policy_name(k.policy).to_string()
+        k.policy.word().to_string()
     });
     if let Some(cpus) = &k.affinity {
-        parts.push(format!(
-            "cpu {}",
-            crate::supervisor::knobs::format_cpu_list(cpus)
-        ));
+        parts.push(format!("cpu {}", cpus_text(cpus)));
     }
     parts.join(" ")
 }
@@ -328,6 +333,31 @@ pub fn knobs_words(w: &WorkloadView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weight_is_the_details_figure_and_never_minus_zero() {
+        let mut f = WorkloadFrame {
+            weight: 2048.0,
+            due: Due::Share {
+                weight: 4096.0,
+                of_weight: 5120.0,
+                pool: 2.0,
+                pool_name: "its group".into(),
+                wants: 4.0,
+            },
+            ..WorkloadFrame::default()
+        };
+        assert_eq!(weight_text(shown_weight(&f)), "4096");
+        assert!(
+            f.due.text().contains("weight 4096/5120"),
+            "{}",
+            f.due.text()
+        );
+        // An empty sum of f64 is -0.0.
+        f.due = Due::Nothing;
+        f.weight = std::iter::empty::<f64>().sum();
+        assert_eq!(weight_text(shown_weight(&f)), "0");
+    }
 
     #[test]
     fn required_columns_fit_in_80() {

@@ -30,7 +30,7 @@ use nix::unistd::{fork, pipe2, read, write, ForkResult, Pid};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-pub type Term = Terminal<CrosstermBackend<Stdout>>;
+pub(crate) type Term = Terminal<CrosstermBackend<Stdout>>;
 
 /// True while the terminal is ours (raw mode, alternate screen, mouse reporting).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -53,7 +53,7 @@ impl Session {
             bail!("the dashboard needs a terminal, and standard output is not one");
         }
         static HOOK: Once = Once::new();
-        HOOK.call_once(|| crate::sys::lifeline::on_exit(|| restore(true)));
+        HOOK.call_once(|| crate::sys::exit::lifeline::on_exit(|| restore(true)));
         tell_guardian(b"e");
         ACTIVE.store(true, Ordering::SeqCst);
         let setup = (|| -> Result<Term> {

@@ -3,6 +3,15 @@
 //! verdict is also spelled out, and selection uses reverse video.
 
 use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
+
+/// Without colour, each workload's chart lines have a shape of their own, and the same shape
+/// names it in legends and in the table: braille dots, full blocks, lower half blocks.
+const SHAPES: [(Marker, &str); 3] = [
+    (Marker::Braille, "⣿"),
+    (Marker::Block, "█"),
+    (Marker::Bar, "▄"),
+];
 
 /// Workload colours: distinct on dark and light terminals, none of them the verdict red.
 const PALETTE: [Color; 8] = [
@@ -29,7 +38,7 @@ impl Default for Theme {
 
 impl Theme {
     /// Colour unless NO_COLOR is set to a non-empty value.
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         Theme {
             colour: !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty()),
         }
@@ -46,6 +55,26 @@ impl Theme {
     /// The colour of workload number `slot` (its order of arrival), in every panel.
     pub fn workload(&self, slot: usize) -> Style {
         self.fg(PALETTE[slot % PALETTE.len()])
+    }
+
+    /// How workload `slot`'s chart lines are drawn: braille in its colour; without colour,
+    /// in a shape of its own.
+    pub fn marker(&self, slot: usize) -> Marker {
+        if self.colour {
+            Marker::Braille
+        } else {
+            SHAPES[slot % SHAPES.len()].0
+        }
+    }
+
+    /// What names workload `slot` in a legend or its table row: ■ in its colour; without
+    /// colour, the shape of its lines.
+    pub fn mark(&self, slot: usize) -> &'static str {
+        if self.colour {
+            "■"
+        } else {
+            SHAPES[slot % SHAPES.len()].1
+        }
     }
 
     pub fn verdict(&self, v: Verdict) -> Style {
@@ -77,7 +106,7 @@ impl Theme {
         }
     }
 
-    pub fn dim(&self) -> Style {
+    pub(crate) fn dim(&self) -> Style {
         if self.colour {
             Style::new().fg(Color::DarkGray)
         } else {
@@ -108,11 +137,11 @@ impl Theme {
         }
     }
 
-    pub fn border(&self) -> Style {
+    pub(crate) fn border(&self) -> Style {
         self.fg(Color::DarkGray)
     }
 
-    pub fn popup(&self) -> Style {
+    pub(crate) fn popup(&self) -> Style {
         if self.colour {
             Style::new().fg(Color::White).bg(Color::Black)
         } else {
@@ -120,7 +149,7 @@ impl Theme {
         }
     }
 
-    pub fn field_focus(&self) -> Style {
+    pub(crate) fn field_focus(&self) -> Style {
         if self.colour {
             Style::new().fg(Color::Black).bg(Color::LightCyan)
         } else {

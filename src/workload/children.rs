@@ -14,7 +14,7 @@ use nix::sys::signal::{kill, signal, SigHandler, Signal};
 use nix::sys::wait::waitpid;
 use nix::unistd::{getpid, getppid, write, ForkResult, Pid};
 
-use crate::sys::kill_list::KillList;
+use crate::sys::exit::kill_list::KillList;
 
 /// The children forked and not yet reaped.
 static LIVE: KillList<libc::pid_t> = KillList::new();
@@ -84,12 +84,12 @@ fn fork_bare() -> nix::Result<ForkResult> {
 }
 
 /// Forgets children that were reaped (kept out of timed loops: reaping is a plain wait()).
-pub fn forget_all() {
+pub(crate) fn forget_all() {
     LIVE.clear();
 }
 
 /// Kills every listed child and reaps it. Safe to call twice, or while another thread reaps.
-pub fn kill_all() {
+pub(crate) fn kill_all() {
     let pids = LIVE.take();
     for &pid in &pids {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
@@ -110,13 +110,13 @@ impl Drop for KillOnDrop {
 
 fn install_hook() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| crate::sys::lifeline::on_exit(kill_all));
+    ONCE.call_once(|| crate::sys::exit::lifeline::on_exit(kill_all));
 }
 
 /// Waits for any child; returns its pid and its exit code (minus the signal that killed it).
 /// Raw waitpid, as the originals' wait(): hackbench's clock runs until its last task is reaped.
 #[inline]
-pub fn wait_any() -> std::io::Result<(libc::pid_t, i32)> {
+pub(crate) fn wait_any() -> std::io::Result<(libc::pid_t, i32)> {
     let mut status = 0;
     loop {
         // SAFETY: `status` is a live int for waitpid to fill.
@@ -137,7 +137,7 @@ pub fn wait_any() -> std::io::Result<(libc::pid_t, i32)> {
 }
 
 /// Writes a fixed message to stderr from a forked child (no allocation) and returns `code`.
-pub fn child_fail(msg: &[u8], code: i32) -> i32 {
+pub(crate) fn child_fail(msg: &[u8], code: i32) -> i32 {
     let _ = write(std::io::stderr(), msg);
     code
 }

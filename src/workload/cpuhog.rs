@@ -3,32 +3,33 @@
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use crate::sys::counters::CounterRegion;
-use crate::workload::registry::CPU_HOG;
+use crate::sys::shared::counters::CounterRegion;
+use crate::workload::registry::params::refused;
+use crate::workload::registry::params::CPU_HOG;
 
 /// Arguments of `schedlab cpu-hog`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    #[arg(long, help = CPU_HOG.param("threads").cli_help() + " [default: one per usable CPU]")]
-    pub threads: Option<u32>,
+    #[arg(long, default_value_t = CPU_HOG.param("threads").default_count(),
+          help = CPU_HOG.param("threads").cli_help())]
+    pub threads: u32,
     /// Stop after this many seconds (default: run until stopped).
     #[arg(long)]
     pub duration: Option<f64>,
 }
 
 pub fn main(args: Args) -> Result<()> {
-    let n = args
-        .threads
-        .unwrap_or(crate::supervisor::online_cpus() as u32);
     let n = CPU_HOG
         .param("threads")
-        .check_count(i64::from(n))
-        .map_err(anyhow::Error::msg)?;
+        .check_count(i64::from(args.threads))
+        .map_err(refused)?;
     if let Some(d) = args.duration {
         if !(d.is_finite() && d > 0.0) {
-            bail!("duration must be a positive number of seconds, not {d}");
+            return Err(refused(format!(
+                "duration must be a positive number of seconds, not {d}"
+            )));
         }
     }
     let region = CounterRegion::for_workload()?;

@@ -19,12 +19,13 @@ use anyhow::{bail, Context, Result};
 use nix::unistd::{access, AccessFlags};
 
 use crate::model::latency::Distribution;
-use crate::sys::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
-use crate::sys::histogram::Unit;
-use crate::sys::shm::{self, Shareable, SharedMapping};
+use crate::sys::shared::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
+use crate::sys::shared::histogram::Unit;
+use crate::sys::shared::shm::{self, Shareable, SharedMapping};
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
-use crate::workload::registry::{CPUS, FORK_LOAD};
+use crate::workload::registry::params::refused;
+use crate::workload::registry::params::FORK_LOAD;
 
 /// How long a forker waits after fork fails with EAGAIN before trying again.
 const BACKOFF: Duration = Duration::from_millis(10);
@@ -32,7 +33,7 @@ const BACKOFF: Duration = Duration::from_millis(10);
 /// Arguments of `schedlab fork-load`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    #[arg(long, default_value = CPUS, value_parser = parse_forkers,
+    #[arg(long, default_value = FORK_LOAD.param("forkers").default_word(), value_parser = parse_forkers,
           help = FORK_LOAD.param("forkers").cli_help())]
     pub forkers: Forkers,
     /// Stop after this many seconds (default: run until stopped).
@@ -111,13 +112,13 @@ fn lean_forker() -> Option<PathBuf> {
 }
 
 /// The default program: schedlab-nil, built with this binary.
-pub fn default_nil() -> Result<PathBuf> {
+pub(crate) fn default_nil() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("finding the schedlab binary")?;
     Ok(exe.with_file_name("schedlab-nil"))
 }
 
 /// Checks that `path` is a file this process may execute.
-pub fn check_executable(path: &Path) -> Result<()> {
+pub(crate) fn check_executable(path: &Path) -> Result<()> {
     let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
     if !meta.is_file() {
         bail!("{} is not a regular file", path.display());
@@ -131,13 +132,15 @@ pub fn check_executable(path: &Path) -> Result<()> {
 pub fn main(args: Args) -> Result<()> {
     if let Some(d) = args.duration {
         if !(d.is_finite() && d > 0.0) {
-            bail!("duration must be a positive number of seconds, not {d}");
+            return Err(refused(format!(
+                "duration must be a positive number of seconds, not {d}"
+            )));
         }
     }
     let program = exec_program(&args)?;
     args.placement.apply()?;
     let n = match args.forkers {
-        Forkers::Cpus => crate::supervisor::online_cpus(),
+        Forkers::Cpus => crate::supervisor::usable_cpus(),
         Forkers::N(n) => n as usize,
     };
 
@@ -331,7 +334,7 @@ fn start_forkers(
 fn report_on_exit(control: &Arc<Control>, region: &CounterRegion, start: Instant, n: usize) {
     let control = control.clone();
     let region = region.clone();
-    crate::sys::lifeline::on_exit(move || {
+    crate::sys::exit::lifeline::on_exit(move || {
         control.stop().store(1, Relaxed);
         let deadline = Instant::now() + Duration::from_millis(500);
         while (0..n).any(|i| control.finished(i, n).load(Relaxed) == 0) && Instant::now() < deadline

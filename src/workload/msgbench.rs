@@ -12,16 +12,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::sys::counters::{CounterRegion, CounterSlot};
-use crate::sys::proc::sysctl;
-use crate::sys::sysv::{self, LedgerRange, MsgQueue};
-use crate::workload::registry::MSGBENCH;
+use crate::sys::kernel::proc::sysctl;
+use crate::sys::kernel::sysv::{self, LedgerRange, MsgQueue};
+use crate::sys::shared::counters::{CounterRegion, CounterSlot};
+use crate::workload::registry::params::{refused, MSGBENCH};
 
 /// The 2008 runs raised `kernel.msgmni` to 32768, the most a kernel without
 /// `ipcmni_extend` allows; more would only measure memory.
-pub const DEFAULT_QUEUE_CAP: usize = 32_768;
-/// The 2008 runs: 1000 batches.
-pub const DEFAULT_BATCHES: u64 = 1000;
+pub(crate) const DEFAULT_QUEUE_CAP: usize = 32_768;
 /// Bytes of text in the one message each queue gets.
 const MESSAGE_LEN: usize = 8;
 
@@ -29,8 +27,9 @@ const MESSAGE_LEN: usize = 8;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(short = 'n', long = "batches", value_name = "BATCHES",
-          help = MSGBENCH.param("batches").cli_help() + " [default: 1000, the 2008 original's run]")]
-    pub batches: Option<String>,
+          default_value_t = MSGBENCH.param("batches").default_count().to_string(),
+          help = MSGBENCH.param("batches").cli_help())]
+    pub batches: String,
     #[arg(long, value_name = "N", help = MSGBENCH.param("queues").cli_help())]
     pub queues: Option<String>,
 }
@@ -142,7 +141,7 @@ pub fn report(summaries: &[(Op, Summary)]) -> String {
 }
 
 /// How many queues a batch may create: checked against kernel.msgmni before anything is made.
-pub fn choose_queues(requested: Option<u64>, msgmni: u64, in_use: u64) -> Result<usize> {
+pub(crate) fn choose_queues(requested: Option<u64>, msgmni: u64, in_use: u64) -> Result<usize> {
     let free = msgmni.saturating_sub(in_use);
     match requested {
         Some(n) if n > msgmni => bail!(
@@ -177,16 +176,8 @@ fn msg_stat_index_mask() -> Result<i32> {
 }
 
 pub fn main(args: Args) -> Result<()> {
-    let count = |key, text: &str| {
-        MSGBENCH
-            .param(key)
-            .parse_count(text)
-            .map_err(anyhow::Error::msg)
-    };
-    let batches = match &args.batches {
-        Some(t) => count("batches", t)?.map_or(DEFAULT_BATCHES, u64::from),
-        None => DEFAULT_BATCHES,
-    };
+    let count = |key, text: &str| MSGBENCH.param(key).parse_count(text).map_err(refused);
+    let batches = count("batches", &args.batches)?.map_or(0, u64::from);
     let requested = match &args.queues {
         Some(t) => count("queues", t)?.map(u64::from),
         None => None,
@@ -353,7 +344,7 @@ impl StopGate {
         let parked = Arc::new(AtomicBool::new(false));
         let (r, p) = (requested.clone(), parked.clone());
         let bench_thread = std::thread::current().id();
-        crate::sys::lifeline::on_exit(move || {
+        crate::sys::exit::lifeline::on_exit(move || {
             r.store(true, SeqCst);
             if std::thread::current().id() == bench_thread {
                 return; // a panic in the benchmark itself: it will not reach a checkpoint

@@ -19,15 +19,61 @@ use anyhow::{bail, Context, Result};
 use nix::fcntl::OFlag;
 use nix::sched::{sched_getaffinity, CpuSet};
 use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
 
 use crate::model::latency::Distribution;
-use crate::sys::counters::{CounterRegion, CounterSlot, Histogram};
-use crate::sys::histogram::Unit;
-use crate::sys::sysv::{self, MsgQueue, SemSet};
-use crate::workload::kind::{IpcKind, Pin};
-use crate::workload::registry::{CPUS, PINGPONG};
+use crate::sys::kernel::guard::Demand;
+use crate::sys::kernel::sysv::{self, MsgQueue, SemSet};
+use crate::sys::shared::counters::{CounterRegion, CounterSlot, Histogram};
+use crate::sys::shared::histogram::Unit;
+use crate::workload::registry::params::refused;
+use crate::workload::registry::params::PINGPONG;
 
 pub use endpoint::{Call, TaskError};
+
+/// Which IPC mechanism a ping-pong pair uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IpcKind {
+    #[default]
+    Msg,
+    Sem,
+    Pipe,
+}
+
+impl IpcKind {
+    /// As `--kind` and a scenario's `ipc` write it.
+    pub fn word(self) -> &'static str {
+        match self {
+            IpcKind::Msg => "msg",
+            IpcKind::Sem => "sem",
+            IpcKind::Pipe => "pipe",
+        }
+    }
+}
+
+/// How ping-pong pairs are bound to CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pin {
+    /// Both tasks of pair k on CPU k.
+    #[default]
+    Same,
+    /// The two tasks of a pair on two different CPUs.
+    Cross,
+    None,
+}
+
+impl Pin {
+    /// As `--pin` and a scenario's `pin` write it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Pin::Same => "same",
+            Pin::Cross => "cross",
+            Pin::None => "none",
+        }
+    }
+}
 
 /// Arguments of `schedlab ipc-pingpong`. Values are checked by hand so that a bad one gets
 /// one clear line, like every other error.
@@ -36,7 +82,7 @@ pub struct Args {
     #[arg(long, value_name = "IPC", default_value = PINGPONG.param("ipc").default_word(),
           help = PINGPONG.param("ipc").cli_help())]
     pub kind: String,
-    #[arg(long, value_name = "N|cpus", default_value = CPUS,
+    #[arg(long, value_name = "N|cpus", default_value = PINGPONG.param("pairs").default_word(),
           help = PINGPONG.param("pairs").cli_help())]
     pub pairs: String,
     #[arg(long, value_name = "PIN", default_value = PINGPONG.param("pin").default_word(),
@@ -71,42 +117,47 @@ impl Plan {
 
     /// Checks the arguments against the CPUs this process may use (in order).
     pub fn new(args: &Args, allowed: &[usize]) -> Result<Self> {
-        let kind = match args.kind.as_str() {
-            "msg" => IpcKind::Msg,
-            "sem" => IpcKind::Sem,
-            "pipe" => IpcKind::Pipe,
-            other => bail!("unknown --kind {other:?}: use msg, sem or pipe"),
+        let unknown = |flag: &str, word: &str, words: &str| {
+            refused(format!("unknown {flag} {word:?}: use {words}"))
         };
-        let pin = match args.pin.as_str() {
-            "same" => Pin::Same,
-            "cross" => Pin::Cross,
-            "none" => Pin::None,
-            other => bail!("unknown --pin {other:?}: use same, cross or none"),
-        };
+        let kind = [IpcKind::Msg, IpcKind::Sem, IpcKind::Pipe]
+            .into_iter()
+            .find(|k| k.word() == args.kind)
+            .ok_or_else(|| unknown("--kind", &args.kind, "msg, sem or pipe"))?;
+        let pin = [Pin::Same, Pin::Cross, Pin::None]
+            .into_iter()
+            .find(|p| p.word() == args.pin)
+            .ok_or_else(|| unknown("--pin", &args.pin, "same, cross or none"))?;
         let ncpus = allowed.len();
         // The registry's limit, with the message a scenario or the picker gives.
         let pairs = match PINGPONG
             .param("pairs")
             .parse_count(&args.pairs)
-            .map_err(anyhow::Error::msg)?
+            .map_err(refused)?
         {
             None => ncpus,
             Some(n) => n as usize,
         };
         if pin != Pin::None && pairs > ncpus {
-            bail!(
+            return Err(refused(format!(
                 "--pairs {pairs} is more than the {ncpus} CPUs this process may use, and --pin {} puts pair k on CPU k: use --pairs {ncpus} or --pin none",
                 args.pin
-            );
+            )));
         }
         if pin == Pin::Cross && ncpus < 2 {
-            bail!("--pin cross needs two CPUs and this process may use only {ncpus}");
+            return Err(refused(format!(
+                "--pin cross needs two CPUs and this process may use only {ncpus}"
+            )));
         }
         let duration = match args.duration.as_deref() {
             None => None,
             Some(text) => match text.parse::<f64>() {
                 Ok(s) if s > 0.0 && s.is_finite() && s < 1e9 => Some(Duration::from_secs_f64(s)),
-                _ => bail!("--duration {text:?} is not a positive number of seconds"),
+                _ => {
+                    return Err(refused(format!(
+                        "--duration {text:?} is not a positive number of seconds"
+                    )))
+                }
             },
         };
         let cpus = (0..pairs)
@@ -142,7 +193,7 @@ impl Plan {
 }
 
 /// CPUs this process may run on, in increasing order.
-pub fn allowed_cpus() -> Result<Vec<usize>> {
+pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
     let set = sched_getaffinity(Pid::from_raw(0)).context("sched_getaffinity")?;
     let cpus: Vec<usize> = (0..CpuSet::count())
         .filter(|&c| set.is_set(c).unwrap_or(false))
@@ -154,7 +205,7 @@ pub fn allowed_cpus() -> Result<Vec<usize>> {
 }
 
 /// The kernel objects of one pair.
-pub enum PairObjects {
+pub(crate) enum PairObjects {
     Msg(MsgQueue),
     Sem(SemSet),
     /// Pinger-to-ponger read and write ends, then ponger-to-pinger read and write ends.
@@ -164,7 +215,7 @@ pub enum PairObjects {
 /// What a task needs to reach its pair's objects: plain numbers, so a forked child or a
 /// thread can hold them without owning anything.
 #[derive(Clone, Copy, Debug)]
-pub enum Handle {
+pub(crate) enum Handle {
     Msg(i32),
     Sem(i32),
     Pipe([i32; 4]),
@@ -199,7 +250,7 @@ pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 /// A pinger's counter and round-trip histogram, readable by the parent (for the report)
 /// while the pinger stores to them.
-pub struct SharedSlot(CounterSlot, Option<Histogram>);
+pub(crate) struct SharedSlot(CounterSlot, Option<Histogram>);
 
 // SAFETY: Sync: the slot and the histogram are reached only through their AtomicU64s; one writer
 // (the pinger) is the counting and recording protocol, and every other thread only loads them.
@@ -265,17 +316,16 @@ pub fn report(
     out
 }
 
+/// What `pairs` pairs ask of the machine: two tasks each, threads or processes.
+pub fn demand(pairs: u64, threads: bool) -> Demand {
+    Demand::tasks(2 * pairs, threads)
+}
+
 pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &allowed_cpus()?)?;
     // What the run asks of the machine, as the registry declares it for a scenario too.
-    let demand = crate::workload::kind::WorkloadKind::Pingpong {
-        ipc: plan.kind,
-        pairs: Some(plan.pairs() as u32),
-        pin: plan.pin,
-        threads: plan.threads,
-    }
-    .demand(plan.pairs() as u64);
-    crate::sys::guard::check("ipc-pingpong", demand, args.force)?;
+    let demand = demand(plan.pairs() as u64, plan.threads);
+    crate::sys::kernel::guard::check("ipc-pingpong", demand, args.force)?;
     sysv::sweep_orphans()?;
     let counters = CounterRegion::for_workload()?;
     // Each pair is a closed loop: one of its two tasks is runnable whenever the other sleeps.
@@ -292,7 +342,7 @@ pub fn main(args: Args) -> Result<()> {
     {
         // A signal or a panic: kill the tasks; an open-ended run prints what it did so far.
         let (state, slots, plan) = (state.clone(), slots.clone(), plan.clone());
-        crate::sys::lifeline::on_exit(move || {
+        crate::sys::exit::lifeline::on_exit(move || {
             state.kill_tasks();
             if plan.duration.is_none() {
                 if let Some(t0) = state.t0.get() {

@@ -23,7 +23,7 @@ pub struct PlacementArgs {
 }
 
 /// Applies the nice value to this thread (children and threads started later inherit it).
-pub fn apply_nice(nice: Option<i32>) -> Result<()> {
+pub(crate) fn apply_nice(nice: Option<i32>) -> Result<()> {
     if let Some(n) = nice {
         // Raw libc: nix has no setpriority.
         // SAFETY: setpriority takes integers only.
@@ -38,7 +38,7 @@ pub fn apply_nice(nice: Option<i32>) -> Result<()> {
 /// Moves this process into a session of its own. A process group leader (what a shell makes
 /// of every command) cannot call setsid, so then the command runs again as a child in a new
 /// session and this process waits for it and exits with its status: it never returns then.
-pub fn enter_own_session() -> Result<()> {
+pub(crate) fn enter_own_session() -> Result<()> {
     if getsid(None).is_ok_and(|s| s == getpid()) || setsid().is_ok() {
         return Ok(());
     }
@@ -55,9 +55,9 @@ pub fn enter_own_session() -> Result<()> {
         });
     }
     let mut child = cmd.spawn().context("starting a copy in a new session")?;
-    let pid = Pid::from_raw(child.id() as libc::pid_t);
+    let pid = Pid::from_raw(child.id() as i32);
     // Ctrl-C reaches only us (the copy has no terminal): pass it on, let it clean up.
-    crate::sys::lifeline::on_exit(move || {
+    crate::sys::exit::lifeline::on_exit(move || {
         let _ = kill(pid, Signal::SIGTERM);
         let _ = waitpid(pid, None);
     });
@@ -68,7 +68,7 @@ pub fn enter_own_session() -> Result<()> {
     let code = status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-    crate::sys::lifeline::terminate(code)
+    crate::sys::exit::lifeline::terminate(code)
 }
 
 impl PlacementArgs {

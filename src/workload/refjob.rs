@@ -15,16 +15,17 @@ use anyhow::{bail, Context, Result};
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::time::TimeVal;
 
-use crate::sys::counters::{CounterRegion, CounterSlot};
-use crate::sys::shm::SharedMapping;
+use crate::sys::shared::counters::{CounterRegion, CounterSlot};
+use crate::sys::shared::shm::SharedMapping;
 use crate::workload::children;
 use crate::workload::placement::PlacementArgs;
-use crate::workload::registry::REF_JOB;
+use crate::workload::registry::params::refused;
+use crate::workload::registry::params::REF_JOB;
 
 /// Units in `--work 1`.
-pub const UNITS_PER_WORK: f64 = 2000.0;
+pub(crate) const UNITS_PER_WORK: f64 = 2000.0;
 /// Units per chunk (one "compile job").
-pub const UNITS_PER_CHUNK: u64 = 10;
+pub(crate) const UNITS_PER_CHUNK: u64 = 10;
 /// Dependent xorshift steps in one unit (about 10 ms on a 2026 x86-64 core, release build).
 const STEPS_PER_UNIT: u64 = 6_200_000;
 
@@ -46,7 +47,7 @@ pub struct Args {
 
 /// One run's outcome, as `time` would report it.
 #[derive(Clone, Copy, Debug)]
-pub struct JobTimes {
+pub(crate) struct JobTimes {
     pub elapsed: Duration,
     /// User plus system CPU time of the workers.
     pub cpu: Duration,
@@ -54,7 +55,7 @@ pub struct JobTimes {
 }
 
 impl JobTimes {
-    pub fn cpu_percent(&self) -> f64 {
+    pub(crate) fn cpu_percent(&self) -> f64 {
         100.0 * self.cpu.as_secs_f64() / self.elapsed.as_secs_f64().max(1e-9)
     }
 }
@@ -73,18 +74,13 @@ pub fn unit(seed: u64) -> u64 {
 
 pub fn main(args: Args) -> Result<()> {
     // The registry's limits, with the message a scenario or the picker gives.
-    let check = |key, x: i64| {
-        REF_JOB
-            .param(key)
-            .check_count(x)
-            .map_err(anyhow::Error::msg)
-    };
+    let check = |key, x: i64| REF_JOB.param(key).check_count(x).map_err(refused);
     check("jobs", i64::from(args.jobs))?;
     let runs = check("runs", args.runs)?;
     REF_JOB
         .param("work")
         .check_amount(args.work)
-        .map_err(anyhow::Error::msg)?;
+        .map_err(refused)?;
     let units = units_for(args.work)?;
     args.placement.apply()?;
     let region = CounterRegion::for_workload()?;
@@ -116,19 +112,23 @@ pub fn main(args: Args) -> Result<()> {
 }
 
 /// Units of work in `work`.
-pub fn units_for(work: f64) -> Result<u64> {
+pub(crate) fn units_for(work: f64) -> Result<u64> {
     if !(work.is_finite() && work > 0.0) {
-        bail!("--work must be a positive number, not {work}");
+        return Err(refused(format!(
+            "--work must be a positive number, not {work}"
+        )));
     }
     let units = (work * UNITS_PER_WORK).round() as u64;
     if units == 0 {
-        bail!("--work {work} is less than one unit (1/{UNITS_PER_WORK})",);
+        return Err(refused(format!(
+            "--work {work} is less than one unit (1/{UNITS_PER_WORK})",
+        )));
     }
     Ok(units)
 }
 
 /// Runs the job once with one worker process per slot.
-pub fn run_once(units: u64, slots: &mut [CounterSlot]) -> Result<JobTimes> {
+pub(crate) fn run_once(units: u64, slots: &mut [CounterSlot]) -> Result<JobTimes> {
     let _kill = children::KillOnDrop;
     // The chunk queue the workers pull from: one counter in a page they all share.
     let queue = SharedMapping::anonymous(4096).context("mapping the chunk counter")?;
@@ -171,7 +171,7 @@ pub fn run_once(units: u64, slots: &mut [CounterSlot]) -> Result<JobTimes> {
 }
 
 /// User plus system time of every reaped child (and their reaped descendants) so far.
-pub fn children_cpu() -> Duration {
+pub(crate) fn children_cpu() -> Duration {
     let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) else {
         return Duration::ZERO;
     };

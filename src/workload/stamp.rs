@@ -1,9 +1,9 @@
-//! Stamps taken into latency histograms: the format itself is [`crate::sys::stamp`], core
+//! Stamps taken into latency histograms: the format itself is [`crate::sys::shared::stamp`], core
 //! only, shared with the lean hackbench.
 
-pub use crate::sys::stamp::*;
+pub use crate::sys::shared::stamp::*;
 
-use crate::sys::counters::{now_ns, Histogram};
+use crate::sys::shared::counters::{now_ns, Histogram};
 
 /// Takes a received payload's stamp into `latency`: records its age, or counts it rejected.
 #[inline(always)]
@@ -21,9 +21,9 @@ mod tests {
 
     #[test]
     fn ages_are_recorded_and_impossible_ones_rejected() {
-        let region = crate::sys::counters::CounterRegion::create_with(1, 1).unwrap();
+        let region = crate::sys::shared::counters::CounterRegion::create_with(1, 1).unwrap();
         let h = region
-            .claim_histogram(crate::sys::histogram::Unit::Delivery)
+            .claim_histogram(crate::sys::shared::histogram::Unit::Delivery)
             .unwrap();
         let mut p = [0u8; 24];
         prepare(&mut p);

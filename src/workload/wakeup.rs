@@ -21,15 +21,19 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+// rustix, not nix (docs/architecture.md): nix has no futex, and the probe's measured loop
+// (futex wake, absolute clock_nanosleep, the vDSO clock) is this crate's calls, errno-free.
 use rustix::thread::futex;
 use rustix::time::{ClockId, Timespec};
 
 use crate::model::latency::Distribution;
 use crate::probe::LatencySample;
-use crate::sys::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
-use crate::sys::histogram::Unit;
-use crate::workload::registry::WAKEUP_PROBE;
+use crate::sys::kernel::guard::Demand;
+use crate::sys::shared::counters::{now_ns, CounterRegion, CounterSlot, Histogram};
+use crate::sys::shared::histogram::Unit;
+use crate::workload::registry::params::refused;
+use crate::workload::registry::params::WAKEUP_PROBE;
 
 /// How long a woken thread waits on its futex before it looks at the stop flag again.
 const RECHECK: Duration = Duration::from_millis(100);
@@ -90,28 +94,28 @@ impl Plan {
     /// Checks the arguments against the CPUs this process may use.
     pub fn new(args: &Args, allowed: &[usize]) -> Result<Self> {
         // The registry's limits, with the message a scenario or the picker gives.
-        let p = |key, x: i64| {
-            WAKEUP_PROBE
-                .param(key)
-                .check_count(x)
-                .map_err(anyhow::Error::msg)
-        };
+        let p = |key, x: i64| WAKEUP_PROBE.param(key).check_count(x).map_err(refused);
         let (timers, pairs, period) = (
             p("timers", args.timers)?,
             p("pairs", args.pairs)?,
             p("period", args.period)?,
         );
         if timers == 0 && pairs == 0 {
-            bail!("nothing to probe: ask for at least one timer thread or one pair");
+            return Err(refused(
+                "nothing to probe: ask for at least one timer thread or one pair",
+            ));
         }
         let timed_cpu = WAKEUP_PROBE
             .param("cpu")
             .parse_count(&args.cpu)
-            .map_err(anyhow::Error::msg)?
+            .map_err(refused)?
             .map(|c| c as usize);
         if let Some(c) = timed_cpu {
             if !allowed.contains(&c) {
-                bail!("--cpu {c} is not one of the CPUs this process may use ({allowed:?})");
+                return Err(refused(format!(
+                    "--cpu {c} is not one of the CPUs this process may use ({})",
+                    crate::knobs::cpus_text(allowed)
+                )));
             }
         }
         let waker_cpus = match timed_cpu {
@@ -123,7 +127,9 @@ impl Plan {
             if x.is_finite() && x > 0.0 && x < 1e9 {
                 Ok(Duration::from_secs_f64(x))
             } else {
-                bail!("{what} must be a positive number of seconds, not {x}")
+                Err(refused(format!(
+                    "{what} must be a positive number of seconds, not {x}"
+                )))
             }
         };
         Ok(Self {
@@ -398,16 +404,15 @@ fn latency_of(region: &CounterRegion) -> Vec<LatencySample> {
     region.read_latency().into_iter().map(Into::into).collect()
 }
 
+/// What a probe asks of the machine: its threads and the main thread that reports.
+pub fn demand(timers: u32, pairs: u32) -> Demand {
+    Demand::threads(u64::from(timers) + 2 * u64::from(pairs) + 1)
+}
+
 pub fn main(args: Args) -> Result<()> {
     let plan = Plan::new(&args, &crate::workload::pingpong::allowed_cpus()?)?;
-    let demand = crate::workload::kind::WorkloadKind::WakeupProbe {
-        timers: plan.timers,
-        pairs: plan.pairs,
-        period: plan.period.as_micros() as u32,
-        cpu: plan.timed_cpu.map(|c| c as u32),
-    }
-    .demand(0);
-    crate::sys::guard::check("wakeup-probe", demand, args.force)?;
+    let demand = demand(plan.timers, plan.pairs);
+    crate::sys::kernel::guard::check("wakeup-probe", demand, args.force)?;
     let region = CounterRegion::for_workload()?;
     let probe = Probe::start(&plan, &region)?;
     let start = Instant::now();
@@ -415,7 +420,7 @@ pub fn main(args: Args) -> Result<()> {
     {
         // A signal or a panic: the threads go with the process; say what the run saw.
         let region = region.clone();
-        crate::sys::lifeline::on_exit(move || {
+        crate::sys::exit::lifeline::on_exit(move || {
             let whole = format!("over the whole run, {:.1} s", start.elapsed().as_secs_f64());
             crate::out!("{}", report(&whole, &[], &latency_of(&region)));
         });

@@ -255,8 +255,8 @@ fn wait_thread_count(pid: u32, within: Duration, done: impl Fn(usize) -> bool) -
 
 /// The SysV ids a schedlab process's ledger names right now.
 pub fn ledger_ids(pid: u32) -> Vec<i32> {
-    use schedlab::sys::sysv::Object;
-    schedlab::sys::sysv::ledger_of(pid).map_or_else(Vec::new, |l| {
+    use schedlab::sys::kernel::sysv::Object;
+    schedlab::sys::kernel::sysv::ledger_of(pid).map_or_else(Vec::new, |l| {
         l.objects
             .iter()
             .map(|o| match *o {
@@ -268,7 +268,7 @@ pub fn ledger_ids(pid: u32) -> Vec<i32> {
 
 /// Whether a ledger file of `pid` is still in /dev/shm.
 pub fn has_ledger(pid: u32) -> bool {
-    schedlab::sys::sysv::ledger_of(pid).is_some()
+    schedlab::sys::kernel::sysv::ledger_of(pid).is_some()
 }
 
 /// Semaphore set ids alive in the kernel (what `ipcs -s` lists).

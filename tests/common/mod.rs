@@ -11,10 +11,11 @@ pub mod wait;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use schedlab::knobs::Knobs;
 use schedlab::model::{Frame, MachineFrame, WorkloadFrame, WorkloadState};
 use schedlab::scenario::WorkloadDecl;
-use schedlab::supervisor::{spawn, Knobs, LaunchSpec, Program, Running};
-use schedlab::workload::kind::WorkloadKind;
+use schedlab::supervisor::{spawn, LaunchSpec, Program, Running};
+use schedlab::workload::registry::WorkloadKind;
 
 /// The command succeeded; its stderr says why not.
 pub fn assert_success(out: &std::process::Output) {
@@ -201,4 +202,14 @@ pub fn comm(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|c| c.trim().to_string())
         .unwrap_or_default()
+}
+
+/// The schedlab binary copied alone into a directory of its own (as `cargo run` leaves it:
+/// without the programs built beside it), with the directory that holds it.
+#[allow(dead_code)]
+pub fn lone_schedlab() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let lone = dir.path().join("schedlab");
+    std::fs::copy(BIN, &lone).unwrap();
+    (dir, lone)
 }

@@ -63,14 +63,14 @@ pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
 
 /// The ledger file of a schedlab process, if it has one (yet, or still).
 pub fn ledger_of(pid: u32) -> Option<PathBuf> {
-    schedlab::sys::sysv::ledger_of(pid).map(|l| l.path)
+    schedlab::sys::kernel::sysv::ledger_of(pid).map(|l| l.path)
 }
 
-pub use schedlab::sys::sysv::Object as Obj;
+pub use schedlab::sys::kernel::sysv::Object as Obj;
 
 /// Objects a ledger names now: recorded by id, or found under its keys.
 pub fn recorded(path: &std::path::Path) -> Vec<Obj> {
-    schedlab::sys::sysv::read_ledger(path).map_or_else(Vec::new, |l| l.objects)
+    schedlab::sys::kernel::sysv::read_ledger(path).map_or_else(Vec::new, |l| l.objects)
 }
 
 /// Waits until `pid`'s ledger records at least `n` objects; returns them.
@@ -116,7 +116,7 @@ pub fn children_of(pid: u32) -> Vec<u32> {
     out
 }
 
-pub use schedlab::sys::proc::alive;
+pub use schedlab::sys::kernel::proc::alive;
 
 /// Waits until none of `pids` is alive; fails after `limit`.
 pub fn wait_gone(pids: &[u32], limit: Duration) {

@@ -108,7 +108,7 @@ pub fn sysv_ids() -> BTreeSet<String> {
 /// machine (other tests, other users), read from the ledgers every schedlab process keeps in
 /// /dev/shm. An object whose owner is dead, or carries this suite's tag, is never excused.
 pub fn foreign_ids() -> BTreeSet<String> {
-    use schedlab::sys::sysv::{self, Object};
+    use schedlab::sys::kernel::sysv::{self, Object};
     let mut ids = BTreeSet::new();
     for ledger in sysv::ledgers() {
         if sysv::process_start_time(ledger.pid) != Some(ledger.start) {

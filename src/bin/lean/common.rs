@@ -1,6 +1,11 @@
 //! What the std-less programs of src/bin (schedlab-forker, schedlab-hackbench) share: libc's
-//! clock, errno and abort, their decimal arguments, and the panic handler a no_std binary must
-//! have. Included by path, as a module of each.
+//! clock, errno and abort, their decimal arguments, the panic handler a no_std binary must
+//! have, and the histogram's layout (schedlab's own description of it, core only: the same
+//! code records here as in every other workload). Included by path, as a module of each.
+
+#[allow(dead_code)]
+#[path = "../../sys/shared/histogram.rs"]
+pub mod histogram;
 
 #[repr(C)]
 pub struct Timespec {

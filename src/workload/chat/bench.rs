@@ -1,11 +1,11 @@
-//! `schedlab chat-bench ROOMS MESSAGES [--runs N]`: the dashboard's chat workload. A chat
+//! `schedlab chat ROOMS MESSAGES [--runs N]`: the dashboard's chat workload. A chat
 //! server child on 127.0.0.1 (an ephemeral port, learnt through a pipe, same process group)
 //! and client runs against it in this process, counting the client's messages sent plus
 //! received, one `Average throughput` line per run.
 
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
@@ -13,16 +13,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{pipe2, Pid};
 
 use super::client::{self, ClientConfig};
 use super::protocol::{parse_count, RunSize};
 use super::slots::SlotPool;
 use super::{net, parse_timeout};
-use crate::sys::counters::{self, CounterRegion};
-use crate::sys::lifeline;
-use crate::workload::registry::CHAT;
+use crate::sys::exit::lifeline;
+use crate::sys::shared::counters::{self, CounterRegion};
+use crate::workload::registry::params::{refused, CHAT};
 
-/// Arguments of `schedlab chat-bench`.
+/// Arguments of `schedlab chat`.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
     #[arg(allow_hyphen_values = true, help = CHAT.param("rooms").cli_help())]
@@ -39,24 +44,24 @@ pub struct BenchArgs {
     pub force: bool,
 }
 
-/// Consecutive failed runs after which chat-bench gives up.
+/// Consecutive failed runs after which `schedlab chat` gives up.
 const MAX_FAILED_IN_A_ROW: u32 = 3;
 
 pub fn bench_main(args: BenchArgs) -> Result<()> {
     let (size, runs) = run_size(&args)?;
     let timeout = parse_timeout(args.timeout)?;
     let runs = Some(u64::from(runs)).filter(|&n| n > 0);
-    super::guard("chat-bench", size, 2, args.force)?;
-    crate::sys::sysv::sweep_orphans()?;
+    super::guard("chat", size, 2, args.force)?;
+    crate::sys::kernel::sysv::sweep_orphans()?;
     // Map the dashboard's region (closing the inherited descriptor) before forking the server,
     // which must count into a region of its own, not into ours.
     let region = CounterRegion::for_workload()?;
     if let Ok(fd) = std::env::var(lifeline::ENV_LIFELINE_FD) {
         if let Ok(fd) = fd.parse::<i32>() {
-            // SAFETY: fcntl(F_SETFD) takes no pointer; the lifeline descriptor was inherited for
-            // this process, and setting close-on-exec on it (or failing with EBADF) touches no
-            // memory.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+            // SAFETY: the lifeline descriptor was inherited for this process and stays open
+            // for its life; the borrow lasts this one call.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            let _ = fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
         }
     }
     let server = ServerChild::start(timeout, runs)?;
@@ -81,7 +86,7 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
             // abandoned by the server; a looping workload should go on, not die of one.
             Err(err) if failed_in_a_row + 1 < MAX_FAILED_IN_A_ROW => {
                 failed_in_a_row += 1;
-                crate::errln!("schedlab chat-bench: run failed, starting another: {err:#}");
+                crate::errln!("schedlab chat: run failed, starting another: {err:#}");
                 std::thread::sleep(Duration::from_millis(200));
             }
             Err(err) => {
@@ -97,8 +102,8 @@ pub fn bench_main(args: BenchArgs) -> Result<()> {
 /// Rooms, messages and runs from the command line, each checked by the registry with the
 /// message a scenario or the picker gives (the machine's limits are checked by the guard).
 fn run_size(args: &BenchArgs) -> Result<(RunSize, u32)> {
-    let check = |key, x| CHAT.param(key).check_count(x).map_err(anyhow::Error::msg);
-    let count = |key, text: &str| check(key, parse_count(key, text).map_err(anyhow::Error::msg)?);
+    let check = |key, x| CHAT.param(key).check_count(x).map_err(refused);
+    let count = |key, text: &str| check(key, parse_count(key, text).map_err(refused)?);
     let size = RunSize {
         rooms: count("rooms", &args.rooms)?,
         messages: count("messages", &args.messages)?,
@@ -124,14 +129,8 @@ struct ServerChild {
 
 impl ServerChild {
     fn start(timeout: Duration, runs: Option<u64>) -> Result<Self> {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` is a live array of two ints for pipe2 to fill.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-            return Err(std::io::Error::last_os_error()).context("pipe2 for the server's port");
-        }
         let (read_end, write_end) =
-            // SAFETY: pipe2 just returned both descriptors (checked above); nothing else owns them.
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            pipe2(OFlag::O_CLOEXEC).context("pipe2 for the server's port")?;
         let exe = std::env::current_exe().context("finding the schedlab binary")?;
         let mut cmd = Command::new(exe);
         cmd.args(["chat-server", "127.0.0.1", "0", "--port-fd"])
@@ -190,19 +189,15 @@ fn read_port(pipe: &OwnedFd) -> Result<u16> {
             bail!("no port within 10 s");
         }
         let mut buf = [0u8; 16];
-        // SAFETY: `buf` is a live array of buf.len() writable bytes; read writes at most that many.
-        let n = unsafe { libc::read(pipe.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err).context("reading the port");
-        }
+        let n = match nix::unistd::read(pipe, &mut buf) {
+            Ok(n) => n,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e).context("reading the port"),
+        };
         if n == 0 {
             break;
         }
-        text.extend_from_slice(&buf[..n as usize]);
+        text.extend_from_slice(&buf[..n]);
     }
     let text = String::from_utf8_lossy(&text);
     text.trim()
@@ -223,33 +218,33 @@ fn stop(pid: &AtomicI32, reap: bool) {
     if pid <= 0 {
         return;
     }
-    // SAFETY: kill takes no pointer; `pid` is our child, swapped out so it is stopped once,
-    // not yet reaped (a reaped pid could be another process's).
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    // `pid` is our child, swapped out so it is stopped once, not yet reaped (a reaped pid
+    // could be another process's).
+    let pid = Pid::from_raw(pid);
+    let _ = kill(pid, Signal::SIGSTOP);
     let deadline = Instant::now() + Duration::from_secs(2);
-    let mut status = 0;
     let (stopped, reaped) = loop {
-        // SAFETY: `status` is ours to write; `pid` is our child, which nothing else reaps.
-        match unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED | libc::WNOHANG) } {
-            0 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
-            0 => break (false, false), // not stopped yet (stuck in the kernel?): kill, sweep
-            got if got == pid && libc::WIFSTOPPED(status) => break (true, false),
+        match waitpid(pid, Some(WaitPidFlag::WUNTRACED | WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            // Not stopped yet (stuck in the kernel?): kill, sweep.
+            Ok(WaitStatus::StillAlive) => break (false, false),
+            Ok(WaitStatus::Stopped(..)) => break (true, false),
             _ => break (false, true), // it had died (a crash), reaped now
         }
     };
     if stopped {
-        let _ = crate::sys::sysv::remove_objects_of_stopped(pid as u32);
+        let _ = crate::sys::kernel::sysv::remove_objects_of_stopped(pid.as_raw() as u32);
     }
     if !reaped {
-        // SAFETY: kill takes no pointer; `pid` is our child, not reaped yet.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = kill(pid, Signal::SIGKILL);
         if !stopped || reap {
-            // SAFETY: a null status pointer is allowed; `pid` is our unreaped child.
-            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+            let _ = waitpid(pid, None);
         }
     }
     if !stopped {
         // Dead and reaped: its ledger is an orphan's now, ours to sweep.
-        let _ = crate::sys::sysv::sweep_orphans();
+        let _ = crate::sys::kernel::sysv::sweep_orphans();
     }
 }

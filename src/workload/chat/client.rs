@@ -19,19 +19,19 @@ use super::net;
 use super::protocol::{Report, RunSize, END_BYTE, MSG_SIZE, START_BYTE, USERS_PER_ROOM};
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
-use crate::sys::counters::{self, now_ns, CounterSlot, Histogram, Sampler};
-use crate::sys::sysv::SemSet;
+use crate::sys::kernel::sysv::SemSet;
+use crate::sys::shared::counters::{self, now_ns, CounterSlot, Histogram, Sampler};
 use crate::workload::stamp;
 
 /// How often the main thread looks up from waiting for the done semaphores.
 const TICK: Duration = Duration::from_millis(250);
 
-pub struct ClientConfig {
+pub(crate) struct ClientConfig {
     pub addr: SocketAddr,
     pub size: RunSize,
     /// Give up when nothing moves for this long (connecting, waiting for START, running).
     pub timeout: Duration,
-    /// Print the original's progress lines and report (chat-bench prints its own line).
+    /// Print the original's progress lines and report (`schedlab chat` prints its own line).
     pub verbose: bool,
 }
 
@@ -65,7 +65,7 @@ type Worker = JoinHandle<(CounterSlot, Option<Histogram>, u64)>;
 /// bytes over loopback TCP costs 3 µs or more of CPU here, a clock reading 22 ns (0.7%); a
 /// receive about as much, and timing each would cost about 1% of it, so a receive thread
 /// reads the stamp and the clock once in 8 messages (docs/latency.md).
-pub const TIME_EVERY: u32 = 8;
+pub(crate) const TIME_EVERY: u32 = 8;
 
 /// Runs one test against the server and returns its report.
 pub fn run(cfg: &ClientConfig, pool: &mut SlotPool) -> Result<Report> {

@@ -8,12 +8,12 @@ use std::io;
 use std::thread::JoinHandle;
 
 use super::protocol::USERS_PER_ROOM;
-use crate::sys::guard::free_tasks;
-use crate::sys::proc::{mem_available, own_map_count, own_open_files, sysctl_u64};
+use crate::sys::kernel::guard::free_tasks;
+use crate::sys::kernel::proc::{mem_available, own_map_count, own_open_files, sysctl_u64};
 
 /// Stack of every chat thread: the originals used 16 KiB; Rust's formatting on an error path
 /// wants a little more. Small stacks are what let thousands of threads fit.
-pub const STACK_SIZE: usize = 64 * 1024;
+pub(crate) const STACK_SIZE: usize = 64 * 1024;
 /// Descriptors a process needs besides its connections (stdio, listener, control, ledger,
 /// counters, pending control connections on the server).
 const SPARE_FILES: u64 = 128;
@@ -23,10 +23,10 @@ const BYTES_PER_THREAD: u64 = STACK_SIZE as u64 + 32 * 1024;
 const MAPS_PER_THREAD: u64 = 2;
 
 /// Threads per room on one side: a send and a receive thread per user.
-pub const THREADS_PER_ROOM: u64 = 2 * USERS_PER_ROOM as u64;
+pub(crate) const THREADS_PER_ROOM: u64 = 2 * USERS_PER_ROOM as u64;
 
 /// The most rooms this process can hold as either side, and the limit that decides it.
-pub fn max_rooms() -> (u32, String) {
+pub(crate) fn max_rooms() -> (u32, String) {
     let mut best = (
         i32::MAX as u64,
         "the protocol's 32-bit room count".to_string(),
@@ -70,7 +70,7 @@ pub fn max_rooms() -> (u32, String) {
 }
 
 /// Checks that `rooms` fit and raises the open-file limit to what they need.
-pub fn reserve_for(rooms: u32) -> Result<(), String> {
+pub(crate) fn reserve_for(rooms: u32) -> Result<(), String> {
     let (max, why) = max_rooms();
     if rooms > max {
         return Err(format!(

@@ -14,7 +14,7 @@ use std::time::Duration;
 /// # Safety
 /// `buf` must be valid for `len` bytes of writes. Only the kernel touches it here.
 #[inline]
-pub unsafe fn recv_exact(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<()> {
+pub(crate) unsafe fn recv_exact(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<()> {
     let mut done = 0;
     while done < len {
         let n = libc::recv(fd, buf.add(done).cast(), len - done, libc::MSG_WAITALL);
@@ -45,7 +45,7 @@ pub unsafe fn recv_exact(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<()> 
 /// # Safety
 /// `buf` must be valid for `len` bytes of reads.
 #[inline]
-pub unsafe fn send_all(fd: RawFd, buf: *const u8, len: usize) -> io::Result<()> {
+pub(crate) unsafe fn send_all(fd: RawFd, buf: *const u8, len: usize) -> io::Result<()> {
     let mut done = 0;
     while done < len {
         let n = libc::send(fd, buf.add(done).cast(), len - done, libc::MSG_NOSIGNAL);
@@ -62,7 +62,7 @@ pub unsafe fn send_all(fd: RawFd, buf: *const u8, len: usize) -> io::Result<()> 
 }
 
 /// Wakes any thread blocked on this socket: its recv returns 0, its send fails.
-pub fn shutdown(stream: &TcpStream) {
+pub(crate) fn shutdown(stream: &TcpStream) {
     // SAFETY: shutdown takes no pointer; `stream` keeps the socket open for the call.
     unsafe { libc::shutdown(stream.as_raw_fd(), libc::SHUT_RDWR) };
 }
@@ -75,7 +75,7 @@ pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
 }
 
 /// Waits up to `timeout` for `fd` to become readable (or closed). Returns whether it did.
-pub fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
+pub(crate) fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLIN,

@@ -9,26 +9,26 @@
 use std::fmt;
 
 /// The version the originals print and that schedlab speaks.
-pub const VERSION: &str = "1.0.1";
+pub(crate) const VERSION: &str = "1.0.1";
 /// Users (data connections) in one room.
-pub const USERS_PER_ROOM: usize = 20;
+pub(crate) const USERS_PER_ROOM: usize = 20;
 /// A message: a fixed block, no header.
-pub const MSG_SIZE: usize = 100;
+pub(crate) const MSG_SIZE: usize = 100;
 /// Server → client on the control connection: every data connection is accepted, go.
-pub const START_BYTE: u8 = 0x11;
+pub(crate) const START_BYTE: u8 = 0x11;
 /// Client → server on the control connection: every client thread is done.
-pub const END_BYTE: u8 = 0x22;
+pub(crate) const END_BYTE: u8 = 0x22;
 /// Length of the start message.
-pub const START_LEN: usize = 8;
+pub(crate) const START_LEN: usize = 8;
 /// Most messages per user either side accepts: SEMVMX, the most a SysV semaphore holds. The
 /// server's receive thread posts the user's hand-off semaphore once per message and may run
 /// that far ahead of its send thread, so a larger run could fail midway with ERANGE (as the
 /// original's would); refusing it up front says why instead.
 pub const MAX_MESSAGES: u32 = 32_767;
 
-pub const DEFAULT_PORT: u16 = 9999;
-pub const DEFAULT_ROOMS: u32 = 10;
-pub const DEFAULT_MESSAGES: u32 = 100;
+pub(crate) const DEFAULT_PORT: u16 = 9999;
+pub(crate) const DEFAULT_ROOMS: u32 = 10;
+pub(crate) const DEFAULT_MESSAGES: u32 = 100;
 
 /// The start message as it travels: the raw signed values, not yet checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +62,7 @@ impl StartMessage {
 }
 
 /// `what` must be 1..=max.
-pub fn check_range(what: &str, value: i64, max: i64) -> Result<u32, String> {
+pub(crate) fn check_range(what: &str, value: i64, max: i64) -> Result<u32, String> {
     if value < 1 || value > max {
         return Err(format!("{what} must be 1..={max}, not {value}"));
     }
@@ -70,7 +70,7 @@ pub fn check_range(what: &str, value: i64, max: i64) -> Result<u32, String> {
 }
 
 /// Messages per user, in range, or why not.
-pub fn check_messages(value: i64) -> Result<u32, String> {
+pub(crate) fn check_messages(value: i64) -> Result<u32, String> {
     check_range("messages", value, MAX_MESSAGES as i64).map_err(|e| {
         if value > MAX_MESSAGES as i64 {
             format!("{e} (the server hands each message to its send thread through a SysV semaphore, which holds at most {MAX_MESSAGES})")
@@ -102,7 +102,7 @@ impl RunSize {
         self.sent() * (USERS_PER_ROOM as u64 - 1)
     }
 
-    pub fn start_message(self) -> StartMessage {
+    pub(crate) fn start_message(self) -> StartMessage {
         StartMessage {
             rooms: self.rooms as i32,
             messages: self.messages as i32,
@@ -112,7 +112,7 @@ impl RunSize {
 
 /// The client's report, printed exactly as chat_c printed it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Report {
+pub(crate) struct Report {
     pub sent: u64,
     pub received: u64,
     pub elapsed_secs: f64,
@@ -129,7 +129,7 @@ impl Report {
     }
 
     /// The last line alone; its 4th whitespace field is the number (`awk '{print $4}'` reads it).
-    pub fn throughput_line(&self) -> String {
+    pub(crate) fn throughput_line(&self) -> String {
         format!(
             "Average throughput : {:.0} messages per second",
             self.throughput()

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
 
 #[derive(Default)]
-pub struct RunFlags {
+pub(crate) struct RunFlags {
     abort: AtomicBool,
     failed: AtomicBool,
     reason: Mutex<Option<String>>,
@@ -42,11 +42,11 @@ impl RunFlags {
     }
 
     #[inline]
-    pub fn aborted(&self) -> bool {
+    pub(crate) fn aborted(&self) -> bool {
         self.abort.load(SeqCst)
     }
 
-    pub fn thread_finished(&self) {
+    pub(crate) fn thread_finished(&self) {
         self.finished.fetch_add(1, SeqCst);
     }
 
@@ -56,7 +56,7 @@ impl RunFlags {
 }
 
 /// Counts a thread as finished when it ends, however it ends.
-pub struct FinishGuard<'a>(pub &'a RunFlags);
+pub(crate) struct FinishGuard<'a>(pub &'a RunFlags);
 
 impl Drop for FinishGuard<'_> {
     fn drop(&mut self) {

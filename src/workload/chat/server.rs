@@ -26,8 +26,8 @@ use super::protocol::{
 };
 use super::run_flags::{FinishGuard, RunFlags};
 use super::slots::SlotPool;
-use crate::sys::counters::{CounterRegion, CounterSlot};
-use crate::sys::sysv::SemSet;
+use crate::sys::kernel::sysv::SemSet;
+use crate::sys::shared::counters::{CounterRegion, CounterSlot};
 
 /// Control connections waiting to send their start message at once; beyond this the oldest
 /// is closed, so a burst of silent connections costs a bounded number of descriptors.
@@ -35,7 +35,7 @@ const MAX_PENDING: usize = 64;
 /// How often the main thread looks up from a run to check for failures and stalls.
 const TICK: Duration = Duration::from_millis(100);
 
-pub struct ServerConfig {
+pub(crate) struct ServerConfig {
     /// Exit after this many completed runs (None: serve forever, like chat_s).
     pub runs: Option<u64>,
     /// Abandon a run, or a half-sent start message, after this long without progress.

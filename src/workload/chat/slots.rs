@@ -1,13 +1,13 @@
 //! Counter slots and latency histograms that outlive a run: the server serves runs forever
-//! and chat-bench repeats them, so threads borrow them from a pool and hand them back, instead
+//! and `schedlab chat` repeats them, so threads borrow them from a pool and hand them back, instead
 //! of claiming new ones each run until the region is full.
 
 use anyhow::Result;
 
-use crate::sys::counters::{CounterRegion, CounterSlot, Histogram};
-use crate::sys::histogram::Unit;
+use crate::sys::shared::counters::{CounterRegion, CounterSlot, Histogram};
+use crate::sys::shared::histogram::Unit;
 
-pub struct SlotPool {
+pub(crate) struct SlotPool {
     region: CounterRegion,
     free: Vec<CounterSlot>,
     free_histograms: Vec<Histogram>,
@@ -24,13 +24,13 @@ impl SlotPool {
 
     /// A delivery-latency histogram for one receive thread: a returned one, or a fresh claim;
     /// None when recording is off or the region has none left.
-    pub fn take_histogram(&mut self) -> Option<Histogram> {
+    pub(crate) fn take_histogram(&mut self) -> Option<Histogram> {
         self.free_histograms
             .pop()
             .or_else(|| self.region.claim_histogram(Unit::Delivery))
     }
 
-    pub fn give_back_histogram(&mut self, h: Histogram) {
+    pub(crate) fn give_back_histogram(&mut self, h: Histogram) {
         self.free_histograms.push(h);
     }
 
@@ -46,7 +46,7 @@ impl SlotPool {
         }
     }
 
-    pub fn give_back(&mut self, slot: CounterSlot) {
+    pub(crate) fn give_back(&mut self, slot: CounterSlot) {
         self.free.push(slot);
     }
 }

@@ -12,10 +12,10 @@
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
 
-use crate::sys::counters::{now_ns, CounterSlot, Histogram, Sampler};
+use crate::sys::shared::counters::{now_ns, CounterSlot, Histogram, Sampler};
 
 /// Bytes carried by each message (as `perf bench sched pipe`'s int).
-pub const TOKEN_LEN: usize = 4;
+pub(crate) const TOKEN_LEN: usize = 4;
 
 /// Which system call failed, kept as a number so a forked task can report it through
 /// shared memory without allocating.
@@ -72,7 +72,7 @@ impl TaskError {
     }
 
     /// True when the error means the partner or its object went away.
-    pub fn peer_gone(&self) -> bool {
+    pub(crate) fn peer_gone(&self) -> bool {
         matches!(self.errno, 0 | libc::EIDRM | libc::EINVAL | libc::EPIPE)
     }
 }
@@ -89,15 +89,15 @@ impl std::fmt::Display for TaskError {
 }
 
 /// One side of a pair: send the token, wait for it to come back.
-pub trait Endpoint {
+pub(crate) trait Endpoint {
     fn send(&mut self) -> Result<(), TaskError>;
     fn recv(&mut self) -> Result<(), TaskError>;
 }
 
 /// One queue per pair; the pinger sends type 1 and receives type 2, the ponger the reverse.
-pub struct MsgEnd {
+pub(crate) struct MsgEnd {
     id: i32,
-    buf: crate::sys::sysv::MsgBuf,
+    buf: crate::sys::kernel::sysv::MsgBuf,
     send_type: libc::c_long,
     recv_type: libc::c_long,
 }
@@ -107,7 +107,7 @@ impl MsgEnd {
         let (send_type, recv_type) = if pinger { (1, 2) } else { (2, 1) };
         Self {
             id,
-            buf: crate::sys::sysv::MsgBuf::new(send_type),
+            buf: crate::sys::kernel::sysv::MsgBuf::new(send_type),
             send_type,
             recv_type,
         }
@@ -118,7 +118,7 @@ impl Endpoint for MsgEnd {
     #[inline]
     fn send(&mut self) -> Result<(), TaskError> {
         self.buf.mtype = self.send_type;
-        let ptr = (&self.buf as *const crate::sys::sysv::MsgBuf).cast();
+        let ptr = (&self.buf as *const crate::sys::kernel::sysv::MsgBuf).cast();
         // SAFETY: `ptr` points to `self.buf`, a live MsgBuf (a long type, then MsgBuf::TEXT bytes);
         // msgsnd reads the type and TOKEN_LEN (4 <= TEXT) bytes of it.
         while unsafe { libc::msgsnd(self.id, ptr, TOKEN_LEN, 0) } < 0 {
@@ -132,8 +132,8 @@ impl Endpoint for MsgEnd {
 
     #[inline]
     fn recv(&mut self) -> Result<(), TaskError> {
-        let ptr = (&mut self.buf as *mut crate::sys::sysv::MsgBuf).cast();
-        let max = crate::sys::sysv::MsgBuf::TEXT;
+        let ptr = (&mut self.buf as *mut crate::sys::kernel::sysv::MsgBuf).cast();
+        let max = crate::sys::kernel::sysv::MsgBuf::TEXT;
         // SAFETY: `ptr` points to `self.buf`, exclusively borrowed; msgrcv writes at most the type
         // and `max` = MsgBuf::TEXT bytes, exactly its text's size.
         while unsafe { libc::msgrcv(self.id, ptr, max, self.recv_type, 0) } < 0 {
@@ -147,7 +147,7 @@ impl Endpoint for MsgEnd {
 }
 
 /// A set of two semaphores per pair: the pinger posts 0 and waits on 1, the ponger the reverse.
-pub struct SemEnd {
+pub(crate) struct SemEnd {
     id: i32,
     post: u16,
     wait: u16,
@@ -190,7 +190,7 @@ impl Endpoint for SemEnd {
 }
 
 /// Two pipes per pair: the pinger writes one and reads the other.
-pub struct PipeEnd {
+pub(crate) struct PipeEnd {
     write_fd: RawFd,
     read_fd: RawFd,
     token: [u8; TOKEN_LEN],
@@ -249,7 +249,7 @@ impl Endpoint for PipeEnd {
 /// Round trips timed: one in this many. A round trip takes 2.1 µs or more here (sem, same
 /// CPU) and a clock reading 22 ns, so timing each would cost 1% of it; one in 16 costs two
 /// readings per 16 round trips, 0.13% (docs/latency.md).
-pub const TIME_EVERY: u32 = 16;
+pub(crate) const TIME_EVERY: u32 = 16;
 
 /// Bounces the token until `stop` is set, counting round trips and timing one in
 /// [`TIME_EVERY`] into `latency` (when given); then tells the ponger to quit (through
@@ -322,7 +322,7 @@ pub fn pong<E: Endpoint>(end: &mut E, pair: &PairControl) -> Result<(), TaskErro
 
 /// Per-pair control words, one cache line, in memory shared with forked tasks.
 #[repr(C, align(64))]
-pub struct PairControl {
+pub(crate) struct PairControl {
     /// Set by the pinger before its last token.
     pub quit: AtomicU32,
     /// Failed call and errno of the pinger (index 0) and the ponger (1); call 0 = none.
@@ -347,7 +347,7 @@ impl PairControl {
 
 /// The run's control page: a global stop flag and one [`PairControl`] per pair, mapped
 /// MAP_SHARED so that forked tasks see the parent's stores and the parent theirs.
-pub struct Control {
+pub(crate) struct Control {
     base: *mut u8,
     len: usize,
     pairs: usize,
@@ -391,7 +391,7 @@ impl Control {
         })
     }
 
-    pub fn stop_flag(&self) -> &AtomicU32 {
+    pub(crate) fn stop_flag(&self) -> &AtomicU32 {
         // SAFETY: `base` is a live, page-aligned mapping of at least 64 bytes (len = 64 * (pairs +
         // 1)); Header is one AtomicU32 padded to 64 bytes, valid for any bits.
         unsafe { &(*(self.base as *const Header)).stop }

@@ -24,7 +24,7 @@ const WIND_DOWN: Duration = Duration::from_secs(5);
 const ROLE: [&str; 2] = ["ping", "pong"];
 
 /// What the clean-up hook and the runner share.
-pub struct RunState {
+pub(crate) struct RunState {
     /// Set by the exit hook before it kills the tasks, so their deaths are not reported.
     pub terminating: AtomicBool,
     /// Pids of forked tasks (0: none), two per pair.
@@ -43,7 +43,7 @@ impl RunState {
     }
 
     /// For the exit hook: no lock, no allocation.
-    pub fn kill_tasks(&self) {
+    pub(crate) fn kill_tasks(&self) {
         self.terminating.store(true, SeqCst);
         for pid in &self.pids {
             let pid = pid.load(SeqCst);
@@ -219,7 +219,7 @@ fn handles(objects: &[Option<PairObjects>]) -> Vec<Handle> {
 }
 
 /// Runs the pairs as forked processes; returns the measured time.
-pub fn run_processes(
+pub(crate) fn run_processes(
     plan: &Plan,
     objects: &mut [Option<PairObjects>],
     control: &Control,
@@ -588,7 +588,7 @@ fn write_full(fd: BorrowedFd, buf: &[u8]) -> std::io::Result<()> {
 // Threads
 
 /// Runs the pairs as threads of this process; returns the measured time.
-pub fn run_threads(
+pub(crate) fn run_threads(
     plan: &Plan,
     objects: &mut [Option<PairObjects>],
     control: &Arc<Control>,

@@ -176,7 +176,7 @@ fn find_hierarchy(mountinfo: &str, self_cgroup: &str) -> Result<Hierarchy> {
 
 /// Where the cpu controller's hierarchy is mounted, as the probe reads tasks' groups.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpuMount {
+pub(crate) struct CpuMount {
     /// The mount point, and the hierarchy path mounted there ("/" but inside some
     /// containers).
     pub point: PathBuf,
@@ -201,7 +201,7 @@ impl CpuMount {
 
 /// The hierarchy the cpu controller is bound to, from a mountinfo text: a v1 hierarchy with
 /// `cpu` among its controllers, else a v2 one that has the controller.
-pub fn cpu_mount(mountinfo: &str) -> Option<CpuMount> {
+pub(crate) fn cpu_mount(mountinfo: &str) -> Option<CpuMount> {
     let mounts = parse_mountinfo(mountinfo);
     let pick = mounts
         .iter()
@@ -223,7 +223,7 @@ pub fn hierarchy() -> Result<Hierarchy> {
 }
 
 /// cgroup v1 `cpu.shares` for a v2-scale weight (100 ↔ 1024).
-pub fn weight_to_shares(weight: u32) -> u64 {
+pub(crate) fn weight_to_shares(weight: u32) -> u64 {
     (u64::from(weight) * 1024 / 100).max(2)
 }
 
@@ -244,7 +244,7 @@ impl WorkloadCgroup {
         Self::create_in(&hierarchy()?, name, weight)
     }
 
-    pub fn create_in(hierarchy: &Hierarchy, name: &str, weight: u32) -> Result<Self> {
+    pub(crate) fn create_in(hierarchy: &Hierarchy, name: &str, weight: u32) -> Result<Self> {
         if !(1..=10_000).contains(&weight) {
             bail!("cgroup weight must be 1..10000, not {weight}");
         }
@@ -299,12 +299,13 @@ impl WorkloadCgroup {
     }
 
     /// Every directory of the group: v2's one, or v1's `cpu` and `cpuacct` ones.
-    pub fn dirs(&self) -> &[PathBuf] {
+    pub(crate) fn dirs(&self) -> &[PathBuf] {
         &self.dirs
     }
 
+    #[cfg(test)]
     /// Where its exact CPU usage is read: v2 `cpu.stat` (`usage_usec`), v1 `cpuacct.usage` (ns).
-    pub fn usage_file(&self) -> PathBuf {
+    pub(crate) fn usage_file(&self) -> PathBuf {
         match self.version {
             Version::V2 => self.dirs[0].join("cpu.stat"),
             Version::V1 => self.dirs.last().unwrap().join("cpuacct.usage"),
@@ -312,7 +313,7 @@ impl WorkloadCgroup {
     }
 
     /// Changes the CPU weight of a live group.
-    pub fn set_weight(&mut self, weight: u32) -> Result<()> {
+    pub(crate) fn set_weight(&mut self, weight: u32) -> Result<()> {
         if !(1..=10_000).contains(&weight) {
             bail!("cgroup weight must be 1..10000, not {weight}");
         }
@@ -327,7 +328,7 @@ impl WorkloadCgroup {
     }
 
     /// Sets (or, with None, lifts) a bandwidth limit, in % of one CPU per 100 ms period.
-    pub fn set_quota(&mut self, pct: Option<u32>) -> Result<()> {
+    pub(crate) fn set_quota(&mut self, pct: Option<u32>) -> Result<()> {
         const PERIOD_US: u64 = 100_000;
         if let Some(p) = pct {
             if !(1..=MAX_CPU_QUOTA).contains(&p) {
@@ -364,7 +365,7 @@ impl WorkloadCgroup {
 
     /// Opens each hierarchy's `cgroup.procs`, for a child to join between fork and exec by
     /// writing "0" (= the writer) to them: see [`join_from_child`].
-    pub fn open_procs(&self) -> Result<Vec<OwnedFd>> {
+    pub(crate) fn open_procs(&self) -> Result<Vec<OwnedFd>> {
         self.dirs
             .iter()
             .map(|d| {
@@ -414,7 +415,7 @@ impl Drop for WorkloadCgroup {
 ///
 /// # Safety
 /// Only call in a freshly forked child, with every descriptor of `fds` open (they are raw).
-pub unsafe fn join_from_child(fds: &[RawFd]) -> std::io::Result<()> {
+pub(crate) unsafe fn join_from_child(fds: &[RawFd]) -> std::io::Result<()> {
     for &fd in fds {
         // SAFETY: the caller keeps `fd` open for the call.
         nix::unistd::write(unsafe { BorrowedFd::borrow_raw(fd) }, b"0")?;
@@ -429,7 +430,7 @@ pub fn raw(fds: &[OwnedFd]) -> Vec<RawFd> {
 
 /// The exit path's kill-and-remove, for groups whose [`WorkloadCgroup`] another thread may
 /// still hold: [`kill_and_remove`] on their directories, with nowhere to report a failure.
-pub fn kill_and_remove_dirs(dirs: &[PathBuf], deadline: Instant) {
+pub(crate) fn kill_and_remove_dirs(dirs: &[PathBuf], deadline: Instant) {
     let _ = kill_and_remove(dirs, deadline);
 }
 
@@ -448,7 +449,7 @@ fn kill_and_remove(dirs: &[PathBuf], deadline: Instant) -> Result<()> {
         }
         if !kill_whole_group(&dirs[0]) {
             for pid in procs {
-                let _ = kill(Pid::from_raw(pid as libc::pid_t), Signal::SIGKILL);
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
             }
         }
         if Instant::now() >= deadline {
@@ -480,7 +481,9 @@ fn rmdir_patiently(dir: &Path, deadline: Instant) -> Result<()> {
         match fs::remove_dir(dir) {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) if Instant::now() < deadline && e.raw_os_error() == Some(libc::EBUSY) => {
+            Err(e)
+                if Instant::now() < deadline && e.raw_os_error() == Some(Errno::EBUSY as i32) =>
+            {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(e) => return Err(e).with_context(|| format!("removing cgroup {}", dir.display())),

@@ -13,12 +13,12 @@
 //! Recording into a histogram is `workload::stamp::take`.
 
 /// Bytes a stamp takes at the start of a payload.
-pub const STAMP_LEN: usize = 24;
+pub(crate) const STAMP_LEN: usize = 24;
 const MAGIC: [u8; 8] = *b"schdlab\x01";
 /// Mixed into the check word, so that no plain pattern (zeros, a repeated byte) passes.
 const KEY: u64 = 0x9e37_79b9_7f4a_7c15;
 /// No message takes this long (every peer gives up after its timeout, 10 s by default).
-pub const MAX_PLAUSIBLE_NS: u64 = 100_000_000_000;
+pub(crate) const MAX_PLAUSIBLE_NS: u64 = 100_000_000_000;
 
 /// Readies a payload for stamping: the magic word, no time. Once, before the loop.
 pub fn prepare(payload: &mut [u8]) {

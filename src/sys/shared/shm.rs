@@ -32,7 +32,7 @@ unsafe impl Shareable for AtomicI32 {}
 unsafe impl<T: Shareable, const N: usize> Shareable for [T; N] {}
 
 /// A read-write shared mapping, unmapped when dropped.
-pub struct SharedMapping {
+pub(crate) struct SharedMapping {
     base: NonNull<u8>,
     len: usize,
 }
@@ -45,13 +45,13 @@ unsafe impl Sync for SharedMapping {}
 
 impl SharedMapping {
     /// `len` bytes of zeros shared with the children this process forks afterwards.
-    pub fn anonymous(len: usize) -> io::Result<Self> {
+    pub(crate) fn anonymous(len: usize) -> io::Result<Self> {
         Self::map(len, None)
     }
 
     /// The first `len` bytes of `fd` (a memfd, a file), shared with whoever else maps it.
     /// The file must be at least `len` bytes long: a page past its end faults on access.
-    pub fn of_fd(fd: impl AsFd, len: usize) -> io::Result<Self> {
+    pub(crate) fn of_fd(fd: impl AsFd, len: usize) -> io::Result<Self> {
         Self::map(len, Some(fd.as_fd()))
     }
 
@@ -69,14 +69,6 @@ impl SharedMapping {
             base: base.cast(),
             len,
         })
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Where the mapping starts in this process: for telling another process an offset.
@@ -121,9 +113,9 @@ impl Drop for SharedMapping {
 }
 
 /// A new memfd of `len` zero bytes, closed on exec unless the caller clears the flag.
-pub fn memfd(name: &CStr, len: usize) -> io::Result<OwnedFd> {
+pub(crate) fn memfd(name: &CStr, len: usize) -> io::Result<OwnedFd> {
     let fd = memfd_create(name, MFdFlags::MFD_CLOEXEC)?;
-    nix::unistd::ftruncate(&fd, len as libc::off_t)?;
+    nix::unistd::ftruncate(&fd, len as i64)?;
     Ok(fd)
 }
 
@@ -137,13 +129,16 @@ mod tests {
         let map = SharedMapping::anonymous(4096).unwrap();
         let word: &AtomicU64 = map.get(64);
         // SAFETY: the child only stores to the mapping and calls _exit.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            word.store(42, Relaxed);
-            // SAFETY: _exit ends the child at once, running nothing of the parent's.
-            unsafe { libc::_exit(0) };
-        }
-        let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None).unwrap();
+        let pid = match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                word.store(42, Relaxed);
+                // SAFETY: _exit ends the child at once, running nothing of the parent's (nix
+                // has no _exit).
+                unsafe { libc::_exit(0) }
+            }
+            nix::unistd::ForkResult::Parent { child } => child,
+        };
+        let status = nix::sys::wait::waitpid(pid, None).unwrap();
         assert_eq!(
             status,
             nix::sys::wait::WaitStatus::Exited(status.pid().unwrap(), 0)

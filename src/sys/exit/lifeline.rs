@@ -16,7 +16,7 @@ use std::sync::{Mutex, Once};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 /// Set in a supervised child: the descriptor of its lifeline pipe.
-pub const ENV_LIFELINE_FD: &str = "SCHEDLAB_LIFELINE_FD";
+pub(crate) const ENV_LIFELINE_FD: &str = "SCHEDLAB_LIFELINE_FD";
 
 type Hook = Box<dyn Fn() + Send>;
 /// Set once a signal or a panic has started the clean-up: the main thread must then leave the
@@ -29,7 +29,7 @@ static INSTALLER: AtomicU32 = AtomicU32::new(0);
 
 /// Registers a clean-up to run on a termination signal, a lost parent or a panic. Hooks run in
 /// the reverse order of registration and must not block for long.
-pub fn on_exit(hook: impl Fn() + Send + 'static) {
+pub(crate) fn on_exit(hook: impl Fn() + Send + 'static) {
     HOOKS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -81,7 +81,7 @@ pub fn install() {
 /// starts (`*` matches any command). The reliability suite uses it to prove that a panic
 /// mid-run leaves nothing behind, in a parent (`run:500`) or in one of its workloads
 /// (`fork-load:500` under `run`). Read once, at start; never set it outside tests.
-pub const ENV_INJECT_PANIC: &str = "SCHEDLAB_INJECT_PANIC";
+pub(crate) const ENV_INJECT_PANIC: &str = "SCHEDLAB_INJECT_PANIC";
 
 /// Arms the test-only panic of [`ENV_INJECT_PANIC`] when it names `command`.
 pub fn arm_injected_panic(command: &str) {
@@ -109,12 +109,12 @@ pub fn arm_injected_panic(command: &str) {
 }
 
 /// True when a supervisor started this process (and made it leader of its process group).
-pub fn supervised() -> bool {
+pub(crate) fn supervised() -> bool {
     std::env::var_os(ENV_LIFELINE_FD).is_some()
 }
 
 /// Runs every clean-up and exits with `code`. Also the path for a fatal error in a thread.
-pub fn terminate(code: i32) -> ! {
+pub(crate) fn terminate(code: i32) -> ! {
     ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
     run_hooks();
     finish(code)
@@ -156,11 +156,11 @@ fn run_hooks() {
     for hook in hooks.iter().rev() {
         hook();
     }
-    crate::sys::sysv::remove_all();
+    crate::sys::kernel::sysv::remove_all();
 }
 
 fn finish(code: i32) -> ! {
-    crate::sys::sysv::remove_ledger_file();
+    crate::sys::kernel::sysv::remove_ledger_file();
     if supervised() {
         // Our process group is ours alone: take every descendant with us, then ourselves.
         // SAFETY: kill(0, SIGKILL) ends our own process group, which is ours alone when supervised;

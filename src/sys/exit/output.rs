@@ -18,10 +18,10 @@ use std::fmt;
 use std::io::{self, Write};
 use std::sync::OnceLock;
 
-use crate::sys::lifeline;
+use crate::sys::exit::lifeline;
 
 /// The status of a process whose stdout reader went away, as a shell shows a SIGPIPE death.
-pub const EXIT_BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
+pub(crate) const EXIT_BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
 
 static COMMAND: OnceLock<String> = OnceLock::new();
 
@@ -31,7 +31,7 @@ pub fn set_command(name: &str) {
 }
 
 /// Writes to stdout; what [`out!`](crate::out) and [`outln!`](crate::outln) expand to.
-pub fn stdout_fmt(args: fmt::Arguments<'_>, newline: bool) {
+pub(crate) fn stdout_fmt(args: fmt::Arguments<'_>, newline: bool) {
     let written = {
         let mut out = io::stdout().lock();
         out.write_fmt(args).and_then(|()| {
@@ -74,27 +74,27 @@ fn stdout_failed(err: &io::Error) {
     lifeline::end(1);
 }
 
-/// `print!` that never panics (see [`crate::sys::output`]).
+/// `print!` that never panics (see [`crate::sys::exit::output`]).
 #[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::sys::output::stdout_fmt(format_args!($($arg)*), false)
+        $crate::sys::exit::output::stdout_fmt(format_args!($($arg)*), false)
     };
 }
 
-/// `println!` that never panics (see [`crate::sys::output`]).
+/// `println!` that never panics (see [`crate::sys::exit::output`]).
 #[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {
-        $crate::__line_to!($crate::sys::output::stdout_fmt; $($arg)*)
+        $crate::__line_to!($crate::sys::exit::output::stdout_fmt; $($arg)*)
     };
 }
 
-/// `eprintln!` that never panics (see [`crate::sys::output`]).
+/// `eprintln!` that never panics (see [`crate::sys::exit::output`]).
 #[macro_export]
 macro_rules! errln {
     ($($arg:tt)*) => {
-        $crate::__line_to!($crate::sys::output::stderr_fmt; $($arg)*)
+        $crate::__line_to!($crate::sys::exit::output::stderr_fmt; $($arg)*)
     };
 }
 

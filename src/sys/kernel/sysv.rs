@@ -7,6 +7,8 @@
 //! objects calls it at start, the supervisor calls it when a workload dies, and
 //! `schedlab cleanup` calls it by hand. A ledger is swept only by whoever holds its lock,
 //! which its owner holds for life: concurrent sweeps and a live owner are safe.
+//!
+//! The calls are raw libc: neither nix nor rustix wraps SysV semaphores or message queues.
 
 mod ledger;
 mod sweep;
@@ -28,7 +30,7 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 }
 
 /// Message queues that exist on the system now, anyone's (what `ipcs -q` lists).
-pub fn queues_in_use() -> Result<u64> {
+pub(crate) fn queues_in_use() -> Result<u64> {
     let text = std::fs::read_to_string("/proc/sysvipc/msg").context("reading /proc/sysvipc/msg")?;
     Ok(table_rows(&text))
 }
@@ -47,7 +49,7 @@ const KEY_TRIES: usize = 1024;
 /// A run of ledger entries reserved up front, so that recording an object costs plain
 /// stores. Creating through [`LedgerRange::msgget`] is not held back by [`remove_all`]: a
 /// caller creating on a hot path must stop between its loops first (msgbench's StopGate).
-pub struct LedgerRange {
+pub(crate) struct LedgerRange {
     start: usize,
     len: usize,
     /// The mode of the private queues [`LedgerRange::msgget`] makes (0: keyed objects only).
@@ -68,14 +70,6 @@ impl LedgerRange {
     fn reserve_keyed(len: usize) -> Result<Self> {
         let start = ledger::ensure_registered().reserve(len)?;
         Ok(Self { start, len, tag: 0 })
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Creates an object of `kind` at entry `i` with `create(key)` (IPC_CREAT | IPC_EXCL):
@@ -149,7 +143,7 @@ impl LedgerRange {
 
     /// Removes the queue recorded at entry `i`.
     #[inline]
-    pub fn msg_rmid(&self, i: usize, id: i32) -> io::Result<()> {
+    pub(crate) fn msg_rmid(&self, i: usize, id: i32) -> io::Result<()> {
         // SAFETY: IPC_RMID takes no buffer; a null one is allowed.
         let rc = unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
         self.forget(i);
@@ -161,7 +155,7 @@ impl LedgerRange {
 
     /// Removes whatever is still recorded in this range: each object first, then its entry,
     /// so that a SIGKILL in between leaves it to a sweep, never unrecorded.
-    pub fn remove_recorded(&self) {
+    pub(crate) fn remove_recorded(&self) {
         let ledger = ledger::ledger();
         for i in 0..self.len {
             let (key_word, id_word) = ledger.entry(self.start + i);
@@ -217,7 +211,7 @@ fn unless_closing<T>(create: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
 /// Removes every object this process has recorded. Safe to call from a signal-handling
 /// thread or a panic hook: it takes no lock and allocates nothing. Creations under way on
 /// other threads finish first (up to a second) and are removed too; later ones fail.
-pub fn remove_all() {
+pub(crate) fn remove_all() {
     let Some(ledger) = ledger::own_ledger() else {
         return;
     };
@@ -242,7 +236,7 @@ extern "C" fn remove_all_at_exit() {
 }
 
 /// Removes this process's ledger file; call at a normal exit, after every object is gone.
-pub fn remove_ledger_file() {
+pub(crate) fn remove_ledger_file() {
     let Some(ledger) = ledger::own_ledger() else {
         return;
     };
@@ -257,9 +251,8 @@ pub fn remove_ledger_file() {
 }
 
 /// A set of SysV semaphores, removed when dropped (by its ledger entry).
-pub struct SemSet {
+pub(crate) struct SemSet {
     id: i32,
-    nsems: usize,
     _entry: LedgerRange,
 }
 
@@ -281,28 +274,16 @@ impl SemSet {
                 _ => "semget".to_string(),
             })
         })?;
-        Ok(Self {
-            id,
-            nsems,
-            _entry: entry,
-        })
+        Ok(Self { id, _entry: entry })
     }
 
     pub fn id(&self) -> i32 {
         self.id
     }
 
-    pub fn len(&self) -> usize {
-        self.nsems
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.nsems == 0
-    }
-
     /// Adds `delta` to semaphore `num`, blocking while that would make it negative.
     #[inline]
-    pub fn op(&self, num: u16, delta: i16) -> io::Result<()> {
+    pub(crate) fn op(&self, num: u16, delta: i16) -> io::Result<()> {
         self.ops(&mut [libc::sembuf {
             sem_num: num,
             sem_op: delta,
@@ -335,6 +316,7 @@ impl SemSet {
         Ok(())
     }
 
+    #[cfg(test)]
     pub fn get(&self, num: u16) -> io::Result<i32> {
         // SAFETY: semctl(GETVAL) takes no fourth argument.
         let v = unsafe { libc::semctl(self.id, num as i32, libc::GETVAL) };
@@ -346,7 +328,7 @@ impl SemSet {
 }
 
 /// A SysV message queue, removed when dropped (by its ledger entry).
-pub struct MsgQueue {
+pub(crate) struct MsgQueue {
     id: i32,
     _entry: LedgerRange,
 }
@@ -375,6 +357,7 @@ impl MsgQueue {
         self.id
     }
 
+    #[cfg(test)]
     /// Sends `text` as a message of type `mtype` (> 0). `buf` must start with room for the
     /// type: the caller owns the buffer so that sending allocates nothing.
     #[inline]
@@ -394,6 +377,7 @@ impl MsgQueue {
         }
     }
 
+    #[cfg(test)]
     /// Receives a message of type `mtype` (0 = any) into `buf`; returns the text length.
     #[inline]
     pub fn recv(&self, buf: &mut MsgBuf, mtype: i64) -> io::Result<usize> {
@@ -422,13 +406,13 @@ impl MsgQueue {
 
 /// A message buffer in the layout msgsnd/msgrcv expect: a long type, then the text.
 #[repr(C)]
-pub struct MsgBuf {
+pub(crate) struct MsgBuf {
     pub mtype: libc::c_long,
     pub text: [u8; MsgBuf::TEXT],
 }
 
 impl MsgBuf {
-    pub const TEXT: usize = 128;
+    pub(crate) const TEXT: usize = 128;
 
     pub fn new(mtype: i64) -> Self {
         Self {
@@ -437,10 +421,12 @@ impl MsgBuf {
         }
     }
 
+    #[cfg(test)]
     fn as_ptr(&self) -> *const libc::c_void {
         (self as *const Self).cast()
     }
 
+    #[cfg(test)]
     fn as_mut_ptr(&mut self) -> *mut libc::c_void {
         (self as *mut Self).cast()
     }

@@ -3,11 +3,11 @@
 //! that an exit hook (the lifeline's, on a signal or a panic) empties to kill what it held.
 //! Killing is the caller's: a pid, a process group and a group with cgroups end differently.
 
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard};
 
 /// A list of what to kill, safe to share between the threads that start children and the
 /// exit hooks that end them.
-pub struct KillList<T> {
+pub(crate) struct KillList<T> {
     entries: Mutex<Vec<T>>,
 }
 
@@ -27,6 +27,7 @@ impl<T> KillList<T> {
         self.lock().push(entry);
     }
 
+    #[cfg(test)]
     /// Forgets what ended by itself (reaped, stopped by its owner).
     pub fn remove(&self, entry: &T)
     where
@@ -39,11 +40,13 @@ impl<T> KillList<T> {
         self.lock().clear();
     }
 
+    #[cfg(test)]
     /// Replaces the list with what is live now.
     pub fn replace(&self, entries: Vec<T>) {
         *self.lock() = entries;
     }
 
+    #[cfg(test)]
     /// A copy of the list, which stays as it is.
     pub fn snapshot(&self) -> Vec<T>
     where
@@ -57,13 +60,14 @@ impl<T> KillList<T> {
         std::mem::take(&mut *self.lock())
     }
 
+    #[cfg(test)]
     /// As [`take`](Self::take), for an exit hook that may run on the very thread that holds
     /// the list (a panic inside `add`): None then, where a lock would wait for ever.
-    pub fn take_for_exit(&self) -> Option<Vec<T>> {
+    pub(crate) fn take_for_exit(&self) -> Option<Vec<T>> {
         match self.entries.try_lock() {
             Ok(mut list) => Some(std::mem::take(&mut *list)),
-            Err(TryLockError::Poisoned(p)) => Some(std::mem::take(&mut *p.into_inner())),
-            Err(TryLockError::WouldBlock) => None,
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(std::mem::take(&mut *p.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
         }
     }
 }

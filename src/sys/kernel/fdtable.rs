@@ -12,14 +12,14 @@
 //!
 //! 65,536 slots take 512 KiB of kernel memory; a fork copies only the slots in use.
 
-use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{mpsc, OnceLock};
 
 use nix::sys::resource::{getrlimit, setrlimit, Resource};
 
 /// Slots made up front: the probe's three files for each of 16,000 threads, and more.
-pub const EARLY_ROOM: usize = 1 << 16;
+pub(crate) const EARLY_ROOM: usize = 1 << 16;
 /// The table every process starts with (NR_OPEN_DEFAULT on 64-bit).
 const FIRST_ROOM: usize = 64;
 
@@ -39,7 +39,7 @@ pub fn reserve_early() {
 
 /// Lifts the soft descriptor limit to the hard one: the probe keeps three files open per
 /// thread, and a 5,000-thread workload would exceed the usual 1,024.
-pub fn raise_soft_limit() {
+pub(crate) fn raise_soft_limit() {
     if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
         if soft < hard {
             let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
@@ -53,7 +53,7 @@ pub fn raise_soft_limit() {
 /// a file is opened at each read instead of kept open. Without them, a 16,000-thread workload
 /// under a limit of 20,000 took the last descriptors, and the listings and process reads that
 /// followed failed (EMFILE), dropping the workload's processes every other sweep.
-pub const SPARE: usize = 1_024;
+pub(crate) const SPARE: usize = 1_024;
 
 /// The soft limit as last read (0: not yet).
 static LIMIT: AtomicUsize = AtomicUsize::new(0);
@@ -72,7 +72,7 @@ fn limit() -> usize {
 }
 
 /// Whether `fd` is among the last [`SPARE`] descriptors the limit allows: too near to keep.
-pub fn too_near_limit(fd: RawFd) -> bool {
+pub(crate) fn too_near_limit(fd: RawFd) -> bool {
     (fd.max(0) as usize).saturating_add(SPARE) >= limit()
 }
 
@@ -83,7 +83,7 @@ const FILES_PER_THREAD: usize = 4;
 static WATCHED: AtomicUsize = AtomicUsize::new(0);
 
 /// A process's count of watched threads went from `old` to `new`.
-pub fn rewatch(old: usize, new: usize) {
+pub(crate) fn rewatch(old: usize, new: usize) {
     if new >= old {
         WATCHED.fetch_add(new - old, Relaxed);
     } else {
@@ -97,7 +97,7 @@ pub fn rewatch(old: usize, new: usize) {
 /// keeps a descriptor for every thread. Under a limit of 20,000, three files kept for each of
 /// the first 6,300 threads of a 16,000-thread run had left the other 9,700 to reopen their
 /// schedstat at every read, at ten times the cost.
-pub fn rare_files_fit() -> bool {
+pub(crate) fn rare_files_fit() -> bool {
     fits(WATCHED.load(Relaxed), limit())
 }
 
@@ -109,7 +109,7 @@ fn fits(threads: usize, limit: usize) -> bool {
 }
 
 /// Called with each descriptor the probe opens: past half the table, the helper grows it.
-pub fn keep_ahead(fd: RawFd) {
+pub(crate) fn keep_ahead(fd: RawFd) {
     let room = ROOM.load(Relaxed);
     if (fd.max(0) as usize) < room / 2 {
         return;
@@ -141,8 +141,12 @@ fn grow(any: BorrowedFd, want: usize) {
     if want <= ROOM.load(Relaxed) {
         return;
     }
-    if let Ok(fd) = rustix::io::fcntl_dupfd_cloexec(any, (want - 1) as RawFd) {
-        drop(fd);
+    if let Ok(fd) = nix::fcntl::fcntl(
+        any,
+        nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC((want - 1) as RawFd),
+    ) {
+        // SAFETY: the kernel just made `fd` for us alone: owned here, closed at once.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
         ROOM.fetch_max(want, Relaxed);
     }
 }
@@ -183,7 +187,7 @@ mod tests {
                 .map(|(s, _)| s as usize)
                 .unwrap(),
         );
-        let fdsize = crate::sys::proc::own_fd_table_size().unwrap() as usize;
+        let fdsize = crate::sys::kernel::proc::own_fd_table_size().unwrap() as usize;
         assert!(fdsize >= want, "FDSize {fdsize}, below {want}");
         assert!(ROOM.load(Relaxed) >= want);
     }

@@ -16,7 +16,7 @@ pub enum SamplerPriority {
 
 /// Puts the calling thread under SCHED_FIFO priority 1 (children reset to normal). True when
 /// the kernel agreed.
-pub fn promote_this_thread() -> bool {
+pub(crate) fn promote_this_thread() -> bool {
     let param = libc::sched_param { sched_priority: 1 };
     // Raw libc: nix has no sched_setscheduler (nor sched_getscheduler, below).
     // SAFETY: sched_setscheduler with pid 0 changes only the calling thread; `param` is a
@@ -27,8 +27,9 @@ pub fn promote_this_thread() -> bool {
     rc == 0
 }
 
+#[cfg(test)]
 /// Whether the calling thread runs under a real-time policy now.
-pub fn this_thread_is_realtime() -> bool {
+pub(crate) fn this_thread_is_realtime() -> bool {
     // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
     let policy = unsafe { libc::sched_getscheduler(0) };
     policy >= 0 && (policy & !libc::SCHED_RESET_ON_FORK) == libc::SCHED_FIFO

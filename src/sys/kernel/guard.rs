@@ -9,18 +9,18 @@
 //! scenario's total.
 
 use anyhow::{bail, Result};
-use nix::sys::resource::{getrlimit, Resource};
+use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
 use nix::unistd::{geteuid, getuid};
 
 use super::proc;
 
 /// Memory one thread of a load generator comes to cost: a small stack, its kernel stack,
 /// slack. Conservative on purpose: the guard is for typos (1,000 groups), not for tuning.
-pub const BYTES_PER_THREAD: u64 = 96 * 1024;
+pub(crate) const BYTES_PER_THREAD: u64 = 96 * 1024;
 /// Memory one forked process comes to cost (page tables, kernel stack, touched pages).
-pub const BYTES_PER_PROCESS: u64 = 512 * 1024;
+pub(crate) const BYTES_PER_PROCESS: u64 = 512 * 1024;
 /// Address space one thread reserves: its stack (64-128 KiB here), guard page, signal stack.
-pub const VBYTES_PER_THREAD: u64 = 256 * 1024;
+pub(crate) const VBYTES_PER_THREAD: u64 = 256 * 1024;
 /// Address space glibc reserves for each malloc arena a new thread may get (8 per CPU at most).
 const ARENA_BYTES: u64 = 64 << 20;
 
@@ -52,6 +52,15 @@ impl Demand {
         }
     }
 
+    /// `n` tasks: threads of one process, or processes.
+    pub fn tasks(n: u64, threads: bool) -> Self {
+        if threads {
+            Self::threads(n)
+        } else {
+            Self::processes(n)
+        }
+    }
+
     pub fn plus(self, other: Self) -> Self {
         Self {
             tasks: self.tasks.saturating_add(other.tasks),
@@ -64,7 +73,7 @@ impl Demand {
 
 /// Refuses `demand` when it does not fit, unless `force`. `what` names the run in the error.
 pub fn check(what: &str, demand: Demand, force: bool) -> Result<()> {
-    if force || crate::sys::lifeline::supervised() {
+    if force || crate::sys::exit::lifeline::supervised() {
         return Ok(());
     }
     if let Some(why) = refusal(demand, &headroom()) {
@@ -75,7 +84,7 @@ pub fn check(what: &str, demand: Demand, force: bool) -> Result<()> {
 
 /// What the machine has left: tasks (and the limit that decides) and available memory.
 #[derive(Clone, Debug, Default)]
-pub struct Headroom {
+pub(crate) struct Headroom {
     pub tasks: Option<(u64, String)>,
     pub mem_available: Option<u64>,
     /// RLIMIT_AS and the address space this process already uses, when limited.
@@ -83,7 +92,7 @@ pub struct Headroom {
     pub cpus: u64,
 }
 
-pub fn headroom() -> Headroom {
+pub(crate) fn headroom() -> Headroom {
     let mut tasks = free_tasks();
     if let Some(n) = nproc_headroom() {
         if tasks.as_ref().map_or(true, |(t, _)| n.0 < *t) {
@@ -99,7 +108,7 @@ pub fn headroom() -> Headroom {
 }
 
 /// Why `demand` does not fit in `room`, or None when it does. Pure, for the unit tests.
-pub fn refusal(demand: Demand, room: &Headroom) -> Option<String> {
+pub(crate) fn refusal(demand: Demand, room: &Headroom) -> Option<String> {
     if let Some((free, why)) = &room.tasks {
         if demand.tasks > *free {
             return Some(format!(
@@ -140,7 +149,7 @@ pub fn refusal(demand: Demand, room: &Headroom) -> Option<String> {
 /// (RLIMIT_AS, VmSize now) when the address space is limited.
 fn address_space() -> Option<(u64, u64)> {
     let (soft, _) = getrlimit(Resource::RLIMIT_AS).ok()?;
-    if soft == libc::RLIM_INFINITY {
+    if soft == RLIM_INFINITY {
         return None;
     }
     Some((soft, proc::own_vm_size()?))
@@ -152,7 +161,7 @@ fn nproc_headroom() -> Option<(u64, String)> {
         return None;
     }
     let (soft, _) = getrlimit(Resource::RLIMIT_NPROC).ok()?;
-    if soft == libc::RLIM_INFINITY {
+    if soft == RLIM_INFINITY {
         return None;
     }
     let mine = proc::threads_of_user(getuid().as_raw());

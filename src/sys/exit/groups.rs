@@ -3,8 +3,11 @@
 
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
 /// [`kill`], then [`wait_then_sweep`].
-pub fn kill_and_sweep(pgids: &[u32], within: Duration) {
+pub(crate) fn kill_and_sweep(pgids: &[u32], within: Duration) {
     kill(pgids);
     wait_then_sweep(pgids, within);
 }
@@ -12,15 +15,14 @@ pub fn kill_and_sweep(pgids: &[u32], within: Duration) {
 /// SIGKILLs every group in `pgids` (the leader's pid; 0 and 1 are never groups of ours).
 pub fn kill(pgids: &[u32]) {
     for &pgid in pgids.iter().filter(|&&p| p > 1) {
-        // SAFETY: kill takes no pointers; a negative pid names the process group.
-        unsafe { libc::kill(-(pgid as libc::pid_t), libc::SIGKILL) };
+        let _ = killpg(Pid::from_raw(pgid as i32), Signal::SIGKILL);
     }
 }
 
 /// Waits until no process of `pgids` is alive (zombies count as gone: they hold nothing), at
 /// most `within`, then sweeps the SysV objects they can no longer remove themselves (a
 /// ledger is swept once its owner is dead).
-pub fn wait_then_sweep(pgids: &[u32], within: Duration) {
+pub(crate) fn wait_then_sweep(pgids: &[u32], within: Duration) {
     let pgids: Vec<u32> = pgids.iter().copied().filter(|&p| p > 1).collect();
     if pgids.is_empty() {
         return;
@@ -29,13 +31,13 @@ pub fn wait_then_sweep(pgids: &[u32], within: Duration) {
     while Instant::now() < deadline && any_alive_in(&pgids) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let _ = crate::sys::sysv::sweep_orphans();
+    let _ = crate::sys::kernel::sysv::sweep_orphans();
 }
 
 /// Whether any live (non-zombie) process is in one of `pgids`, from /proc/PID/stat.
 fn any_alive_in(pgids: &[u32]) -> bool {
-    super::proc::pids().into_iter().any(|pid| {
-        super::proc::read_stat(pid)
+    crate::sys::kernel::proc::pids().into_iter().any(|pid| {
+        crate::sys::kernel::proc::read_stat(pid)
             .is_some_and(|s| !matches!(s.state, b'Z' | b'X') && pgids.contains(&s.pgrp))
     })
 }

@@ -10,12 +10,12 @@
 //! values at or past it are counted apart, as overflow.
 
 /// Buckets of 32 ns below 1024 ns, then 32 per power of two up to 2^37 ns.
-pub const SUB_BUCKETS: usize = 32;
+pub(crate) const SUB_BUCKETS: usize = 32;
 const SUB_BITS: u32 = 5;
 /// log2 of the first buckets' width in ns (32 ns).
 const UNIT_BITS: u32 = 5;
 /// Buckets below the overflow: 28 ranges of 32 (the linear one and 27 powers of two).
-pub const BUCKETS: usize = 896;
+pub(crate) const BUCKETS: usize = 896;
 /// Where the buckets end: 2^37 ns, about 137 s. Values from here on are overflow.
 pub const TOP_NS: u64 = 1 << 37;
 
@@ -36,7 +36,7 @@ pub const fn bucket_of(ns: u64) -> usize {
 }
 
 /// The values bucket `i` holds: `[low, high)` in ns. Overflow is `[TOP_NS, u64::MAX)`.
-pub fn bucket_range(i: usize) -> (u64, u64) {
+pub(crate) fn bucket_range(i: usize) -> (u64, u64) {
     if i >= BUCKETS {
         return (TOP_NS, u64::MAX);
     }
@@ -84,7 +84,7 @@ impl Unit {
         }
     }
 
-    pub fn from_code(code: u64) -> Option<Unit> {
+    pub(crate) fn from_code(code: u64) -> Option<Unit> {
         Unit::ALL.into_iter().find(|u| *u as u64 == code)
     }
 }
@@ -93,22 +93,22 @@ impl Unit {
 /// Bytes of a cache line.
 pub const LINE: usize = 64;
 /// The header's words.
-pub const H_UNIT: usize = 0;
+pub(crate) const H_UNIT: usize = 0;
 /// Values recorded, overflow included.
-pub const H_SAMPLES: usize = 1;
+pub(crate) const H_SAMPLES: usize = 1;
 /// Their sum in ns (for the mean; the overflow's exact values too).
-pub const H_SUM: usize = 2;
+pub(crate) const H_SUM: usize = 2;
 /// Operations whose latency could not be read (a stamp that did not survive the trip).
 pub const H_REJECTED: usize = 3;
 /// Values at or past `TOP_NS`.
-pub const H_OVERFLOW: usize = 4;
+pub(crate) const H_OVERFLOW: usize = 4;
 /// Two words of bits, one bit per cache line of buckets ever written: the observer reads only
 /// those lines.
-pub const H_TOUCHED: usize = 5;
+pub(crate) const H_TOUCHED: usize = 5;
 /// Words in the header line.
-pub const HEADER_WORDS: usize = 8;
+pub(crate) const HEADER_WORDS: usize = 8;
 /// Buckets in one cache line.
-pub const BUCKETS_PER_LINE: usize = LINE / 8;
+pub(crate) const BUCKETS_PER_LINE: usize = LINE / 8;
 /// Bytes of one thread's histogram: the header line and 112 lines of buckets.
 pub const HISTOGRAM_BYTES: usize = LINE + BUCKETS * 8;
 

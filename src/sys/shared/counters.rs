@@ -30,12 +30,12 @@ pub const ENV_LATENCY: &str = "SCHEDLAB_LATENCY";
 const MAGIC: u64 = 0x5c4e_d1ab_c0de_0002;
 const LINE: usize = 64;
 /// Slots a region holds unless asked otherwise: enough for 200 chat rooms' client threads.
-pub const DEFAULT_CAPACITY: usize = 16_384;
+pub(crate) const DEFAULT_CAPACITY: usize = 16_384;
 /// Histograms a region holds unless asked otherwise (7 KiB each, 7.1 MiB in all, of memory
 /// that stays unallocated until a thread claims it): 50 chat rooms' receive threads, 51
 /// hackbench groups' receivers. Threads beyond it do not record; the others still show the
 /// distribution, as their work is the same.
-pub const DEFAULT_HISTOGRAMS: usize = 1024;
+pub(crate) const DEFAULT_HISTOGRAMS: usize = 1024;
 
 #[repr(C, align(64))]
 struct Header {
@@ -158,7 +158,7 @@ impl Histogram {
     /// Counts an operation whose latency could not be read: its stamp did not survive the
     /// trip (a peer that does not relay the bytes it was sent).
     #[inline]
-    pub fn reject(&self) {
+    pub(crate) fn reject(&self) {
         // SAFETY: as in `record`.
         let w = unsafe { &*self.words.add(histogram::H_REJECTED) };
         w.store(w.load(Relaxed).wrapping_add(1), Relaxed);
@@ -200,7 +200,9 @@ impl Histogram {
 }
 
 /// CLOCK_MONOTONIC in ns, through the vDSO (no system call): about 22 ns here
-/// (docs/latency.md). The same clock in every process of the machine.
+/// (docs/latency.md). The same clock in every process of the machine. rustix's, not nix's
+/// (docs/architecture.md): it returns the time with no errno to check, on the path of every
+/// timed operation.
 #[inline(always)]
 pub fn now_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
@@ -208,7 +210,7 @@ pub fn now_ns() -> u64 {
 }
 
 /// Whether this process records latency: on unless `SCHEDLAB_LATENCY` is `off` or `0`.
-pub fn latency_enabled() -> bool {
+pub(crate) fn latency_enabled() -> bool {
     !matches!(std::env::var(ENV_LATENCY).as_deref(), Ok("off" | "0"))
 }
 
@@ -327,7 +329,7 @@ impl CounterRegion {
     }
 
     /// Maps the region a parent handed down through `SCHEDLAB_COUNTERS_FD`, if any.
-    pub fn from_env() -> Result<Option<Self>> {
+    pub(crate) fn from_env() -> Result<Option<Self>> {
         let Ok(text) = std::env::var(ENV_FD) else {
             return Ok(None);
         };
@@ -353,7 +355,7 @@ impl CounterRegion {
     }
 
     /// Maps the region behind `fd`, checking that it is one.
-    pub fn from_fd(fd: OwnedFd) -> Result<Self> {
+    pub(crate) fn from_fd(fd: OwnedFd) -> Result<Self> {
         let len = std::fs::File::from(fd.try_clone()?).metadata()?.len() as usize;
         if len < LINE {
             bail!("too short for a counter region");
@@ -381,7 +383,7 @@ impl CounterRegion {
     }
 
     /// The region a workload counts into: its parent's when supervised, else a private one.
-    pub fn for_workload() -> Result<Self> {
+    pub(crate) fn for_workload() -> Result<Self> {
         // rustix finds the vDSO's clock at its first use. Found here, before a generator forks,
         // every child inherits it, instead of each looking it up (the auxiliary vector, the
         // vDSO's symbols: 9 page faults a child) at its first timed operation, inside the run.
@@ -425,7 +427,7 @@ impl CounterRegion {
     }
 
     /// Hands out the next free slot. Call once per thread, before the measured part.
-    pub fn claim(&self) -> Result<CounterSlot> {
+    pub(crate) fn claim(&self) -> Result<CounterSlot> {
         let i = self.header().claimed.fetch_add(1, Relaxed) as usize;
         if i >= self.capacity {
             bail!(
@@ -463,14 +465,14 @@ impl CounterRegion {
     }
 
     /// Histograms handed out so far (each thread that times its operations has one).
-    pub fn histograms_claimed(&self) -> usize {
+    pub(crate) fn histograms_claimed(&self) -> usize {
         (self.header().histograms_claimed.load(Relaxed) as usize).min(self.histograms)
     }
 
     /// Reads histogram `i` alone into `out` (its buckets replaced, sorted by index, overflow
     /// last as index `BUCKETS`): for an observer that reads a big workload's histograms in
     /// rotation and merges them itself. False when `i` is not claimed or carries no unit yet.
-    pub fn read_histogram_into(&self, i: usize, out: &mut LatencyTotals) -> bool {
+    pub(crate) fn read_histogram_into(&self, i: usize, out: &mut LatencyTotals) -> bool {
         if i >= self.histograms_claimed() {
             return false;
         }
@@ -495,7 +497,7 @@ impl CounterRegion {
         (self.header().claimed.load(Relaxed) as usize).min(self.capacity)
     }
 
-    pub fn set_expected_total(&self, n: u64) {
+    pub(crate) fn set_expected_total(&self, n: u64) {
         self.header().expected_total.store(n, Relaxed);
     }
 
@@ -505,7 +507,7 @@ impl CounterRegion {
     }
 
     /// Says its tasks form `n` closed loops (see the header's field).
-    pub fn set_closed_loops(&self, n: u64) {
+    pub(crate) fn set_closed_loops(&self, n: u64) {
         self.header().closed_loops.store(n, Relaxed);
     }
 
@@ -514,7 +516,7 @@ impl CounterRegion {
         Some(self.header().closed_loops.load(Relaxed) as u32).filter(|&n| n > 0)
     }
 
-    pub fn mark_finished(&self) {
+    pub(crate) fn mark_finished(&self) {
         self.header().finished.store(1, Relaxed);
     }
 
@@ -542,7 +544,7 @@ struct UnitSum {
 /// read, and a read adds only what that histogram gained since its last one. Nothing is
 /// counted twice or lost; a value recorded is counted at its histogram's next turn.
 #[derive(Default)]
-pub struct LatencyMerge {
+pub(crate) struct LatencyMerge {
     /// Each histogram as last read (by its index in the region).
     last: Vec<LatencyTotals>,
     units: Vec<UnitSum>,

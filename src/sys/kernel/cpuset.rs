@@ -89,7 +89,7 @@ impl CpuSet {
     }
 
     /// Adds every CPU of `other`, in place (no new set per call, for per-thread loops).
-    pub fn add_all(&mut self, other: &CpuSet) {
+    pub(crate) fn add_all(&mut self, other: &CpuSet) {
         if self.words.len() < other.words.len() {
             self.words.resize(other.words.len(), 0);
         }
@@ -98,7 +98,7 @@ impl CpuSet {
         }
     }
 
-    pub fn union(&self, other: &CpuSet) -> CpuSet {
+    pub(crate) fn union(&self, other: &CpuSet) -> CpuSet {
         let n = self.words.len().max(other.words.len());
         let mut s = CpuSet {
             words: (0..n)
@@ -112,7 +112,7 @@ impl CpuSet {
         s
     }
 
-    pub fn intersection(&self, other: &CpuSet) -> CpuSet {
+    pub(crate) fn intersection(&self, other: &CpuSet) -> CpuSet {
         let mut s = CpuSet {
             words: self
                 .words
@@ -140,26 +140,34 @@ impl CpuSet {
         })
     }
 
-    /// Parses a kernel CPU list: "0-3,8", "1", "" (empty). None for anything else.
-    pub fn parse_list(text: &str) -> Option<CpuSet> {
+    /// Parses a CPU list as the kernel prints it and as taskset and cpusets take it: "0-3,8",
+    /// "1", "" (empty), blanks around the parts allowed. The one parser of CPU lists: the
+    /// probe's (`Cpus_allowed_list`) and the knob editor's; the message says what is wrong.
+    pub fn parse(text: &str) -> Result<CpuSet, String> {
         let mut s = CpuSet::new();
-        for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = || format!("`{part}` is not a CPU number or range (write e.g. 0,2 or 0-3)");
             let (lo, hi) = match part.split_once('-') {
-                Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
-                None => {
-                    let c = part.parse::<u32>().ok()?;
-                    (c, c)
-                }
+                Some((a, b)) => (a.trim().parse::<u32>(), b.trim().parse::<u32>()),
+                None => (part.parse::<u32>(), part.parse::<u32>()),
+            };
+            let (Ok(lo), Ok(hi)) = (lo, hi) else {
+                return Err(bad());
             };
             // A list longer than any machine's CPUs is not a CPU list.
             if hi < lo || hi >= 65_536 {
-                return None;
+                return Err(format!("`{part}` is not a valid CPU range"));
             }
             for c in lo..=hi {
                 s.insert(c);
             }
         }
-        Some(s)
+        Ok(s)
+    }
+
+    /// A CPU list as the kernel prints it, or None.
+    pub fn parse_list(text: &str) -> Option<CpuSet> {
+        CpuSet::parse(text).ok()
     }
 }
 

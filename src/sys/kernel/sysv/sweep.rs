@@ -310,7 +310,7 @@ fn legacy_owner_alive(pid: u32, start: u64) -> bool {
 
 pub(super) fn stat_says_alive(stat: &str, start: u64) -> bool {
     // A line we cannot read counts as alive: a wrong "dead" would sweep a live process's objects.
-    crate::sys::proc::stat(stat.as_bytes()).map_or(true, |s| {
+    crate::sys::kernel::proc::stat(stat.as_bytes()).map_or(true, |s| {
         !matches!(s.state, b'Z' | b'X') && s.start == start
     })
 }

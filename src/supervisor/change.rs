@@ -10,12 +10,14 @@
 use std::collections::HashSet;
 
 use anyhow::{bail, Result};
+use nix::errno::Errno;
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
-use super::{online_cpus, Knobs, Placement, Policy};
-use crate::sys::cgroup::WorkloadCgroup;
-use crate::sys::proc;
+use super::{policy_number, usable_cpus};
+use crate::knobs::{Knobs, Policy};
+use crate::sys::kernel::cgroup::WorkloadCgroup;
+use crate::sys::kernel::proc;
 
 /// Which threads belong to a workload.
 pub enum Scope<'a> {
@@ -93,7 +95,7 @@ pub fn apply(scope: &Scope, change: &Change) -> Result<usize> {
     }
     let cpuset = match &change.affinity {
         Some(Some(cpus)) => Some(super::cpu_set(cpus)?),
-        Some(None) => Some(super::cpu_set(&(0..online_cpus()).collect::<Vec<_>>())?),
+        Some(None) => Some(super::cpu_set(&(0..usable_cpus()).collect::<Vec<_>>())?),
         None => None,
     };
     let mut done: HashSet<u32> = HashSet::new();
@@ -135,21 +137,23 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&CpuSet>) -> Result<bool>
         };
         // Raw libc: nix has no sched_setscheduler.
         // SAFETY: `param` is a live sched_param that sched_setscheduler only reads.
-        if unsafe { libc::sched_setscheduler(tid as libc::pid_t, policy.as_libc(), &param) } < 0 {
+        if unsafe { libc::sched_setscheduler(tid as libc::pid_t, policy_number(policy), &param) }
+            < 0
+        {
             return refused(std::io::Error::last_os_error(), || {
                 if policy.is_realtime() {
                     format!(
                         "setting the {} policy (real-time needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO above 0)",
-                        policy_name(policy)
+                        policy.word()
                     )
                 } else {
-                    format!("setting the {} policy", policy_name(policy))
+                    format!("setting the {} policy", policy.word())
                 }
             });
         }
     }
     if let Some(set) = cpuset {
-        if let Err(errno) = sched_setaffinity(Pid::from_raw(tid as libc::pid_t), set) {
+        if let Err(errno) = sched_setaffinity(Pid::from_raw(tid as i32), set) {
             return refused(errno.into(), || "setting the CPU affinity".to_string());
         }
     }
@@ -158,75 +162,12 @@ fn apply_one(tid: u32, change: &Change, cpuset: Option<&CpuSet>) -> Result<bool>
 
 fn refused(err: std::io::Error, what: impl FnOnce() -> String) -> Result<bool> {
     match err.raw_os_error() {
-        Some(libc::ESRCH) => Ok(false),
-        Some(libc::EPERM) | Some(libc::EACCES) => bail!("{}: not permitted", what()),
+        Some(e) if e == Errno::ESRCH as i32 => Ok(false),
+        Some(e) if e == Errno::EPERM as i32 || e == Errno::EACCES as i32 => {
+            bail!("{}: not permitted", what())
+        }
         _ => Err(anyhow::Error::new(err).context(what())),
     }
-}
-
-/// The word a person types for a policy.
-pub fn policy_name(p: Policy) -> &'static str {
-    match p {
-        Policy::Other => "other",
-        Policy::Batch => "batch",
-        Policy::Idle => "idle",
-        Policy::Fifo => "fifo",
-        Policy::Rr => "rr",
-    }
-}
-
-/// Placement as a person says it.
-pub fn placement_words(p: &Placement) -> String {
-    match p {
-        Placement::Shared => "shared session".into(),
-        Placement::OwnSession => "own session".into(),
-        Placement::Cgroup { weight } => format!("own cgroup (weight {weight})"),
-    }
-}
-
-/// Parses a CPU list as taskset and cpusets write it: "0", "0,2", "0-3,6".
-pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>> {
-    let mut cpus = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.trim(), b.trim()),
-            None => (part, part),
-        };
-        let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) else {
-            bail!("`{part}` is not a CPU number or range (write e.g. 0,2 or 0-3)");
-        };
-        if a > b || b >= libc::CPU_SETSIZE as usize {
-            bail!("`{part}` is not a valid CPU range");
-        }
-        cpus.extend(a..=b);
-    }
-    if cpus.is_empty() {
-        bail!("an empty CPU list");
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// The inverse of [`parse_cpu_list`], compact: "0-3,6".
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
 }
 
 #[cfg(test)]
@@ -234,16 +175,6 @@ mod tests {
     use super::*;
     use crate::supervisor::spawn;
     use crate::supervisor::tests::sh;
-
-    #[test]
-    fn cpu_lists_round_trip() {
-        assert_eq!(parse_cpu_list("0-3, 6").unwrap(), vec![0, 1, 2, 3, 6]);
-        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
-        assert_eq!(format_cpu_list(&[1]), "1");
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("x").is_err());
-        assert!(parse_cpu_list("").is_err());
-    }
 
     #[test]
     fn stat_pgrp_survives_odd_comm() {

@@ -95,7 +95,7 @@ pub fn stat_comm(buf: &[u8]) -> Option<&str> {
 }
 
 /// /proc/PID/stat of a process (or of a thread: a tid works as well), parsed.
-pub fn read_stat(pid: u32) -> Option<Stat> {
+pub(crate) fn read_stat(pid: u32) -> Option<Stat> {
     stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
 }
 
@@ -126,7 +126,7 @@ fn numeric_entries(dir: &str) -> Option<Vec<u32>> {
 }
 
 /// The threads of every process whose /proc entry `uid` owns: what RLIMIT_NPROC counts.
-pub fn threads_of_user(uid: u32) -> u64 {
+pub(crate) fn threads_of_user(uid: u32) -> u64 {
     pids()
         .into_iter()
         .filter(|pid| std::fs::metadata(format!("/proc/{pid}")).is_ok_and(|m| m.uid() == uid))
@@ -136,19 +136,19 @@ pub fn threads_of_user(uid: u32) -> u64 {
 }
 
 /// A number alone in a file: a sysctl, a cgroup's pids.max.
-pub fn read_u64(path: &str) -> Option<u64> {
+pub(crate) fn read_u64(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// The file that holds a sysctl: the dots of its name ("kernel.pid_max") are the
 /// directories under /proc/sys (/proc/sys/kernel/pid_max).
-pub fn sysctl_path(name: &str) -> String {
+pub(crate) fn sysctl_path(name: &str) -> String {
     format!("/proc/sys/{}", name.replace('.', "/"))
 }
 
 /// A sysctl's text as the kernel prints it, trailing newline and all: every sysctl schedlab
 /// reads is read here.
-pub fn sysctl_text(name: &str) -> io::Result<String> {
+pub(crate) fn sysctl_text(name: &str) -> io::Result<String> {
     std::fs::read_to_string(sysctl_path(name))
 }
 
@@ -163,12 +163,12 @@ pub fn sysctl(name: &str) -> anyhow::Result<u64> {
 }
 
 /// A sysctl's number, or None when the kernel has no such sysctl.
-pub fn sysctl_u64(name: &str) -> Option<u64> {
+pub(crate) fn sysctl_u64(name: &str) -> Option<u64> {
     sysctl(name).ok()
 }
 
 /// Whether a sysctl that holds 0 or 1 holds 1; None when the kernel has no such sysctl.
-pub fn sysctl_on(name: &str) -> Option<bool> {
+pub(crate) fn sysctl_on(name: &str) -> Option<bool> {
     sysctl_u64(name).map(|v| v == 1)
 }
 
@@ -181,23 +181,29 @@ fn kb_field(path: &str, key: &str) -> Option<u64> {
     line.split_whitespace().next()?.parse().ok()
 }
 
+/// One of this process's own files under /proc/self ("autogroup"), as bytes.
+pub(crate) fn own_file(name: &str) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/self/{name}")).ok()
+}
+
 /// This process's address space, in bytes (VmSize of /proc/self/status).
-pub fn own_vm_size() -> Option<u64> {
+pub(crate) fn own_vm_size() -> Option<u64> {
     Some(kb_field("/proc/self/status", "VmSize")? * 1024)
 }
 
 /// Memory available for new work, in bytes (MemAvailable of /proc/meminfo).
-pub fn mem_available() -> Option<u64> {
+pub(crate) fn mem_available() -> Option<u64> {
     Some(kb_field("/proc/meminfo", "MemAvailable")? * 1024)
 }
 
+#[cfg(test)]
 /// This process's descriptor table size (FDSize of /proc/self/status: slots, not open files).
-pub fn own_fd_table_size() -> Option<u64> {
+pub(crate) fn own_fd_table_size() -> Option<u64> {
     kb_field("/proc/self/status", "FDSize")
 }
 
 /// Tasks that exist on the machine now (the total of /proc/loadavg's running/total).
-pub fn task_count() -> Option<u64> {
+pub(crate) fn task_count() -> Option<u64> {
     let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
     loadavg
         .split_whitespace()
@@ -210,13 +216,13 @@ pub fn task_count() -> Option<u64> {
 
 /// The descriptors this process holds open (the entries of /proc/self/fd, counting the one
 /// that lists them).
-pub fn own_open_files() -> Option<u64> {
+pub(crate) fn own_open_files() -> Option<u64> {
     entry_count("/proc/self/fd")
 }
 
 /// The memory maps this process holds (the lines of /proc/self/maps): vm.max_map_count caps
 /// them, and every thread's stack and guard page is one each.
-pub fn own_map_count() -> Option<u64> {
+pub(crate) fn own_map_count() -> Option<u64> {
     line_count("/proc/self/maps")
 }
 
@@ -229,7 +235,7 @@ fn line_count(path: impl AsRef<Path>) -> Option<u64> {
 }
 
 /// This process's /proc/self/cgroup: one `id:controllers:path` line per hierarchy.
-pub fn own_cgroups() -> Option<String> {
+pub(crate) fn own_cgroups() -> Option<String> {
     std::fs::read_to_string("/proc/self/cgroup").ok()
 }
 

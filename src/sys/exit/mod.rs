@@ -1,0 +1,8 @@
+//! Leaving nothing behind, whatever ends the process: the lifeline (signals, panics, a lost
+//! parent), the lists of what this process started and must take down (`kill_list`), whole
+//! process groups at exit (`groups`), and stdout and stderr that never panic (`output`).
+
+pub mod groups;
+pub(crate) mod kill_list;
+pub mod lifeline;
+pub mod output;
