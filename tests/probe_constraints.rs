@@ -560,7 +560,7 @@ fn a_starved_thread_wants_every_interval_and_its_late_wait_is_not_counted_twice(
         starved.due,
         share(1024.0, 2048.0, 1.0, "its group gets on CPU 0", 1.0)
     );
-    let Cause::RunQueue { wait_pct, cpus } = &starved.cause else {
+    let Cause::RunQueue { wait_pct, cpus, .. } = &starved.cause else {
         panic!("it waited on CPU 0's run queue: {:?}", starved.cause);
     };
     assert_close(*wait_pct, 98.0, "its wait over the window");
@@ -764,7 +764,8 @@ fn the_verdict_holds_through_noise_and_turns_within_the_window_on_a_real_change(
         a.cause,
         Cause::RunQueue {
             wait_pct: 100.0,
-            cpus: "0".into()
+            cpus: "0".into(),
+            behind: vec!["b".into()],
         }
     );
     assert_eq!(b.verdict, Verdict::Ahead);
@@ -930,12 +931,12 @@ fn a_child_the_rest_saw_alive_is_not_counted_again_when_its_parent_reaps_it() {
         f.cpus(&[(k * 100, 0), (k * 100, 0)], 0);
     });
     let rest = s.samples[2].machine.rest.as_ref().unwrap();
-    let task = |comm: &str| rest.tasks.iter().find(|t| t.comm == comm);
+    let proc_ = |comm: &str| rest.procs.iter().find(|p| p.comm == comm);
     assert_eq!(
-        task("make").map(|t| t.reaped_ns),
+        proc_("make").map(|p| p.reaped_ns),
         Some(600 * MS),
         "{rest:?}"
     );
-    assert_eq!(task("schedlab").map(|t| t.reaped_ns), Some(0), "{rest:?}");
-    assert!(task("cc1").is_none());
+    assert_eq!(proc_("schedlab").map_or(0, |p| p.reaped_ns), 0, "{rest:?}");
+    assert!(rest.tasks.iter().all(|t| t.comm != "cc1"));
 }

@@ -102,6 +102,7 @@ impl Judged for WorkloadFrame {
             Verdict::Starved | Verdict::Short => Cause::RunQueue {
                 wait_pct: self.runq_wait_pct,
                 cpus: "0-1".into(),
+                behind: Vec::new(),
             },
             Verdict::Ahead => Cause::PaidBy {
                 names: vec!["fork_load".into()],

@@ -33,7 +33,7 @@ use crate::probe::{CgroupNode, Health, Life, Sample, WorkloadSample};
 /// The fair server's default: 50 ms of every second on each CPU for fair tasks.
 const DEFAULT_FAIR_RESERVE: f64 = 0.05;
 /// Rest groups listed in a Frame.
-const REST_GROUPS_SHOWN: usize = 5;
+const REST_GROUPS_SHOWN: usize = 8;
 
 #[derive(Default)]
 struct PerWorkload {
@@ -461,7 +461,9 @@ impl Model {
         // what no read saw (processes born and gone between reads whose parent is not read,
         // the ticks' rounding).
         let irq = irq_cpus(iv.prev, iv.cur, iv.t_ns);
-        let unattributed = (busy / iv.t_ns - ours - irq - received).max(0.0);
+        let unattributed = Some(busy / iv.t_ns - ours - irq - received)
+            .filter(|u| *u > 1e-6)
+            .unwrap_or(0.0);
         let fair: f64 = idx.iter().map(|&i| sol.share[i]).sum::<f64>();
         let demand = idx
             .iter()
@@ -537,7 +539,7 @@ impl Model {
         self.throttle_rates.clone()
     }
 
-    /// The rest's groups over the window, busiest first.
+    /// The rest's groups over the window, those that took most CPU first.
     fn rest_groups(
         &mut self,
         rest_idx: &[usize],
@@ -546,50 +548,117 @@ impl Model {
         t_end: f64,
         secs: f64,
     ) -> Vec<RestGroup> {
-        // Per node: received, due, and a few of its processes' names.
-        let mut groups: Vec<(usize, f64, f64, Vec<String>)> = Vec::new();
+        let mut groups: Vec<GroupSum> = Vec::new();
         for &i in rest_idx {
             let Owner::Rest(k) = all.owners[i] else {
                 continue;
             };
-            let comm = self.rest[k].comm.clone();
+            let c = &self.rest[k];
             let node = all.tasks[i].group;
-            match groups.iter_mut().find(|g| g.0 == node) {
-                Some(g) => {
-                    g.1 += all.received[i];
-                    g.2 += sol.share[i];
-                    if !g.3.contains(&comm) && g.3.len() < 3 {
-                        g.3.push(comm);
-                    }
+            let at = match groups.iter().position(|g| g.node == node) {
+                Some(at) => at,
+                None => {
+                    groups.push(GroupSum {
+                        node,
+                        session: c.claim.placement.session,
+                        ..GroupSum::default()
+                    });
+                    groups.len() - 1
                 }
-                None => groups.push((node, all.received[i], sol.share[i], vec![comm])),
+            };
+            let g = &mut groups[at];
+            g.received += all.received[i];
+            g.fair += sol.share[i];
+            g.waited += c.wait_ns;
+            g.woken += c.woken_wait_ns;
+            g.wakeups += c.wakeups;
+            if c.pid == g.session && g.session != 0 {
+                g.leader = Some(c.comm.clone());
+            }
+            match g.comms.iter_mut().find(|(name, _)| *name == c.comm) {
+                Some(e) => e.1 += all.received[i],
+                None => g.comms.push((c.comm.clone(), all.received[i])),
             }
         }
         let mut out: Vec<RestGroup> = groups
             .into_iter()
-            .map(|(node, rec, fair, comms)| {
+            .map(|g| {
+                let key = all.tree.names[g.node].clone();
                 let m = self.windows.push(
-                    &format!("rest {}", all.tree.names[node]),
+                    &format!("rest {key}"),
                     Slot {
                         t: t_end,
                         dt: secs,
                         shares: Shares {
-                            received: rec,
-                            fair,
+                            received: g.received,
+                            fair: g.fair,
+                            wait: g.waited / 1e9,
+                            woken_wait: g.woken / 1e3,
+                            wakeups: g.wakeups,
                             ..Shares::default()
                         },
                     },
                 );
+                let delay = m.shares.wake_delay_us();
                 RestGroup {
-                    name: format!("{} ({})", all.tree.names[node], comms.join(", ")),
+                    name: g.name(&key),
+                    key,
                     received: m.shares.received,
                     fair: m.shares.fair,
+                    verdict: Verdict::from_shares(m.shares.received, m.shares.fair),
+                    wake_delay_us: delay,
+                    late: frame::is_late(
+                        delay,
+                        m.shares.woken_wait / 1e6 / m.shares.wait.max(1e-12),
+                    ),
                 }
             })
             .collect();
-        out.sort_by(|a, b| b.fair.total_cmp(&a.fair));
+        out.sort_by(|a, b| b.received.total_cmp(&a.received));
         out.truncate(REST_GROUPS_SHOWN);
         out
+    }
+}
+
+/// One group of the rest over an interval, as its claims add up.
+#[derive(Default)]
+struct GroupSum {
+    node: usize,
+    session: u32,
+    received: f64,
+    fair: f64,
+    /// Its tasks' run-queue wait, the part after wakeups (ns) and the wakeups.
+    waited: f64,
+    woken: f64,
+    wakeups: f64,
+    /// Its session leader's command, when the leader is one of its tasks.
+    leader: Option<String>,
+    /// Its commands and what each received.
+    comms: Vec<(String, f64)>,
+}
+
+impl GroupSum {
+    /// "session 812 (bash: make, cc1)", "cgroup /a (nginx)", "root (kworker/0:1, ...)".
+    fn name(&self, key: &str) -> String {
+        let mut comms = self.comms.clone();
+        comms.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let busiest: Vec<&str> = comms
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .filter(|c| Some(*c) != self.leader.as_deref())
+            .take(3)
+            .collect();
+        let what = match (&self.leader, busiest.is_empty()) {
+            (Some(l), true) => l.clone(),
+            (Some(l), false) => format!("{l}: {}", busiest.join(", ")),
+            (None, _) => busiest.join(", "),
+        };
+        let group = if key.starts_with("autogroup-") {
+            format!("session {}", self.session)
+        } else {
+            key.to_string()
+        };
+        format!("{group} ({what})")
     }
 }
 
@@ -726,6 +795,25 @@ fn name_causes(frames: &mut [WorkloadFrame], evidence: &[Option<Clues>], rest: &
             .map(|g| (g.fair - g.received, format!("other tasks: {}", g.name))),
     );
     short.sort_by(|a, b| b.0.total_cmp(&a.0));
+    // Who got more than it was due: who took a short one's CPU.
+    let mut ahead: Vec<(f64, String)> = frames
+        .iter()
+        .filter(|f| f.window_received - f.window_fair > 0.02)
+        .map(|f| (f.window_received - f.window_fair, f.name.clone()))
+        .collect();
+    ahead.extend(
+        rest.iter()
+            .filter(|g| g.received - g.fair > 0.02)
+            .map(|g| (g.received - g.fair, format!("other tasks: {}", g.name))),
+    );
+    ahead.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let others = |list: &[(f64, String)], me: &str| -> Vec<String> {
+        list.iter()
+            .filter(|(_, n)| n != me)
+            .take(3)
+            .map(|(_, n)| n.clone())
+            .collect()
+    };
     for (f, e) in frames.iter_mut().zip(evidence) {
         let Some(e) = e else { continue };
         if let Some(h) = &e.host {
@@ -742,12 +830,8 @@ fn name_causes(frames: &mut [WorkloadFrame], evidence: &[Option<Clues>], rest: &
             allowed: &e.allowed,
             used: &e.used,
             busy_tasks: e.busy_tasks,
-            short_ones: short
-                .iter()
-                .filter(|(_, n)| *n != f.name)
-                .take(3)
-                .map(|(_, n)| n.clone())
-                .collect(),
+            short_ones: others(&short, &f.name),
+            ahead_ones: others(&ahead, &f.name),
         });
     }
 }

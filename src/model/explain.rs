@@ -196,6 +196,8 @@ pub struct Evidence<'a> {
     pub busy_tasks: usize,
     /// For "ahead": those who got less than they were due, most short first.
     pub short_ones: Vec<String>,
+    /// For "short": those who got more than they were due, most ahead first.
+    pub ahead_ones: Vec<String>,
 }
 
 pub fn cause(e: Evidence) -> Cause {
@@ -227,6 +229,7 @@ pub fn cause(e: Evidence) -> Cause {
                     } else {
                         e.used.to_string()
                     },
+                    behind: e.ahead_ones,
                 }
             } else {
                 Cause::None

@@ -264,7 +264,13 @@ pub enum Cause {
     #[default]
     None,
     /// Its tasks waited on run queues: `wait_pct` (of one task-interval) on these CPUs.
-    RunQueue { wait_pct: f64, cpus: String },
+    RunQueue {
+        wait_pct: f64,
+        cpus: String,
+        /// Who got more than it was due meanwhile: who took its CPU.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        behind: Vec<String>,
+    },
     /// Its busy tasks ran on fewer CPUs than they may use.
     Crowded { used: String, allowed: String },
     /// Real-time tasks ran on its CPUs for this share of them.
@@ -328,8 +334,19 @@ impl Cause {
     pub fn text(&self) -> String {
         match self {
             Cause::None => String::new(),
-            Cause::RunQueue { wait_pct, cpus } => {
-                format!("waited on the run queue of CPU {cpus} ({wait_pct:.0}% of a task's time)")
+            Cause::RunQueue {
+                wait_pct,
+                cpus,
+                behind,
+            } => {
+                let who = if behind.is_empty() {
+                    String::new()
+                } else {
+                    format!(", behind {}", behind.join(", "))
+                };
+                format!(
+                    "waited on the run queue of CPU {cpus} ({wait_pct:.0}% of a task's time){who}"
+                )
             }
             Cause::Crowded { used, allowed } => {
                 format!("crowded onto CPU {used} though it may use CPU {allowed}")
@@ -432,10 +449,24 @@ fn is_zero_f64(x: &f64) -> bool {
 /// A group of the rest of the machine (a session, a cgroup, the root's loose tasks).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RestGroup {
-    /// "session 812 (bash, make)", "cgroup /system.slice/x", "kernel threads".
+    /// As people know it: "session 812 (bash: make, cc1)", "cgroup /system.slice/x (nginx)",
+    /// "root (kworker/0:1, rcu_preempt)": its session leader's command first when it is
+    /// there, then its busiest commands.
     pub name: String,
+    /// Its node in the group tree ("autogroup-12", "cgroup /a/b", "root"): the same group
+    /// from Frame to Frame.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
+    /// CPUs received and due over the verdict window, and its verdict.
     pub received: f64,
     pub fair: f64,
+    #[serde(default)]
+    pub verdict: Verdict,
+    /// Its tasks' mean wakeup delay over the window (µs), and whether that makes it late.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_delay_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub late: bool,
 }
 
 /// A mean wakeup delay this long or longer marks a row `late`: a woken task waited more than

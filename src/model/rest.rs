@@ -26,7 +26,8 @@ const MAX_WAIT_RATIO: f64 = 10.0;
 #[derive(Clone, Debug, PartialEq)]
 pub struct RestClaim {
     pub claim: Claim,
-    /// Its process's name (`comm`).
+    /// Its process, and the process's name (`comm`).
+    pub pid: u32,
     pub comm: String,
     /// ns it waited on a run queue, the part of it after wakeups, and how many of its
     /// timeslices began after one.
@@ -114,6 +115,7 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
                 session: task.session,
             },
         },
+        pid: task.pid,
         comm: task.comm.clone(),
         wait_ns: task.wait_ns.min(t) as f64,
         woken_wait_ns: woken_wait as f64,
@@ -125,7 +127,9 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
 /// CPU it kept busy (a task runs on one CPU at a time), each wanting its part of the unseen
 /// CPU and the wait its seen tasks wanted per ns they ran.
 fn unseen_claims(p: &RestProc, seen_run: u64, wanted_wait: u64, t: u64) -> Vec<RestClaim> {
-    let unseen = (p.own_ns + p.reaped_ns).saturating_sub(seen_run);
+    // Its own time is never less than what its threads were seen to run (a stat's ticks can
+    // lag a thread's ns).
+    let unseen = (p.own_ns.max(seen_run) + p.reaped_ns).saturating_sub(seen_run);
     // Under a microsecond a second is the clock's and schedstat's reads a few µs apart.
     if unseen * 1000 < t {
         return Vec::new();
@@ -154,6 +158,7 @@ fn unseen_claims(p: &RestProc, seen_run: u64, wanted_wait: u64, t: u64) -> Vec<R
                     session: p.session,
                 },
             },
+            pid: p.pid,
             comm: p.comm.clone(),
             wait_ns: 0.0,
             woken_wait_ns: 0.0,
