@@ -631,8 +631,8 @@ fn the_rest_of_the_machine_is_grouped_as_the_kernel_groups_it() {
         .collect();
     assert_eq!(groups.len(), 3, "{groups:?}");
     for ((name, fair), (want_name, want_fair)) in groups.iter().zip([
-        ("autogroup-9 (make)", 0.99),
-        ("autogroup-7 (bash)", 0.495),
+        ("session 9 (make)", 0.99),
+        ("session 7 (bash)", 0.495),
         ("root (kworker/0:1)", 0.02),
     ]) {
         assert_eq!(*name, want_name);
