@@ -101,7 +101,11 @@ fn compile_churn(dir: &Path) -> PathBuf {
         .arg(&src)
         .output()
         .expect("gcc (CI installs it)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     bin
 }
 
@@ -125,8 +129,13 @@ fn c_project(dir: &Path) {
 
 /// The default scenario in this process's session, beside `neighbour`; the Frames once settled.
 fn run_beside(name: &str) -> Vec<Frame> {
-    let path = format!("{}/assets/scenarios/contest-fork-load.toml", env!("CARGO_MANIFEST_DIR"));
-    let text = fs::read_to_string(path).unwrap().replace("runs = 1", "runs = 0");
+    let path = format!(
+        "{}/assets/scenarios/contest-fork-load.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = fs::read_to_string(path)
+        .unwrap()
+        .replace("runs = 1", "runs = 0");
     let scenario = Scenario::from_toml(&text, name).expect("preset parses");
     let mut lab = Lab::new(INTERVAL).expect("lab");
     lab.set_verdict_window(WINDOW);
@@ -162,8 +171,8 @@ fn check(name: &str, frames: &[Frame], due: f64) {
     let within = frames
         .iter()
         .filter(|f| {
-            let total: f64 = f.workloads.iter().map(|w| w.cpu_fair).sum::<f64>()
-                + f.machine.rest_cpu_fair;
+            let total: f64 =
+                f.workloads.iter().map(|w| w.cpu_fair).sum::<f64>() + f.machine.rest_cpu_fair;
             total <= cpus * 1.03
         })
         .count();
@@ -204,14 +213,21 @@ fn check(name: &str, frames: &[Frame], due: f64) {
     let last = frames.last().unwrap();
     eprintln!(
         "{name}: workloads got {:.2} due {:.2}; the rest got {:.2} due {:.2} ({:?})",
-        mean(frames, |f| f.workloads.iter().map(|w| w.window_received).sum()),
+        mean(frames, |f| f
+            .workloads
+            .iter()
+            .map(|w| w.window_received)
+            .sum()),
         got_due,
         mean(frames, |f| f.machine.rest_window_received),
         mean(frames, |f| f.machine.rest_window_fair),
         last.machine
             .rest_groups
             .iter()
-            .map(|g| format!("{} got {:.2} due {:.2} {:?}", g.name, g.received, g.fair, g.verdict))
+            .map(|g| format!(
+                "{} got {:.2} due {:.2} {:?}",
+                g.name, g.received, g.fair, g.verdict
+            ))
             .collect::<Vec<_>>()
     );
 }
@@ -289,7 +305,11 @@ fn a_hog_weighted_100_beside_a_churning_cgroup_weighted_300() {
     let bin = compile_churn(dir.path());
     let cg = root.join(format!("schedlab-busy-{}", std::process::id()));
     fs::create_dir(&cg).unwrap();
-    let (file, value) = if v1 { ("cpu.shares", "3072") } else { ("cpu.weight", "300") };
+    let (file, value) = if v1 {
+        ("cpu.shares", "3072")
+    } else {
+        ("cpu.weight", "300")
+    };
     fs::write(cg.join(file), value).unwrap();
     let procs = cg.join("cgroup.procs");
     // The neighbour puts itself into the cgroup before it execs the churner.

@@ -164,7 +164,11 @@ fn mean(frames: &[Frame], f: impl Fn(&Frame) -> f64) -> f64 {
 fn check_quiet(name: &str, c: &Case) {
     let own = std::fs::read_to_string("/proc/self/autogroup")
         .ok()
-        .and_then(|s| s.split_whitespace().next().map(|g| g.trim_start_matches('/').to_string()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .map(|g| g.trim_start_matches('/').to_string())
+        })
         .unwrap_or_default();
     for f in &c.frames {
         for g in &f.machine.rest_groups {

@@ -111,6 +111,8 @@ pub struct App {
     pub latency_toggled: bool,
     /// The per-CPU view takes the charts' place.
     pub cpu_view: bool,
+    /// The rest of the machine's groups are listed under its row.
+    pub rest_expanded: bool,
     /// The width the charts were last drawn at, for what the latency key does: set while
     /// drawing.
     pub chart_width: Cell<u16>,
@@ -155,6 +157,7 @@ impl App {
             replay: None,
             latency_toggled: false,
             cpu_view: false,
+            rest_expanded: false,
             chart_width: Cell::new(0),
             next_slot: 0,
             asked: Vec::new(),

@@ -14,6 +14,8 @@ const READING: &[&str] = &[
     "FAIR%: weighted max-min share of what the tasks wanted, by nice",
     "weight, per autogroup (session) or cgroup first. RATIO = got/fair:",
     "STARVED < 0.6 ≤ short < 0.9 ≤ fair ≤ 1.15 < ahead.",
+    "late: its woken tasks waited 4 ms or more before running",
+    "(latency, not CPU); P99 of the rest: its mean wakeup delay.",
 ];
 
 pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {

@@ -82,6 +82,14 @@ fn status_items(app: &App) -> Vec<(String, String)> {
             Some(p) => (format!("PSI cpu {p:.1}%"), format!("PSI {p:.1}")),
             None => ("PSI n/a".into(), "PSI -".into()),
         },
+        // The rest of the machine is read about once a second: how old its figures are.
+        match frame {
+            Some(fr) if fr.machine.rest_age > 0.0 => (
+                format!("rest read {:.1} s ago", fr.machine.rest_age),
+                format!("rest {:.1}s", fr.machine.rest_age),
+            ),
+            _ => (String::new(), String::new()),
+        },
         match frame {
             // Many threads: switches are read less often than every tick (the probe's budget).
             Some(fr) if fr.status_interval > app.interval.as_secs_f64().max(1.0) + 0.05 => (
@@ -296,6 +304,15 @@ fn detail_pieces(
             let cause = wf.cause.text();
             if !cause.is_empty() {
                 pieces.push(vec![Span::styled(cause, t.verdict(v))]);
+            }
+            if let Some(us) = wf.wake_delay_us.filter(|_| wf.late) {
+                pieces.push(vec![Span::styled(
+                    format!(
+                        "late: woken tasks waited {} before running (latency, not CPU)",
+                        fmt::latency(us)
+                    ),
+                    t.warn(),
+                )]);
             }
             if wf.throttled_pct >= 1.0 {
                 pieces.push(vec![Span::raw(format!(

@@ -1,4 +1,5 @@
-//! The workload table: one row per workload in its colour, then the rest of the machine.
+//! The workload table: one row per workload in its colour, then the rest of the machine, and
+//! under it, expanded with `x`, its groups (sessions, cgroups, the root's loose tasks).
 //! CPU%, FAIR% and RATIO are over the verdict window (the charts keep every interval).
 //! Columns are chosen by priority to fit the width: name, state, tasks, throughput, CPU
 //! against fair share and its ratio, switches, run-queue wait and the p99 of its own
@@ -90,22 +91,32 @@ fn columns_for(width: u16) -> Vec<(Col, &'static str, u16)> {
         .collect()
 }
 
-/// Rows the table wants: header, workloads, the rest of the machine.
+/// Rows the table wants: header, workloads, the rest of the machine, and its groups when
+/// expanded.
 pub(crate) fn wanted_height(app: &App) -> u16 {
-    app.workloads.len() as u16 + 2
+    app.workloads.len() as u16 + 2 + rest_groups_shown(app) as u16
+}
+
+/// The rest's groups listed under it: none until expanded (`x`).
+fn rest_groups_shown(app: &App) -> usize {
+    if !app.rest_expanded {
+        return 0;
+    }
+    app.shown().map_or(0, |f| f.machine.rest_groups.len())
 }
 
 pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
     let theme = &app.theme;
     let cols = columns_for(area.width);
     let frame = app.shown();
-    // Leave the last line for the rest of the machine; scroll to keep the selection visible.
-    let visible = area.height.saturating_sub(2).max(1) as usize;
+    // Leave the last lines for the rest of the machine; scroll to keep the selection visible.
+    let groups = rest_groups_shown(app);
+    let visible = area.height.saturating_sub(2 + groups as u16).max(1) as usize;
     let offset = app.selected.saturating_sub(visible - 1);
     app.table_geometry.set(TableGeometry {
         rows: Rect {
             y: area.y + 1,
-            height: area.height.saturating_sub(2),
+            height: area.height.saturating_sub(2 + groups as u16),
             ..area
         },
         offset,
@@ -158,7 +169,6 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
     if let Some(fr) = frame {
         let m = &fr.machine;
         // The rest, like every row, over the verdict window; no verdict when it wants little.
-        let verdict = m.rest_verdict;
         rows.push(
             Row::new(cols.iter().map(|(c, _, width)| match c {
                 Col::Name => Cell::from(if *width >= 16 {
@@ -166,13 +176,38 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
                 } else {
                     "other tasks"
                 }),
+                Col::State => late_cell(app, m.rest_late),
                 Col::Cpu => num(pct(m.rest_window_received)),
                 Col::Fair => num(pct(m.rest_window_fair)),
-                Col::Ratio => ratio_cell(app, m.rest_window_received, m.rest_window_fair, verdict),
+                Col::Ratio => ratio_cell(
+                    app,
+                    m.rest_window_received,
+                    m.rest_window_fair,
+                    m.rest_verdict,
+                ),
+                Col::P99 => delay_cell(m.rest_wake_delay_us),
                 _ => Cell::from(""),
             }))
             .style(theme.dim()),
         );
+        for g in m.rest_groups.iter().take(groups) {
+            rows.push(
+                Row::new(cols.iter().map(|(c, _, width)| match c {
+                    Col::Name => Cell::from(format!(
+                        "  {}",
+                        clip(&g.name, (*width as usize).saturating_sub(2))
+                    )),
+                    Col::State => late_cell(app, g.late),
+                    Col::Cpu => num(pct(g.received)),
+                    Col::Fair => num(pct(g.fair)),
+                    Col::Ratio => ratio_cell(app, g.received, g.fair, g.verdict),
+                    Col::P99 => delay_cell(g.wake_delay_us),
+                    Col::Group => Cell::from(clip(&g.key, *width as usize)),
+                    _ => Cell::from(""),
+                }))
+                .style(theme.dim()),
+            );
+        }
     }
 
     let widths: Vec<Constraint> = cols
@@ -181,6 +216,23 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
         .collect();
     let table = Table::new(rows, widths).header(header).column_spacing(1);
     f.render_widget(table, area);
+}
+
+/// `late` when its woken tasks waited long before running (latency, not CPU).
+fn late_cell(app: &App, late: bool) -> Cell<'static> {
+    if late {
+        Cell::from(Span::styled("late", app.theme.warn()))
+    } else {
+        Cell::from("")
+    }
+}
+
+/// A mean wakeup delay, in the latency column of a row that times nothing of its own.
+fn delay_cell(us: Option<f64>) -> Cell<'static> {
+    match us {
+        Some(us) => num(super::fmt::latency(us)),
+        None => Cell::from(""),
+    }
 }
 
 fn num(s: String) -> Cell<'static> {
@@ -233,6 +285,11 @@ fn workload_cell<'a>(
                 Span::styled(name, colour),
                 Span::raw(mark),
             ]))
+        }
+        // A running workload whose woken tasks waited long reads `late` (the details say how
+        // long): latency, beside a CPU verdict it does not change.
+        Col::State if wf.is_some_and(|f| f.late && f.state == WorkloadState::Running) => {
+            late_cell(app, true)
         }
         Col::State => {
             let style = match wf.map(|f| &f.state) {
