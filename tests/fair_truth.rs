@@ -113,26 +113,12 @@ fn run_case(toml: &str, run: Duration) -> Vec<Frame> {
 
 /// Waits until the rest of the machine wants under 0.1 CPU over a few seconds.
 fn wait_for_quiet(lab: &mut Lab) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut quiet_since: Option<Instant> = None;
-    let mut last = 0.0;
-    while Instant::now() < deadline {
-        std::thread::sleep(INTERVAL);
-        let f = lab.tick();
-        last = f.machine.rest_cpu_demand.max(f.machine.rest_cpu_received);
-        if f.interval > 0.0 && last < 0.1 {
-            let since = *quiet_since.get_or_insert_with(Instant::now);
-            if since.elapsed() >= Duration::from_secs(2) {
-                return;
-            }
-        } else {
-            quiet_since = None;
-        }
+    if let Err(last) = common::wait::until_quiet(lab, INTERVAL) {
+        panic!(
+            "the machine never got quiet: other tasks wanted {last:.2} CPUs; these cases \
+             compare the model with the kernel and need a machine doing nothing else"
+        );
     }
-    panic!(
-        "the machine never got quiet: other tasks wanted {last:.2} CPUs; these cases compare \
-         the model with the kernel and need a machine doing nothing else"
-    );
 }
 
 fn row<'a>(f: &'a Frame, name: &str) -> &'a WorkloadFrame {

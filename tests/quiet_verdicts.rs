@@ -133,25 +133,12 @@ fn run_case(name: &str, toml: &str) -> Case {
 
 /// Waits until the rest of the machine wants under 0.1 CPU for two seconds.
 fn wait_for_quiet(lab: &mut Lab, name: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut quiet_since: Option<Instant> = None;
-    let mut last = 0.0;
-    while Instant::now() < deadline {
-        std::thread::sleep(INTERVAL);
-        let f = lab.tick();
-        last = f.machine.rest_cpu_demand.max(f.machine.rest_cpu_received);
-        if f.interval > 0.0 && last < 0.1 {
-            if quiet_since.get_or_insert_with(Instant::now).elapsed() >= Duration::from_secs(2) {
-                return;
-            }
-        } else {
-            quiet_since = None;
-        }
+    if let Err(last) = common::wait::until_quiet(lab, INTERVAL) {
+        panic!(
+            "{name}: the machine never got quiet (other tasks wanted {last:.2} CPUs); these \
+             cases need a machine doing nothing else"
+        );
     }
-    panic!(
-        "{name}: the machine never got quiet (other tasks wanted {last:.2} CPUs); these cases \
-         need a machine doing nothing else"
-    );
 }
 
 fn mean(frames: &[Frame], f: impl Fn(&Frame) -> f64) -> f64 {

@@ -8,23 +8,13 @@
  * usage: chat_c server_ip_addr [num_rooms] [num_messages] [server_port]
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
-#include <sys/sem.h>
-#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
-#define USERS 20
-#define MSG 100
-#define STACK (64 * 1024)
+#include "chat.h"
 
 static int barrier = -1, done_sems = -1;
 
@@ -38,8 +28,9 @@ static void on_term(int sig)
 	_exit(128 + sig);
 }
 
+/* One side of a user's connection: its send thread or its receive thread. */
 struct user {
-	int fd, room;
+	int fd, room, sends;
 	long messages;
 	long count;
 	pthread_t t;
@@ -53,51 +44,20 @@ static void die(const char *what)
 
 static void sem_op(int id, int num, int delta)
 {
-	struct sembuf op = { .sem_num = num, .sem_op = delta, .sem_flg = 0 };
-	while (semop(id, &op, 1) < 0)
-		if (errno != EINTR)
-			die("semop");
+	if (sem_add(id, num, delta) < 0)
+		die("semop");
 }
 
-static void *sender(void *arg)
+/* A send or receive thread: waits for the release, moves its messages, posts its room. */
+static void *transfer(void *arg)
 {
 	struct user *u = arg;
 	char msg[MSG];
 	memset(msg, 'x', sizeof(msg));
 	sem_op(barrier, 0, 0);
 	for (long i = 0; i < u->messages; i++) {
-		size_t done = 0;
-		while (done < MSG) {
-			ssize_t n = send(u->fd, msg + done, MSG - done, MSG_NOSIGNAL);
-			if (n < 0 && errno != EINTR)
-				die("send");
-			if (n > 0)
-				done += n;
-		}
-		u->count++;
-	}
-	sem_op(done_sems, u->room, 1);
-	return NULL;
-}
-
-static void *receiver(void *arg)
-{
-	struct user *u = arg;
-	char msg[MSG];
-	sem_op(barrier, 0, 0);
-	for (long i = 0; i < u->messages; i++) {
-		size_t done = 0;
-		while (done < MSG) {
-			ssize_t n = recv(u->fd, msg + done, MSG - done, MSG_WAITALL);
-			if (n == 0) {
-				fprintf(stderr, "chat_c: server closed a connection\n");
-				on_term(-127);
-			}
-			if (n < 0 && errno != EINTR)
-				die("recv");
-			if (n > 0)
-				done += n;
-		}
+		if ((u->sends ? write_full(u->fd, msg, MSG) : read_full(u->fd, msg, MSG)) < 0)
+			die(u->sends ? "send" : "recv");
 		u->count++;
 	}
 	sem_op(done_sems, u->room, 1);
@@ -114,10 +74,7 @@ static int connect_to(struct sockaddr_in *addr)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "usage: chat_c server_ip_addr [num_rooms] [num_messages] [server_port]\n");
-		return 1;
-	}
+	need_server(argc, "chat_c server_ip_addr [num_rooms] [num_messages] [server_port]");
 	int rooms = argc > 2 ? atoi(argv[2]) : 10;
 	int messages = argc > 3 ? atoi(argv[3]) : 100;
 	int port = argc > 4 ? atoi(argv[4]) : 9999;
@@ -125,14 +82,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "chat_c: rooms and messages must be positive\n");
 		return 1;
 	}
-	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(port) };
-	if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1) {
-		fprintf(stderr, "chat_c: invalid address %s\n", argv[1]);
-		return 1;
-	}
-	signal(SIGTERM, on_term);
-	signal(SIGINT, on_term);
-	signal(SIGHUP, on_term);
+	struct sockaddr_in addr = server_address("chat_c", argv[1], port);
+	end_on_signals(on_term);
 	int cfd = connect_to(&addr);
 	int start[2] = { rooms, messages };
 	if (write(cfd, start, sizeof(start)) != sizeof(start))
@@ -154,10 +105,10 @@ int main(int argc, char **argv)
 		printf("Creating room number %d ...\n", r + 1);
 		for (int j = 0; j < USERS; j++) {
 			int i = r * USERS + j, fd = connect_to(&addr);
-			senders[i] = (struct user){ .fd = fd, .room = r, .messages = messages };
+			senders[i] = (struct user){ .fd = fd, .room = r, .sends = 1, .messages = messages };
 			receivers[i] = (struct user){ .fd = fd, .room = r, .messages = (long)messages * 19 };
-			if (pthread_create(&senders[i].t, &attr, sender, &senders[i]) ||
-			    pthread_create(&receivers[i].t, &attr, receiver, &receivers[i]))
+			if (pthread_create(&senders[i].t, &attr, transfer, &senders[i]) ||
+			    pthread_create(&receivers[i].t, &attr, transfer, &receivers[i]))
 				die("pthread_create");
 		}
 		printf("%d connections so far.\n", (r + 1) * USERS);

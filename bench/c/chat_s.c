@@ -8,22 +8,12 @@
  * usage: chat_s server_ip_addr [server_port] [runs]   (runs: exit after that many; 0 = forever)
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
-#include <sys/sem.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#define USERS 20
-#define MSG 100
-#define STACK (64 * 1024)
+#include "chat.h"
 
 struct user {
 	int fd;
@@ -51,41 +41,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "chat_s: %s: %s\n", what, strerror(errno));
 	on_term(-127);
-}
-
-static int read_full(int fd, void *buf, size_t len)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = recv(fd, (char *)buf + done, len - done, MSG_WAITALL);
-		if (n > 0)
-			done += n;
-		else if (n == 0 || errno != EINTR)
-			return -1;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = send(fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
-		if (n >= 0)
-			done += n;
-		else if (errno != EINTR)
-			return -1;
-	}
-	return 0;
-}
-
-static int sem_add(int id, int num, int delta)
-{
-	struct sembuf op = { .sem_num = num, .sem_op = delta, .sem_flg = 0 };
-	while (semop(id, &op, 1) < 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
 }
 
 static void *receiver(void *arg)
@@ -124,17 +79,10 @@ static void *sender(void *arg)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "usage: chat_s server_ip_addr [server_port] [runs]\n");
-		return 1;
-	}
+	need_server(argc, "chat_s server_ip_addr [server_port] [runs]");
 	int port = argc > 2 ? atoi(argv[2]) : 9999;
 	long runs = argc > 3 ? atol(argv[3]) : 0;
-	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(port) };
-	if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1) {
-		fprintf(stderr, "chat_s: invalid address %s\n", argv[1]);
-		return 1;
-	}
+	struct sockaddr_in addr = server_address("chat_s", argv[1], port);
 	int lfd = socket(AF_INET, SOCK_STREAM, 0);
 	int one = 1;
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -143,9 +91,7 @@ int main(int argc, char **argv)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, STACK);
-	signal(SIGTERM, on_term);
-	signal(SIGINT, on_term);
-	signal(SIGHUP, on_term);
+	end_on_signals(on_term);
 
 	for (long run = 1; runs == 0 || run <= runs; run++) {
 		int cfd = accept(lfd, NULL, NULL);

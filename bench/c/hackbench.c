@@ -72,6 +72,25 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* Starts a task: a thread, or a process that first closes `unused` (-1: nothing). */
+static void start(pthread_t *th, struct task *t, int unused)
+{
+	if (use_threads) {
+		if (pthread_create(th, NULL, run, t))
+			die("pthread_create");
+		return;
+	}
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		if (unused >= 0)
+			close(unused);
+		run(t);
+		_exit(0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4)
@@ -96,36 +115,14 @@ int main(int argc, char **argv)
 			pair(fds);
 			t[n].in = fds[0];
 			out[i] = fds[1];
-			if (use_threads) {
-				if (pthread_create(&th[n], NULL, run, &t[n]))
-					die("pthread_create");
-			} else {
-				pid_t pid = fork();
-				if (pid < 0)
-					die("fork");
-				if (pid == 0) {
-					close(fds[1]);
-					run(&t[n]);
-					_exit(0);
-				}
+			start(&th[n], &t[n], fds[1]);
+			if (!use_threads)
 				close(fds[0]);
-			}
 		}
 		for (int i = 0; i < FDS; i++, n++) {
 			t[n].sender = 1;
 			memcpy(t[n].out, out, sizeof out);
-			if (use_threads) {
-				if (pthread_create(&th[n], NULL, run, &t[n]))
-					die("pthread_create");
-			} else {
-				pid_t pid = fork();
-				if (pid < 0)
-					die("fork");
-				if (pid == 0) {
-					run(&t[n]);
-					_exit(0);
-				}
-			}
+			start(&th[n], &t[n], -1);
 		}
 		if (!use_threads)
 			for (int i = 0; i < FDS; i++)

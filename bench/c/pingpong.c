@@ -74,6 +74,15 @@ struct end {
 	struct tok buf;
 };
 
+/* One semop on semaphore `num` of set `id`, retried when a signal interrupts it. */
+static void sem_step(int id, unsigned short num, short delta)
+{
+	struct sembuf op = { num, delta, 0 };
+	while (semop(id, &op, 1) < 0)
+		if (errno != EINTR)
+			die("semop");
+}
+
 static void tsend(struct end *e)
 {
 	switch (kind) {
@@ -83,13 +92,9 @@ static void tsend(struct end *e)
 			if (errno != EINTR)
 				die("msgsnd");
 		break;
-	case SEM: {
-		struct sembuf op = { e->post, 1, 0 };
-		while (semop(e->id, &op, 1) < 0)
-			if (errno != EINTR)
-				die("semop");
+	case SEM:
+		sem_step(e->id, e->post, 1);
 		break;
-	}
 	case PIPE:
 		if (write(e->wfd, e->buf.text, 4) != 4)
 			die("write");
@@ -105,13 +110,9 @@ static void trecv(struct end *e)
 			if (errno != EINTR)
 				die("msgrcv");
 		break;
-	case SEM: {
-		struct sembuf op = { e->wait, -1, 0 };
-		while (semop(e->id, &op, 1) < 0)
-			if (errno != EINTR)
-				die("semop");
+	case SEM:
+		sem_step(e->id, e->wait, -1);
 		break;
-	}
 	case PIPE:
 		if (read(e->rfd, e->buf.text, 4) != 4)
 			die("read");

@@ -157,8 +157,6 @@ mod tests {
         err.render().to_string()
     }
 
-    /// The registry's test-only kind (workload/registry/toy.rs) is a subcommand, with its
-    /// parameters' help and defaults, and nothing is written for it here.
     #[test]
     fn a_number_that_does_not_parse_is_said_in_words() {
         let err = command()
@@ -181,6 +179,8 @@ mod tests {
         assert_eq!(exit_status(&anyhow::anyhow!("the disk is full")), 1);
     }
 
+    /// The registry's test-only kind (workload/registry/toy.rs) is a subcommand, with its
+    /// parameters' help and defaults, and nothing is written for it here.
     #[test]
     fn a_kind_in_the_registry_is_a_subcommand_with_its_help() {
         let top = help(&["schedlab", "--help"]);

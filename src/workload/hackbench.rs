@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::sys::resource::{getrlimit, setrlimit, Resource};
 
 use crate::model::latency::Distribution;
 use crate::sys::kernel::guard::Demand;
@@ -250,27 +251,16 @@ fn pipe_buffer_size() -> Result<usize> {
 
 /// Makes room for the descriptors a run holds open at once.
 fn raise_fd_limit(needed: usize) -> Result<()> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a live, writable rlimit for getrlimit to fill.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    if lim.rlim_cur as usize >= needed {
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap_or((0, 0));
+    if soft as usize >= needed {
         return Ok(());
     }
-    if (lim.rlim_max as usize) < needed {
-        bail!(
-            "this run needs {needed} open files, the limit is {} (ulimit -n)",
-            lim.rlim_max
-        );
+    if (hard as usize) < needed {
+        bail!("this run needs {needed} open files, the limit is {hard} (ulimit -n)");
     }
-    lim.rlim_cur = needed as libc::rlim_t;
-    // SAFETY: `lim` is a live rlimit that setrlimit only reads.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("raising the open files limit");
-    }
-    Ok(())
+    setrlimit(Resource::RLIMIT_NOFILE, needed as u64, hard)
+        .map_err(std::io::Error::from)
+        .context("raising the open files limit")
 }
 
 /// (read end, write end) of a pipe or a socketpair, like the original's fdpair().

@@ -34,3 +34,23 @@ pub fn until_none_left<T>(
         }
     })
 }
+
+/// Ticks `lab` every `every` until the rest of the machine has wanted and received under 0.1
+/// CPU for two seconds, for at most a minute: the tests that hold the model to the kernel
+/// need a machine doing nothing else. When time runs out, the CPUs other tasks last wanted.
+pub fn until_quiet(lab: &mut schedlab::engine::lab::Lab, every: Duration) -> Result<(), f64> {
+    let mut quiet_since: Option<Instant> = None;
+    until(Duration::from_secs(60), Duration::ZERO, || {
+        std::thread::sleep(every);
+        let f = lab.tick();
+        let rest = f.machine.rest_cpu_demand.max(f.machine.rest_cpu_received);
+        if f.interval > 0.0 && rest < 0.1 {
+            if quiet_since.get_or_insert_with(Instant::now).elapsed() >= Duration::from_secs(2) {
+                return Ok(());
+            }
+        } else {
+            quiet_since = None;
+        }
+        Err(rest)
+    })
+}

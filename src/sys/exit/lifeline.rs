@@ -163,9 +163,7 @@ fn finish(code: i32) -> ! {
     crate::sys::kernel::sysv::remove_ledger_file();
     if supervised() {
         // Our process group is ours alone: take every descendant with us, then ourselves.
-        // SAFETY: kill(0, SIGKILL) ends our own process group, which is ours alone when supervised;
-        // no memory is touched.
-        unsafe { libc::kill(0, libc::SIGKILL) };
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(0), nix::sys::signal::SIGKILL);
     }
     std::process::exit(code)
 }

@@ -185,7 +185,7 @@ fn read_port(pipe: &OwnedFd) -> Result<u16> {
     let mut text = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || !net::wait_readable(pipe.as_raw_fd(), left)? {
+        if left.is_zero() || !net::wait_readable(pipe, left)? {
             bail!("no port within 10 s");
         }
         let mut buf = [0u8; 16];

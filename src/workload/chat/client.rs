@@ -7,7 +7,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -225,7 +225,7 @@ fn start_and_wait(
 
 /// Waits for the server's START on the control connection.
 fn await_start(control: &mut TcpStream, timeout: Duration, size: RunSize) -> Result<()> {
-    if !net::wait_readable(control.as_raw_fd(), timeout)? {
+    if !net::wait_readable(control.as_fd(), timeout)? {
         bail!("the server accepted the connections but sent no START within {timeout:?}");
     }
     let mut byte = [0u8; 1];
@@ -279,7 +279,7 @@ fn refused_hint(size: RunSize) -> String {
 
 /// Fails early when the server has already closed the control connection (a refusal).
 fn check_control_alive(control: &TcpStream) -> Result<()> {
-    if net::wait_readable(control.as_raw_fd(), Duration::ZERO)? {
+    if net::wait_readable(control.as_fd(), Duration::ZERO)? {
         let mut byte = [0u8; 1];
         if matches!(control.peek(&mut byte), Ok(0) | Err(_)) {
             bail!(

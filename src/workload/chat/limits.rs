@@ -7,6 +7,9 @@
 use std::io;
 use std::thread::JoinHandle;
 
+use nix::sys::resource::{getrlimit, setrlimit, Resource};
+use nix::unistd::geteuid;
+
 use super::protocol::USERS_PER_ROOM;
 use crate::sys::kernel::guard::free_tasks;
 use crate::sys::kernel::proc::{mem_available, own_map_count, own_open_files, sysctl_u64};
@@ -90,36 +93,23 @@ fn raise_nofile(needed: u64) -> Result<(), String> {
     if soft >= needed {
         return Ok(());
     }
-    let new_hard = hard.max(needed);
-    let lim = libc::rlimit {
-        rlim_cur: needed,
-        rlim_max: new_hard,
-    };
-    // SAFETY: `lim` is a live rlimit that setrlimit only reads.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
-        return Ok(());
-    }
-    Err(format!(
-        "need {needed} open files but the limit is {soft} (hard {hard}) and cannot be raised: {}",
-        io::Error::last_os_error()
-    ))
+    setrlimit(Resource::RLIMIT_NOFILE, needed, hard.max(needed)).map_err(|e| {
+        format!(
+            "need {needed} open files but the limit is {soft} (hard {hard}) and cannot be \
+             raised: {}",
+            io::Error::from(e)
+        )
+    })
 }
 
 /// (soft, hard) RLIMIT_NOFILE.
 fn nofile() -> Option<(u64, u64)> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a live, writable rlimit for getrlimit to fill.
-    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0)
-        .then_some((lim.rlim_cur, lim.rlim_max))
+    getrlimit(Resource::RLIMIT_NOFILE).ok()
 }
 
 /// How far the open-file limit can go: the hard limit, or fs.nr_open when we may raise it.
 fn nofile_ceiling(hard: u64) -> u64 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if geteuid().is_root() {
         sysctl_u64("fs.nr_open").unwrap_or(hard).max(hard)
     } else {
         hard

@@ -164,6 +164,7 @@ fn parse_timeout(secs: f64) -> Result<Duration> {
 fn report_port(fd: i32, port: u16) -> Result<()> {
     use std::io::Write;
     use std::os::fd::FromRawFd;
+    // Raw: nix's fcntl takes a descriptor known to be open, and this call is what checks it.
     // SAFETY: fcntl(F_GETFD) takes no pointer; a descriptor that is not open fails with EBADF.
     if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
         bail!("--port-fd {fd} is not an open descriptor");

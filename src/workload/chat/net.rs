@@ -3,9 +3,11 @@
 //! the original chat_s/chat_c, and take the cell's raw pointer the kernel alone touches.
 
 use std::io;
-use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 /// Receives exactly `len` bytes into `buf`. MSG_WAITALL makes it one recv per message, as the
 /// original's one read; the connection closing part-way is an error (a short read), and only a
@@ -63,8 +65,7 @@ pub(crate) unsafe fn send_all(fd: RawFd, buf: *const u8, len: usize) -> io::Resu
 
 /// Wakes any thread blocked on this socket: its recv returns 0, its send fails.
 pub(crate) fn shutdown(stream: &TcpStream) {
-    // SAFETY: shutdown takes no pointer; `stream` keeps the socket open for the call.
-    unsafe { libc::shutdown(stream.as_raw_fd(), libc::SHUT_RDWR) };
+    let _ = stream.shutdown(Shutdown::Both);
 }
 
 /// Connects with a deadline, so that an unreachable server is an answer within seconds.
@@ -75,22 +76,30 @@ pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
 }
 
 /// Waits up to `timeout` for `fd` to become readable (or closed). Returns whether it did.
-pub(crate) fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+pub(crate) fn wait_readable(fd: impl AsFd, timeout: Duration) -> io::Result<bool> {
     loop {
-        // SAFETY: `pfd` is one live, writable pollfd and nfds is 1.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if n >= 0 {
-            return Ok(n > 0);
+        match readable(&[fd.as_fd()], Some(timeout)) {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            done => return done.map(|ready| ready[0]),
         }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
+    }
+}
+
+/// Waits for any of `fds` to become readable (or closed), at most `wait` (None: as long as
+/// it takes); which of them are. A signal interrupting the wait is an `Interrupted` error.
+pub(crate) fn readable(fds: &[BorrowedFd], wait: Option<Duration>) -> io::Result<Vec<bool>> {
+    let mut polled: Vec<PollFd> = fds
+        .iter()
+        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .collect();
+    let timeout = wait.map_or(PollTimeout::NONE, |d| {
+        PollTimeout::try_from(d).unwrap_or(PollTimeout::MAX)
+    });
+    match poll(&mut polled, timeout) {
+        Ok(_) => Ok(polled
+            .iter()
+            .map(|p| !matches!(p.revents(), Some(r) if r.is_empty()))
+            .collect()),
+        Err(e) => Err(io::Error::from(e)),
     }
 }

@@ -12,7 +12,7 @@
 use std::cell::UnsafeCell;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -54,8 +54,7 @@ pub fn listen(addr: SocketAddr) -> Result<TcpListener> {
         };
         anyhow!("cannot listen on {addr}: {err}{hint}")
     })?;
-    // SAFETY: listen takes no pointer; `listener` keeps the socket open for the call.
-    unsafe { libc::listen(listener.as_raw_fd(), 4096) };
+    let _ = nix::sys::socket::listen(&listener, nix::sys::socket::Backlog::new(4096)?);
     listener
         .set_nonblocking(true)
         .context("making the listener non-blocking")?;
@@ -120,35 +119,29 @@ fn next_start(
     pending: &mut Vec<Pending>,
     timeout: Duration,
 ) -> Result<(TcpStream, RunSize, Vec<TcpStream>)> {
-    let mut fds: Vec<libc::pollfd> = Vec::new();
     loop {
         let now = Instant::now();
+        // A millisecond past the first deadline, so that it has passed when poll returns.
         let wait = pending
             .iter()
-            .map(|p| p.deadline.saturating_duration_since(now))
-            .min()
-            .map_or(-1, |d| d.as_millis().min(i32::MAX as u128) as i32 + 1);
-        fds.clear();
-        fds.push(pollfd(listener.as_raw_fd()));
-        fds.extend(pending.iter().map(|p| pollfd(p.stream.as_raw_fd())));
-        // SAFETY: `fds` holds fds.len() live pollfds, exclusively borrowed, into which poll writes
-        // revents.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
-        if n < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err).context("poll on the listener");
-        }
+            .map(|p| p.deadline.saturating_duration_since(now) + Duration::from_millis(1))
+            .min();
+        let fds: Vec<BorrowedFd> = std::iter::once(listener.as_fd())
+            .chain(pending.iter().map(|p| p.stream.as_fd()))
+            .collect();
+        let ready = match net::readable(&fds, wait) {
+            Ok(ready) => ready,
+            Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err).context("poll on the listener"),
+        };
         let now = Instant::now();
-        // The waiting connections, oldest first (their indices match fds[1..]).
+        // The waiting connections, oldest first (their indices match ready[1..]).
         let mut chosen = None;
         let mut i = 0;
-        for fd in &fds[1..] {
+        for &readable in &ready[1..] {
             let verdict = if chosen.is_some() {
                 Verdict::Keep
-            } else if fd.revents == 0 {
+            } else if !readable {
                 if now >= pending[i].deadline {
                     let p = &pending[i];
                     crate::errln!(
@@ -173,7 +166,7 @@ fn next_start(
                 }
             }
         }
-        if chosen.is_none() && fds[0].revents != 0 {
+        if chosen.is_none() && ready[0] {
             chosen = accept_pending(listener, pending, now + timeout);
         }
         if let Some((i, size)) = chosen {
@@ -233,14 +226,6 @@ fn consider(p: &mut Pending, deadline: Instant) -> Verdict {
                 Verdict::Drop
             }
         },
-    }
-}
-
-fn pollfd(fd: RawFd) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
     }
 }
 
@@ -465,7 +450,6 @@ fn accept_rooms(
         users.add(stream)?;
     }
     let mut last_accept = Instant::now();
-    let mut fds = [pollfd(listener.as_raw_fd()), pollfd(control.as_raw_fd())];
     while users.rooms.len() < size.rooms as usize {
         let left = timeout.saturating_sub(last_accept.elapsed());
         if left.is_zero() {
@@ -475,17 +459,14 @@ fn accept_rooms(
                 size.connections()
             ));
         }
-        fds[0].revents = 0;
-        fds[1].revents = 0;
-        // SAFETY: `fds` is an array of two live pollfds, exclusively borrowed, and nfds is 2.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, left.as_millis() as i32 + 1) };
-        if n < 0 {
+        let fds = [listener.as_fd(), control.as_fd()];
+        let Ok(ready) = net::readable(&fds, Some(left + Duration::from_millis(1))) else {
             continue; // EINTR; anything else shows up as a timeout
-        }
-        if fds[1].revents != 0 {
+        };
+        if ready[1] {
             return Err(control_gone(control, "while connecting its users"));
         }
-        while fds[0].revents != 0 && users.rooms.len() < size.rooms as usize {
+        while ready[0] && users.rooms.len() < size.rooms as usize {
             match listener.accept() {
                 Ok((stream, from)) => {
                     if client_ip.is_some_and(|ip| ip != from.ip()) {
@@ -637,7 +618,7 @@ fn watch(
             return Ok(());
         }
         let readable = !got_end
-            && net::wait_readable(control.as_raw_fd(), TICK)
+            && net::wait_readable(control.as_fd(), TICK)
                 .map_err(|e| format!("poll on the control connection: {e}"))?;
         if got_end {
             std::thread::sleep(TICK / 10);

@@ -85,6 +85,7 @@ pub(super) fn run(shape: Shape, slots: &mut Vec<Tally>) -> Result<Duration> {
     let start = match &outcome {
         Ok(()) => gate.release(tasks),
         Err(_) => {
+            // Raw, as the run's other descriptors: the gate's ends are plain fds its tasks share.
             // SAFETY: the one-byte array lives until the end of the statement; write only reads it.
             unsafe { libc::write(gate.wake_w, [0u8].as_ptr().cast(), 1) };
             Ok(Instant::now())
@@ -187,6 +188,7 @@ impl DeadEnds {
             return;
         };
         let dead = if write { write_end } else { read_end };
+        // Raw: nix's dup3 wants the target as an OwnedFd, and this one stays its Fds' to close.
         // SAFETY: `fd` is one of the run's descriptors, owned by its Fds, which closes it at
         // the end as before; it now refers to the dead end instead.
         unsafe { libc::dup3(dead.as_raw_fd(), fd, libc::O_CLOEXEC) };
