@@ -47,22 +47,25 @@ pub fn claims(
     }
     let mut out = Vec::with_capacity(r.tasks.len() + r.procs.len());
     let mut seen = HashSet::default();
-    // Per process: what its read tasks ran, and the part of that they wanted to wait more.
-    let mut ran: HashMap<u32, (u64, u64)> = HashMap::default();
+    // Per process: what its read tasks ran, the wait they wanted beyond it, and their wait
+    // after wakeups.
+    let mut ran: HashMap<u32, Seen> = HashMap::default();
     for task in &r.tasks {
         seen.insert(task.tid);
         let tm = memo.entry(task.tid).or_default();
         let c = task_claim(task, t, tm);
         let e = ran.entry(task.pid).or_default();
-        e.0 += task.run_ns.min(t);
+        e.run += task.run_ns.min(t);
         if !task.kthread {
-            e.1 += ((c.claim.demand * t as f64) as u64).saturating_sub(task.run_ns.min(t));
+            e.wanted_wait +=
+                ((c.claim.demand * t as f64) as u64).saturating_sub(task.run_ns.min(t));
+            e.woken_wait += c.woken_wait_ns as u64;
         }
         out.push(c);
     }
     for p in &r.procs {
-        let (seen_run, wanted_wait) = ran.get(&p.pid).copied().unwrap_or_default();
-        out.extend(unseen_claims(p, seen_run, wanted_wait, t));
+        let seen = ran.get(&p.pid).copied().unwrap_or_default();
+        out.extend(unseen_claims(p, seen, t));
     }
     // Threads not listed were idle: they keep what they were credited and the share of their
     // switches that were preemptions (a sleeper stuck after a wakeup is late, not short),
@@ -123,10 +126,29 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
     }
 }
 
+/// What a process's read tasks showed: ns run, wait wanted beyond it, wait after wakeups.
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    run: u64,
+    wanted_wait: u64,
+    woken_wait: u64,
+}
+
 /// What a process used that its read tasks do not show, as claimants of its group: one per
 /// CPU it kept busy (a task runs on one CPU at a time), each wanting its part of the unseen
 /// CPU and the wait its seen tasks wanted per ns they ran.
-fn unseen_claims(p: &RestProc, seen_run: u64, wanted_wait: u64, t: u64) -> Vec<RestClaim> {
+///
+/// A process whose reaped children did more than its own threads (a shell running a short
+/// program in a loop, a build's driver) is a closed loop: it forks, sleeps until the child
+/// exits, and forks again, so each of its waits and its children's delays the next round, and
+/// the loop would take a CPU if it never waited. Its waits after wakeups are then demand, not
+/// latency, and its children, started on the same run queues, waited about as long again.
+fn unseen_claims(p: &RestProc, seen: Seen, t: u64) -> Vec<RestClaim> {
+    let Seen {
+        run: seen_run,
+        wanted_wait,
+        woken_wait,
+    } = seen;
     // Its own time is never less than what its threads were seen to run (a stat's ticks can
     // lag a thread's ns).
     let unseen = (p.own_ns.max(seen_run) + p.reaped_ns).saturating_sub(seen_run);
@@ -140,7 +162,14 @@ fn unseen_claims(p: &RestProc, seen_run: u64, wanted_wait: u64, t: u64) -> Vec<R
         0.0
     };
     let received = unseen as f64 / t as f64;
-    let wanted = received * (1.0 + ratio);
+    let forks_and_waits = !p.kthread && p.reaped_ns > p.own_ns.max(seen_run);
+    let mut wanted = received * (1.0 + ratio);
+    if forks_and_waits {
+        // One loop, the process and a child at a time, takes at most a CPU.
+        let one_loop = 1.0 - seen_run as f64 / t as f64;
+        let with_waits = received + 2.0 * woken_wait as f64 / t as f64;
+        wanted = wanted.max(with_waits.min(one_loop));
+    }
     let n = wanted.ceil().max(1.0);
     let (class, weight) = class_of(p.policy, p.nice, 0, None);
     (0..n as usize)
@@ -243,6 +272,36 @@ mod tests {
         // A process whose threads were all read adds nothing.
         let s = sample(vec![task(30, 30, 200, 0)], vec![proc(30, 200, 0)]);
         assert_eq!(claims(&s, &mut Default::default()).len(), 1);
+    }
+
+    #[test]
+    fn a_shell_running_a_short_program_in_a_loop_is_a_closed_loop() {
+        // sh ran 30 ms and waited 150 ms after its wakeups (each child's exit); its children,
+        // reaped, ran 600 ms and waited unseen. The loop wanted its CPU and both waits.
+        let mut sh = task(50, 50, 30, 150);
+        (sh.runnable, sh.slices, sh.vol, sh.invol) = (false, 1000, Some(1000), Some(0));
+        let cs = claims(
+            &sample(vec![sh.clone()], vec![proc(50, 30, 600)]),
+            &mut Default::default(),
+        );
+        let unseen: f64 = cs[1..].iter().map(|c| c.claim.demand).sum();
+        assert!((unseen - 0.9).abs() < 0.01, "{unseen}");
+        // Never more than one CPU for the loop, the shell's own run included.
+        let mut busy = sh.clone();
+        busy.wait_ns = 600 * MS;
+        let cs = claims(
+            &sample(vec![busy], vec![proc(50, 30, 600)]),
+            &mut Default::default(),
+        );
+        let unseen: f64 = cs[1..].iter().map(|c| c.claim.demand).sum();
+        assert!((unseen - 0.97).abs() < 0.01, "{unseen}");
+        // A process whose own threads did the work is not taken for a loop.
+        let cs = claims(
+            &sample(vec![sh], vec![proc(50, 700, 100)]),
+            &mut Default::default(),
+        );
+        let unseen: f64 = cs[1..].iter().map(|c| c.claim.demand).sum();
+        assert!((unseen - 0.77).abs() < 0.01, "{unseen}");
     }
 
     #[test]
