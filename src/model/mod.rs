@@ -17,6 +17,8 @@ pub mod host;
 pub mod latency;
 pub mod rank;
 pub mod rest;
+#[cfg(test)]
+mod rest_props;
 pub mod solver;
 pub(crate) mod stats;
 pub(crate) mod thread_rates;
