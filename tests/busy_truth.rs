@@ -136,7 +136,11 @@ fn run_beside(name: &str) -> Vec<Frame> {
     let text = fs::read_to_string(path)
         .unwrap()
         .replace("runs = 1", "runs = 0");
-    let scenario = Scenario::from_toml(&text, name).expect("preset parses");
+    run(Scenario::from_toml(&text, name).expect("preset parses"))
+}
+
+/// `scenario` run in this process's session, after its window settled: its Frames.
+fn run(scenario: Scenario) -> Vec<Frame> {
     let mut lab = Lab::new(INTERVAL).expect("lab");
     lab.set_verdict_window(WINDOW);
     for w in scenario.workloads {
@@ -328,24 +332,7 @@ threads = 2
 placement = "cgroup"
 cgroup_weight = 100
 "#;
-    let scenario = Scenario::from_toml(text, "cgroup-hog").unwrap();
-    let mut lab = Lab::new(INTERVAL).expect("lab");
-    lab.set_verdict_window(WINDOW);
-    for w in scenario.workloads {
-        lab.add(common::real_binary(&w)).expect("workload starts");
-    }
-    let start = Instant::now();
-    let mut next = Instant::now();
-    let mut frames = Vec::new();
-    while start.elapsed() < SETTLE + MEASURE {
-        next += INTERVAL;
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        let f = lab.tick();
-        if start.elapsed() >= SETTLE {
-            frames.push(f);
-        }
-    }
-    drop(lab);
+    let frames = run(Scenario::from_toml(text, "cgroup-hog").unwrap());
     // Weights 100 : 300 over 2 CPUs, both wanting both: a quarter of the machine.
     check("cgroups", &frames, 0.5);
 }
