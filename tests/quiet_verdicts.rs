@@ -161,7 +161,8 @@ fn check_quiet(name: &str, c: &Case) {
         for g in &f.machine.rest_groups {
             if g.key != "root" && g.key != own && g.received.max(g.fair) > 0.05 {
                 panic!(
-                    "{name}: the machine got busy at {:.1} s: {} got {:.2} CPUs and was due {:.2};                      these cases need a machine doing nothing else",
+                    "{name}: the machine got busy at {:.1} s: {} got {:.2} CPUs and was due {:.2}; \
+                     these cases need a machine doing nothing else",
                     f.t, g.name, g.received, g.fair
                 );
             }

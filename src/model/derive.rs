@@ -54,6 +54,10 @@ pub struct Model {
     rest_memo: HashMap<u32, TaskMemo>,
     /// When the rest was last read (CLOCK_MONOTONIC ns).
     rest_t_ns: Option<u64>,
+    /// What /proc/stat said of the machine since the rest's last read, for what no read saw.
+    rest_span: StatSpan,
+    /// Busy time no read of the rest saw, over its last read's interval (CPUs).
+    rest_unattributed: f64,
     /// Each group's throttled ns per ns, as of its last two reads.
     throttle_rates: HashMap<String, f64>,
     windows: Windows,
@@ -91,6 +95,8 @@ impl Model {
             rest: Vec::new(),
             rest_memo: HashMap::new(),
             rest_t_ns: None,
+            rest_span: StatSpan::default(),
+            rest_unattributed: 0.0,
             throttle_rates: HashMap::new(),
             windows,
         }
@@ -459,11 +465,19 @@ impl Model {
         // What /proc/stat says the CPUs did beside the workloads: its groups' part, time no
         // task took (interrupts, softirqs: their own fields, never due to a group), and
         // what no read saw (processes born and gone between reads whose parent is not read,
-        // the ticks' rounding).
+        // the ticks' rounding). Over the same span as the groups' figures, the rest's read
+        // interval: between its reads they stand still while /proc/stat moves on.
         let irq = irq_cpus(iv.prev, iv.cur, iv.t_ns);
-        let unattributed = Some(busy / iv.t_ns - ours - irq - received)
-            .filter(|u| *u > 1e-6)
-            .unwrap_or(0.0);
+        self.rest_span.t_ns += iv.t_ns;
+        self.rest_span.beside_ns += busy - (ours + irq) * iv.t_ns;
+        if let Some(r) = &iv.cur.machine.rest {
+            if r.since_ns != 0 {
+                let beside = self.rest_span.beside_ns / self.rest_span.t_ns;
+                self.rest_unattributed = (beside - received).max(0.0);
+            }
+            self.rest_span = StatSpan::default();
+        }
+        let unattributed = self.rest_unattributed;
         let fair: f64 = idx.iter().map(|&i| sol.share[i]).sum::<f64>();
         let demand = idx
             .iter()
@@ -768,6 +782,14 @@ struct Clues {
     busy_tasks: usize,
     /// The host's time that holds its verdict, if any.
     host: Option<Taken>,
+}
+
+/// /proc/stat's busy time beside the workloads and interrupts, added up over several
+/// intervals.
+#[derive(Default)]
+struct StatSpan {
+    t_ns: f64,
+    beside_ns: f64,
 }
 
 /// The rest of the machine over one interval.
