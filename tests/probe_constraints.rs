@@ -665,6 +665,67 @@ fn an_idle_rest_of_the_machine_has_no_verdict() {
     golden("rest_idle", fr);
 }
 
+#[test]
+fn threads_and_children_gone_between_reads_land_in_their_group() {
+    // 2 CPUs. Beside the job (a hog, session 7), a churning process in session 9: its main
+    // thread runs 10 ms a second; each second a thread is born, runs 50 ms and is read once,
+    // and others live and die between reads (the process's stat holds their time: 0.6 s a
+    // second in all), and it reaps children that ran 0.3 s a second. /proc/stat: the job's
+    // CPU and 0.9 beside it. Every CPU-second of it lands in session 9, none unseen.
+    let f = FakeProc::new();
+    let targets = [target(1, "job", 821)];
+    let s = sweeps(&f, &targets, true, |k| {
+        f.put(&hog(821, k * S, 0).session(7));
+        let mut churn = Process::single(822, Task::ran(k * 10 * MS, 0).state('S'));
+        churn.threads.push(Task {
+            tid: 8220 + k as u32,
+            ..Task::ran(50 * MS, 0).state('S')
+        });
+        churn.cpu_ticks = k * 60;
+        churn.child_ticks = k * 30;
+        f.put(&churn.session(9).comm("churn"));
+        f.cpus(&[(k * 100, 0), (k * 90, k * 10)], 0);
+    });
+    let fr = &s.frames[2];
+    let m = &fr.machine;
+    assert_close(m.rest_cpu_received, 0.9, "the rest's received");
+    assert_close(m.rest_unattributed, 0.0, "the rest's unseen time");
+    let churn = m
+        .rest_groups
+        .iter()
+        .find(|g| g.name == "session 9 (churn)")
+        .expect("session 9 is a group of the rest");
+    assert_close(churn.received, 0.9, "session 9's received");
+    let total: f64 = fr.workloads.iter().map(|w| w.cpu_fair).sum::<f64>() + m.rest_cpu_fair;
+    assert!(total <= 2.0 + 1e-6, "the fair shares add up to {total}");
+    golden("rest_churn_between_reads", fr);
+}
+
+#[test]
+fn a_busy_rest_is_read_at_every_sweep_and_an_idle_one_once_a_second() {
+    for (busy, want) in [(true, true), (false, false)] {
+        let f = FakeProc::new();
+        let targets = [target(1, "job", 831)];
+        let neighbour = |k: u64| {
+            let ran = if busy { k * 900 * MS } else { k * 10 * MS };
+            f.put(&hog(832, ran, 0).session(9).comm("make"));
+        };
+        let mut s = sweeps(&f, &targets, true, |k| {
+            f.put(&hog(831, k * S, 0).session(7));
+            neighbour(k);
+            f.cpus(&[(k * 100, 0), (k * 91, k * 9)], 0);
+        });
+        std::thread::sleep(Duration::from_millis(250));
+        neighbour(3);
+        s.sample(&targets);
+        let read = s.samples.last().unwrap().machine.rest.is_some();
+        assert_eq!(
+            read, want,
+            "busy {busy}: read a quarter second after the last read"
+        );
+    }
+}
+
 // 9. SCHED_IDLE -------------------------------------------------------------------------------
 
 #[test]

@@ -9,7 +9,8 @@
 //! process's threads only when its thread count changes or every few seconds, and finds a
 //! group's processes by a /proc scan only when something forked (the /proc/stat `processes`
 //! counter moved) or once a second, reading /proc/PID/stat only for pids it has not seen. The
-//! rest of the machine is read once a second, within a budget of tasks.
+//! rest of the machine is listed once a second and read as often as the workloads while it is
+//! busy and small, within a budget of tasks.
 
 mod budget;
 mod cgroups;
@@ -307,11 +308,12 @@ impl Probe {
         self.groups.retain(|id, _| wanted.contains(id));
         let new_target = targets.iter().any(|t| !self.groups.contains_key(&t.id));
 
-        let rest_due = t0 + rest::REST_EVERY_NS / 10 >= self.rest.last_ns + rest::REST_EVERY_NS;
+        let rest_due = self.rest.due(t0);
+        let rest_listing = self.rest.listing_due(t0);
         let refresh = t0.saturating_sub(self.cache_built_ns) >= CACHE_REFRESH_NS;
         let scan = refresh
             || new_target
-            || rest_due
+            || rest_listing
             || forks != self.scan_forks
             || t0.saturating_sub(self.scanned_ns) >= RELIST_NS;
         if scan {
@@ -361,7 +363,7 @@ impl Probe {
             .sum();
 
         if rest_due {
-            machine.rest = Some(self.read_rest(targets, contended, &mut suspects, t0));
+            machine.rest = Some(self.read_rest(targets, contended, &mut suspects, t0, scan));
         }
         self.suspects_last = suspects.seen;
         if status_due || rest_due {
@@ -701,7 +703,9 @@ impl Probe {
         contended: bool,
         suspects: &mut Suspects,
         now: u64,
+        listed: bool,
     ) -> RestSample {
+        let gap = now.saturating_sub(self.rest.last_ns);
         let pgids: HashSet<u32> = targets
             .iter()
             .filter(|t| t.pgid != 0)
@@ -753,11 +757,11 @@ impl Probe {
             } else {
                 StatusReads::default()
             },
-            new_tasks: task::new_tasks_per_sweep(rest::REST_EVERY_NS),
+            new_tasks: task::new_tasks_per_sweep(gap),
             // The rest is read for its active tasks' state and CPU, which only stat gives.
             bulk_intake: false,
         };
-        let out = rest.read(&members, &mut sweep, buf);
+        let out = rest.read(&members, &mut sweep, buf, listed);
         *suspects = sweep.suspects;
         out
     }

@@ -1,14 +1,20 @@
-//! The rest of the machine, task by task: every process outside the workloads, read about
-//! once a second (the fairness model needs what else wanted the CPUs, grouped the way the
-//! kernel groups it, not one lump). Bounded by a budget of tasks per read on big machines.
+//! The rest of the machine, task by task: every process outside the workloads, listed about
+//! once a second and read as often as the workloads while it keeps a CPU busy and is small
+//! enough to read cheaply (the fairness model needs what else wanted the CPUs, grouped the way
+//! the kernel groups it, not one lump, and a busy neighbour is part of the experiment).
+//! Bounded by a budget of tasks per read on big machines.
 
 use std::collections::HashMap;
 
 use super::task::{ProcGone, ProcState, Sweep};
 use super::{RestProc, RestSample, RestTask, NS_PER_TICK};
 
-/// How often the rest of the machine is read.
+/// How often the rest of the machine is listed (new processes found) and read.
 pub(super) const REST_EVERY_NS: u64 = 1_000_000_000;
+/// A rest that took at least this many CPUs at its last read is read every sweep...
+const REST_BUSY_CPUS: f64 = 0.2;
+/// ...while it has at most this many threads: under a millisecond of reading per sweep.
+const REST_FAST_MAX_TASKS: usize = 400;
 /// Most tasks read per rest read: about 5 ms of reading on these machines.
 pub(super) const REST_MAX_TASKS: usize = 4_000;
 /// Allowed CPUs, cgroup and autogroup of the rest are re-read this often.
@@ -17,29 +23,52 @@ pub(super) const REST_META_EVERY_NS: u64 = 10_000_000_000;
 #[derive(Default)]
 pub(super) struct Rest {
     procs: HashMap<u32, ProcState>,
-    /// The last read, and the last read of allowed CPUs and groups.
+    /// The last read, the last listing of its processes, and the last read of allowed CPUs
+    /// and groups.
     pub(super) last_ns: u64,
+    pub(super) listed_ns: u64,
     pub(super) meta_ns: u64,
     /// Whether each thread was runnable at the last read.
     runnable: HashMap<u32, bool>,
     /// Each process's own CPU (its threads', the exited ones' included) at the last read, ns.
     own: HashMap<u32, u64>,
-    /// CLOCK_BOOTTIME at the last read: a process that started after it was born since, and
-    /// all it ran is this interval's.
+    /// CLOCK_BOOTTIME at the last listing: a process first read since that started after it
+    /// was born since, and all it ran is this interval's.
     boot_ns: u64,
+    /// Whether its last read found it busy and small enough to read every sweep.
+    fast: bool,
 }
 
 impl Rest {
-    /// Reads every process in `members` ((pid, start), not in any workload).
+    /// Whether a read is due at `now`: once a second, and every sweep while it is fast.
+    pub(super) fn due(&self, now: u64) -> bool {
+        self.fast || self.listing_due(now)
+    }
+
+    /// Whether its processes are due to be listed again (a scan of /proc) at `now`.
+    pub(super) fn listing_due(&self, now: u64) -> bool {
+        now + REST_EVERY_NS / 10 >= self.listed_ns + REST_EVERY_NS
+    }
+
+    /// Reads every process in `members` ((pid, start), not in any workload); `listed`: the
+    /// members were listed afresh for this read.
     pub(super) fn read(
         &mut self,
         members: &[(u32, u64)],
         sweep: &mut Sweep,
         buf: &mut Vec<u8>,
+        listed: bool,
     ) -> RestSample {
         let since = self.last_ns;
         self.last_ns = sweep.now;
-        let boot_before = std::mem::replace(&mut self.boot_ns, boottime_ns());
+        // Between listings no new process is admitted: the boundary for "born since" stays
+        // the last listing's.
+        let boot_before = if listed {
+            self.listed_ns = sweep.now;
+            std::mem::replace(&mut self.boot_ns, boottime_ns())
+        } else {
+            self.boot_ns
+        };
         // Per parent: the CPU its children that are gone had when last read, already counted
         // as theirs; its cutime takes it in again when it reaps them.
         let mut counted: HashMap<u32, u64> = HashMap::new();
@@ -53,6 +82,17 @@ impl Rest {
             self.tasks(since, &child_before, &counted, sweep.real_proc, born_since);
         tasks.sort_by_key(|t| t.tid);
         procs.sort_by_key(|p| p.pid);
+        // What it took: its processes' own and reaped CPU, or what its tasks were seen to run
+        // where their processes' clocks are not read.
+        let took_ns = procs
+            .iter()
+            .map(|p| p.own_ns + p.reaped_ns)
+            .sum::<u64>()
+            .max(tasks.iter().map(|t| t.run_ns).sum());
+        let threads: usize = self.procs.values().map(|p| p.tasks.len()).sum();
+        self.fast = since != 0
+            && took_ns as f64 >= REST_BUSY_CPUS * sweep.now.saturating_sub(since) as f64
+            && threads <= REST_FAST_MAX_TASKS;
         RestSample {
             t_ns: sweep.now,
             since_ns: since,
