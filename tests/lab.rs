@@ -158,6 +158,7 @@ fn threads_exiting_while_sampled_are_dropped_without_panic() {
         cgroup: None,
         counters: None,
         ops_unit: String::new(),
+        attach: None,
     };
     let mut probe = Probe::new(ProbeConfig {
         status_every: Duration::ZERO,

@@ -320,7 +320,10 @@ fn detail_pieces(
                     wf.throttled_pct
                 ))]);
             }
-            if let WorkloadState::Gone(why) | WorkloadState::Partial(why) = &wf.state {
+            if let WorkloadState::Gone(why)
+            | WorkloadState::Partial(why)
+            | WorkloadState::Ended(why) = &wf.state
+            {
                 pieces.push(vec![Span::styled(why.clone(), t.warn())]);
             }
             if let Some(p) = wf.progress.filter(|_| wf.state == WorkloadState::Running) {

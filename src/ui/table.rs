@@ -257,8 +257,10 @@ fn state_text(w: &WorkloadView, wf: Option<&WorkloadFrame>) -> String {
         Some((WorkloadState::Running, _)) => "running".into(),
         Some((WorkloadState::Done(0), _)) => "done".into(),
         Some((WorkloadState::Done(c), _)) => format!("exit {c}"),
+        Some((WorkloadState::Stopped, _)) if w.decl.kind.attached() => "detached".into(),
         Some((WorkloadState::Stopped, _)) => "stopped".into(),
         Some((WorkloadState::Gone(_), _)) => "gone".into(),
+        Some((WorkloadState::Ended(_), _)) => "ended".into(),
         Some((WorkloadState::Partial(_), _)) => "partial".into(),
     }
 }
