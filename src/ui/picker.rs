@@ -30,7 +30,7 @@ impl Template {
         let mut numbered = TEMPLATES.iter().copied().filter(|t| !t.attaches());
         match c {
             ATTACH_KEY => TEMPLATES.iter().copied().find(|t| t.attaches()),
-            '0' => numbered.last(),
+            '0' => numbered.next_back(),
             '1'..='9' => numbered.nth(c as usize - '1' as usize),
             _ => None,
         }
