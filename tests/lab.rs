@@ -79,8 +79,8 @@ fn attach_watches_an_existing_process_until_it_exits() {
     std::thread::sleep(Duration::from_millis(50));
     let f = lab.tick();
     let w = f.workloads.iter().find(|w| w.id == id).unwrap();
-    let WorkloadState::Gone(why) = &w.state else {
-        panic!("expected gone: {w:?}");
+    let WorkloadState::Ended(why) = &w.state else {
+        panic!("expected ended: {w:?}");
     };
     assert!(why.contains(&pid.to_string()), "{why}");
     assert!(lab.attach("nobody", 0x7fff_fff0).is_err());

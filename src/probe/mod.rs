@@ -665,6 +665,11 @@ impl Probe {
             group.admit(members, pid_cache, &mut sweep, buf, &mut problems);
         }
         group.read_all(target.pgid, pid_cache, &mut sweep, buf, &mut problems);
+        if target.attach.is_some() {
+            // An attached process that exited and waits for its parent to reap it has ended:
+            // a zombie runs no more (our own workloads are reaped by us at once).
+            group.procs.retain(|_, p| p.state != b'Z' || p.tasks.len() > 1);
+        }
         *suspects = sweep.suspects;
         *sched = sweep.sched;
         *status = sweep.status;
