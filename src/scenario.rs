@@ -658,7 +658,7 @@ fn check_attach(kind: &WorkloadKind, table: &RawTable, kind_span: Range<usize>) 
             let sel = Selector::of_kind(kind)
                 .expect("an attach kind")
                 .map_err(|m| (value.span(), m))?;
-            sel.resolve(std::path::Path::new("/proc"))
+            sel.resolve_here()
                 .map(|_| ())
                 .map_err(|m| (value.span(), m))
         }

@@ -74,7 +74,7 @@ pub struct Args {
 
 /// Parses `--attach`: a selector that matches something on this machine now.
 pub fn attach_selector(s: &str) -> Result<crate::probe::Selector, String> {
-    crate::probe::Selector::parse(s)?.resolve(std::path::Path::new("/proc"))
+    crate::probe::Selector::parse(s)?.resolve_here()
 }
 
 /// Parses a verdict window: 1 to 600 seconds.

@@ -153,6 +153,11 @@ impl Selector {
         }
     }
 
+    /// [`Selector::resolve`] against this machine's /proc.
+    pub fn resolve_here(&self) -> Result<Selector, String> {
+        self.resolve(Path::new("/proc"))
+    }
+
     /// The directory whose usage counts it exactly (a cgroup's).
     pub fn cgroup(&self) -> Option<&Path> {
         match self {

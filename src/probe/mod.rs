@@ -668,7 +668,9 @@ impl Probe {
         if target.attach.is_some() {
             // An attached process that exited and waits for its parent to reap it has ended:
             // a zombie runs no more (our own workloads are reaped by us at once).
-            group.procs.retain(|_, p| p.state != b'Z' || p.tasks.len() > 1);
+            group
+                .procs
+                .retain(|_, p| p.state != b'Z' || p.tasks.len() > 1);
         }
         *suspects = sweep.suspects;
         *sched = sweep.sched;

@@ -372,7 +372,7 @@ static COMMAND: Kind = Kind {
 static ATTACH: Kind = Kind {
     word: "attach",
     aliases: &[],
-    about: "processes schedlab did not start, by pid, comm, session or cgroup (watched, never signalled)",
+    about: "watch processes by pid, name, session or cgroup",
     unit: "",
     params: &params::ATTACH,
     ends: Ends::Never,
