@@ -194,6 +194,9 @@ pub(crate) fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
 
 /// The command line a workload runs, as a person would type it.
 fn command_line(w: &WorkloadView) -> String {
+    if let Some(Ok(sel)) = crate::probe::Selector::of_kind(&w.decl.kind) {
+        return format!("attached {sel} (not started by schedlab)");
+    }
     let words = match w.decl.kind.program() {
         Program::SelfExe(args) => std::iter::once("schedlab".to_string())
             .chain(args)

@@ -302,6 +302,8 @@ fn workload_cell<'a>(
             Cell::from(Span::styled(state_text(w, wf), style))
         }
         Col::Tasks => live.map_or_else(dash, |f| num(f.tasks.to_string())),
+        // Nothing counts an attached row's operations: absent, not zero.
+        Col::Ops if w.decl.kind.attached() => dash(),
         Col::Ops => live.map_or_else(dash, |f| num(si(f.ops_per_sec))),
         Col::Unit => Cell::from(w.decl.kind.ops_unit()),
         // Received, due and their ratio over the verdict window: a verdict that holds still.
