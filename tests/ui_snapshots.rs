@@ -886,7 +886,7 @@ fn no_color_charts_have_a_legend_at_80_columns() {
 }
 
 /// An attached row: no throughput (a dash, not 0), its selector in the details, `ended` with
-/// its reason when what it watched exited, `detached` once stopped.
+/// its reason when what it watched exited, `let go` once stopped (detached).
 #[test]
 fn an_attached_row_shows_no_throughput_and_ends_with_its_reason() {
     let mut app = seed_app();
@@ -939,4 +939,8 @@ fn an_attached_row_shows_no_throughput_and_ends_with_its_reason() {
         text.contains("no process matches comm:make any more"),
         "{text}"
     );
+    app.on_event(Event::Frame(attached(61.5, WorkloadState::Stopped)));
+    let text = text_of(&screen(&app, 100, 30));
+    let row = text.lines().find(|l| l.contains("build")).unwrap();
+    assert!(row.contains("let go"), "{row}");
 }

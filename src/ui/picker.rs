@@ -87,7 +87,10 @@ impl Template {
             "empty: the kind's name (made unique)",
         )];
         fields.extend(self.kind().params.iter().map(param_field));
-        fields.extend(knob_fields(&Knobs::default()));
+        if !self.attaches() {
+            // What schedlab did not start is watched as it is: no knobs.
+            fields.extend(knob_fields(&Knobs::default()));
+        }
         if self.finite() {
             fields.push(Field::toggle(
                 "loop",
@@ -108,7 +111,11 @@ impl Template {
             .map(|p| field_value(p, form))
             .collect::<Result<Vec<_>, _>>()?;
         let kind = kind.build(values);
-        let knobs = knobs_from(form, crate::supervisor::usable_cpus())?;
+        let knobs = if self.attaches() {
+            Knobs::default()
+        } else {
+            knobs_from(form, crate::supervisor::usable_cpus())?
+        };
         let wanted = form.text("name");
         let selector = crate::probe::Selector::of_kind(&kind).transpose()?;
         let base = if wanted.is_empty() {

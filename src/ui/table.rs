@@ -257,7 +257,8 @@ fn state_text(w: &WorkloadView, wf: Option<&WorkloadFrame>) -> String {
         Some((WorkloadState::Running, _)) => "running".into(),
         Some((WorkloadState::Done(0), _)) => "done".into(),
         Some((WorkloadState::Done(c), _)) => format!("exit {c}"),
-        Some((WorkloadState::Stopped, _)) if w.decl.kind.attached() => "detached".into(),
+        // Detached: the column holds 7 characters.
+        Some((WorkloadState::Stopped, _)) if w.decl.kind.attached() => "let go".into(),
         Some((WorkloadState::Stopped, _)) => "stopped".into(),
         Some((WorkloadState::Gone(_), _)) => "gone".into(),
         Some((WorkloadState::Ended(_), _)) => "ended".into(),
