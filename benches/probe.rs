@@ -82,6 +82,7 @@ impl Sleepers {
                 cgroup: None,
                 counters: None,
                 ops_unit: String::new(),
+                attach: None,
             },
             child,
         }

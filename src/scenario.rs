@@ -101,6 +101,40 @@ impl Scenario {
             .expect("the built-in default scenario parses (tested)")
     }
 
+    /// The scenario of `run --attach` without a scenario: only what is attached, until
+    /// `--duration`.
+    pub fn attached_only() -> Self {
+        Scenario {
+            name: "attached".into(),
+            description: "processes schedlab did not start, watched".into(),
+            interval_ms: DEFAULT_INTERVAL_MS,
+            duration: None,
+            verdict_window: None,
+            workloads: Vec::new(),
+        }
+    }
+
+    /// Adds an `attach` workload for each selector, named as the selector (`pid:1234`),
+    /// numbered when that name is taken.
+    pub fn attach(&mut self, selectors: &[crate::probe::Selector]) {
+        for sel in selectors {
+            let base = sel.to_string();
+            let mut name = base.clone();
+            let mut k = 2;
+            while self.workloads.iter().any(|w| w.name == name) {
+                name = format!("{base}-{k}");
+                k += 1;
+            }
+            self.workloads.push(WorkloadDecl {
+                name,
+                kind: sel.kind(),
+                knobs: Knobs::default(),
+                start_delay: 0.0,
+                duration: None,
+            });
+        }
+    }
+
     /// Reads and parses a scenario file.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         use anyhow::Context;
@@ -600,7 +634,35 @@ fn kind_params(
             None => Ok(p.absent()),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(kind.build(values))
+    let built = kind.build(values);
+    if built.attached() {
+        check_attach(&built, table, kind_span)?;
+    }
+    Ok(built)
+}
+
+/// An `attach` workload names exactly one selector, and it matches something on this machine
+/// now: the process or session exists, the name is a process's, the path is a cgroup. Each
+/// error points at the key or value it is about.
+fn check_attach(kind: &WorkloadKind, table: &RawTable, kind_span: Range<usize>) -> Result<(), Bad> {
+    use crate::probe::attach::{Selector, KEYS, ONE_OF};
+    let mut given: Vec<(&Spanned<String>, &Spanned<toml::Value>)> = table
+        .iter()
+        .filter(|(k, _)| KEYS.contains(&k.get_ref().as_str()))
+        .collect();
+    given.sort_by_key(|(k, _)| k.span().start);
+    match given.as_slice() {
+        [] => Err((kind_span, ONE_OF.into())),
+        [_, (second, _), ..] => Err((second.span(), ONE_OF.into())),
+        [(_, value)] => {
+            let sel = Selector::of_kind(kind)
+                .expect("an attach kind")
+                .map_err(|m| (value.span(), m))?;
+            sel.resolve_here()
+                .map(|_| ())
+                .map_err(|m| (value.span(), m))
+        }
+    }
 }
 
 /// One parameter's value as TOML wrote it, checked against its declaration.
@@ -646,6 +708,8 @@ fn param_value(p: &Param, v: &toml::Value) -> Result<Value, String> {
             }
         }
         (Ty::Words, _) => Err(found("a list of strings")),
+        (Ty::Text, toml::Value::String(s)) => Ok(Value::Text(Some(s.clone()))),
+        (Ty::Text, _) => Err(found("a string")),
     }
 }
 

@@ -147,6 +147,7 @@ fn target(id: u32, name: &str, w: &Workload) -> Target {
         cgroup: None,
         counters: None,
         ops_unit: String::new(),
+        attach: None,
     }
 }
 

@@ -79,8 +79,8 @@ fn attach_watches_an_existing_process_until_it_exits() {
     std::thread::sleep(Duration::from_millis(50));
     let f = lab.tick();
     let w = f.workloads.iter().find(|w| w.id == id).unwrap();
-    let WorkloadState::Gone(why) = &w.state else {
-        panic!("expected gone: {w:?}");
+    let WorkloadState::Ended(why) = &w.state else {
+        panic!("expected ended: {w:?}");
     };
     assert!(why.contains(&pid.to_string()), "{why}");
     assert!(lab.attach("nobody", 0x7fff_fff0).is_err());
@@ -158,6 +158,7 @@ fn threads_exiting_while_sampled_are_dropped_without_panic() {
         cgroup: None,
         counters: None,
         ops_unit: String::new(),
+        attach: None,
     };
     let mut probe = Probe::new(ProbeConfig {
         status_every: Duration::ZERO,

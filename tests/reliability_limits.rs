@@ -342,6 +342,10 @@ fn bad_input_for_every_command_is_one_line_and_nonzero() {
         "run OK --metrics-addr not-an-address",
         "tui /nonexistent/scenario.toml",
         "tui --interval 5",
+        "run --attach pid:0 --duration 1",
+        "run --attach comm:no-such-proc-x --duration 1",
+        "run OK --attach session",
+        "tui --attach cgroup:/tmp",
         "compare /nonexistent/a.json /nonexistent/b.json",
         "compare GARBAGE GARBAGE",
         "plot /nonexistent/rec.jsonl -o /tmp/x.svg",
@@ -418,6 +422,18 @@ fn bad_scenario_fields_are_one_line_through_run() {
             "kind = \"cpu-hog\"\nthreads = 1\ncpus = \"all\"\n",
         ),
         ("not toml", "kind = = \n"),
+        (
+            "attach: no match",
+            "kind = \"attach\"\ncomm = \"no-such-proc-x\"\n",
+        ),
+        (
+            "attach: two selectors",
+            "kind = \"attach\"\npid = 1\nsession = 1\n",
+        ),
+        (
+            "attach: not a cgroup",
+            "kind = \"attach\"\ncgroup = \"/tmp\"\n",
+        ),
     ];
     for (label, body) in cases {
         let path = dir.path().join("bad.toml");

@@ -11,11 +11,12 @@ use ratatui::style::Color;
 use ratatui::Terminal;
 
 use schedlab::engine::{Command, Event};
+use schedlab::knobs::Knobs;
 use schedlab::model::{
     Accounting, Cause, CpuFrame, CpuShare, Due, Frame, Latency, MachineFrame, Verdict,
     WorkloadFrame, WorkloadState,
 };
-use schedlab::scenario::Scenario;
+use schedlab::scenario::{Scenario, WorkloadDecl};
 use schedlab::ui::app::{App, Mode};
 use schedlab::ui::theme::Theme;
 use schedlab::ui::{draw, input};
@@ -882,4 +883,64 @@ fn no_color_charts_have_a_legend_at_80_columns() {
         .find(|l| l.contains("⣿ref-job █fork_load"))
         .unwrap();
     assert_eq!(under.matches("⣿ref-job █fork_load").count(), 3, "{text}");
+}
+
+/// An attached row: no throughput (a dash, not 0), its selector in the details, `ended` with
+/// its reason when what it watched exited, `let go` once stopped (detached).
+#[test]
+fn an_attached_row_shows_no_throughput_and_ends_with_its_reason() {
+    let mut app = seed_app();
+    let decl = WorkloadDecl {
+        name: "build".into(),
+        kind: schedlab::probe::Selector::Comm("make".into()).kind(),
+        knobs: Knobs::default(),
+        start_delay: 0.0,
+        duration: None,
+    };
+    app.on_event(Event::Added(3, decl));
+    let attached = |t: f64, state: WorkloadState| {
+        let mut f = frame(t);
+        f.workloads.push(WorkloadFrame {
+            id: 3,
+            name: "build".into(),
+            state,
+            tasks: 5,
+            cpu_received: 0.4,
+            cpu_fair: 0.4,
+            window_received: 0.4,
+            window_fair: 0.4,
+            fairness_ratio: 1.0,
+            window_ratio: 1.0,
+            ..WorkloadFrame::default()
+        });
+        f
+    };
+    app.on_event(Event::Frame(attached(60.5, WorkloadState::Running)));
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    let text = text_of(&screen(&app, 100, 30));
+    let row = text
+        .lines()
+        .find(|l| l.contains("build"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // ■ NAME STATE TASKS THROUGHPUT ...
+    assert_eq!(cells[3], "5", "{row}");
+    assert_eq!(cells[4], "-", "no throughput, not zero: {row}");
+    assert!(text.contains("attached comm:make"), "{text}");
+    app.on_event(Event::Frame(attached(
+        61.0,
+        WorkloadState::Ended("no process matches comm:make any more".into()),
+    )));
+    let text = text_of(&screen(&app, 100, 30));
+    let row = text.lines().find(|l| l.contains("build")).unwrap();
+    assert!(row.contains("ended"), "{row}");
+    assert!(
+        text.contains("no process matches comm:make any more"),
+        "{text}"
+    );
+    app.on_event(Event::Frame(attached(61.5, WorkloadState::Stopped)));
+    let text = text_of(&screen(&app, 100, 30));
+    let row = text.lines().find(|l| l.contains("build")).unwrap();
+    assert!(row.contains("let go"), "{row}");
 }

@@ -33,8 +33,14 @@ use crate::sys::kernel::priority::SamplerPriority;
     schedlab run assets/scenarios/chat-30x1000.toml --repeat 10 --format json"
 )]
 pub struct Args {
-    /// A scenario file (TOML), or the name of a preset in assets/scenarios (e.g. chat-30x1000).
-    pub scenario: String,
+    /// A scenario file (TOML), or the name of a preset in assets/scenarios (e.g. chat-30x1000);
+    /// may be left out when --attach names what to watch.
+    #[arg(required_unless_present = "attach")]
+    pub scenario: Option<String>,
+    /// Also watch processes schedlab did not start (never signalled; stopping detaches):
+    /// pid:PID, comm:NAME, session:SID or cgroup:PATH. Repeatable.
+    #[arg(long, value_name = "SELECTOR", value_parser = attach_selector)]
+    pub attach: Vec<crate::probe::Selector>,
     /// How long each repeat lasts (e.g. 30, 30s, 500ms, 2m); overrides the scenario's duration.
     #[arg(long, value_parser = parse_duration, allow_negative_numbers = true)]
     pub duration: Option<f64>,
@@ -64,6 +70,11 @@ pub struct Args {
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Parses `--attach`: a selector that matches something on this machine now.
+pub fn attach_selector(s: &str) -> Result<crate::probe::Selector, String> {
+    crate::probe::Selector::parse(s)?.resolve_here()
 }
 
 /// Parses a verdict window: 1 to 600 seconds.
@@ -125,7 +136,11 @@ fn repeat_limit(sc: &Scenario, flag: Option<f64>) -> Result<Option<f64>> {
 }
 
 pub fn main(args: Args) -> Result<()> {
-    let (mut scenario, file) = load_scenario(&args.scenario)?;
+    let (mut scenario, file) = match &args.scenario {
+        Some(arg) => load_scenario(arg)?,
+        None => (Scenario::attached_only(), None),
+    };
+    scenario.attach(&args.attach);
     if args.verdict_window.is_some() {
         scenario.verdict_window = args.verdict_window;
     }

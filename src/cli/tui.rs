@@ -29,6 +29,10 @@ pub struct TuiArgs {
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
     pub force: bool,
+    /// Also watch processes schedlab did not start (never signalled; stopping detaches):
+    /// pid:PID, comm:NAME, session:SID or cgroup:PATH. Repeatable.
+    #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::run::attach_selector)]
+    pub attach: Vec<crate::probe::Selector>,
 }
 
 pub fn main(args: TuiArgs) -> Result<()> {
@@ -36,6 +40,7 @@ pub fn main(args: TuiArgs) -> Result<()> {
         None => Scenario::builtin_default(),
         Some(arg) => Scenario::open(arg)?.0,
     };
+    scenario.attach(&args.attach);
     if args.verdict_window.is_some() {
         scenario.verdict_window = args.verdict_window;
     }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use super::schedule::Schedule;
 use crate::model::{Frame, Model, WorkloadState};
-use crate::probe::{Health, Life, Probe, ProbeConfig, Sample, Target, WorkloadSample};
+use crate::probe::{Health, Life, Probe, ProbeConfig, Sample, Selector, Target, WorkloadSample};
 use crate::scenario::WorkloadDecl;
 use crate::supervisor::{self, LaunchSpec, Running, StderrTail};
 use crate::sys::kernel::priority::{self, SamplerPriority};
@@ -49,8 +49,9 @@ struct Entry {
     stop_at: Option<Instant>,
     /// A cgroup to account it exactly: its own, learnt when it starts.
     cgroup: Option<PathBuf>,
-    /// An existing process the user named (not started by us): pid and pgid.
-    attached: Option<(u32, u32)>,
+    /// What it watches when it is attached (processes schedlab did not start, and never
+    /// signals), once checked against the machine; None when detached or not attached.
+    attached: Option<Selector>,
     last_pid: Option<u32>,
     /// What its last start wrote to stderr.
     stderr: StderrTail,
@@ -138,42 +139,27 @@ impl Lab {
         };
         if entry.decl.start_delay == 0.0 {
             // Start now, so a bad command is reported to the caller at once.
-            start(&mut entry).with_context(|| entry.decl.name.clone())?;
+            start(&mut entry, &self.probe.config().proc_root.clone())
+                .with_context(|| entry.decl.name.clone())?;
         }
         self.entries.push(entry);
         Ok(id)
     }
 
-    /// Watches an existing process that schedlab did not start: its whole process group when
-    /// it leads one (a shell job: `make` and its compilers), else that process alone (with
-    /// the children it reaps).
+    /// Watches an existing process that schedlab did not start, with its threads and its
+    /// children (born later too): an `attach` workload by pid ([`Lab::add`] takes any selector).
     pub fn attach(&mut self, name: &str, pid: u32) -> Result<u32> {
-        let pgid = crate::probe::pgid_of(&self.probe.config().proc_root, pid)?;
-        let pgid = if pgid == pid { pgid } else { 0 };
-        let id = self.next_id;
-        self.next_id += 1;
-        self.entries.push(Entry {
-            id,
-            decl: WorkloadDecl {
-                name: name.to_string(),
-                kind: crate::workload::registry::WorkloadKind::Command { argv: Vec::new() },
-                knobs: Default::default(),
-                start_delay: 0.0,
-                duration: None,
-            },
-            life: Life::Running,
-            start_at: Instant::now(),
-            running: None,
-            stop_at: None,
-            cgroup: None,
-            attached: Some((pid, pgid)),
-            last_pid: Some(pid),
-            stderr: StderrTail::default(),
-        });
-        Ok(id)
+        self.add(WorkloadDecl {
+            name: name.to_string(),
+            kind: Selector::Pid(pid).kind(),
+            knobs: Default::default(),
+            start_delay: 0.0,
+            duration: None,
+        })
     }
 
-    /// Stops a workload (its whole process group). A pending one will not start.
+    /// Stops a workload (its whole process group). A pending one will not start. An attached
+    /// one is only detached: nothing schedlab did not start is ever signalled.
     pub fn stop(&mut self, id: u32) {
         if let Some(e) = self.entries.iter_mut().find(|e| e.id == id) {
             if let Some(run) = e.running.as_mut() {
@@ -190,17 +176,17 @@ impl Lab {
 
     /// Stops it if running and starts it again with its current declaration (knobs).
     pub fn restart(&mut self, id: u32) -> Result<()> {
+        let proc_root = self.probe.config().proc_root.clone();
         let Some(e) = self.entries.iter_mut().find(|e| e.id == id) else {
             anyhow::bail!("no workload {id}");
         };
-        if e.attached.is_some() {
-            anyhow::bail!("{}: not started by schedlab, cannot restart", e.decl.name);
-        }
+        // An attached workload is attached again (detached first): never signalled.
+        e.attached = None;
         if let Some(run) = e.running.as_mut() {
             run.stop(STOP_GRACE);
         }
         e.running = None;
-        start(e)
+        start(e, &proc_root)
     }
 
     /// Stops it and forgets it.
@@ -244,9 +230,10 @@ impl Lab {
     /// Starts due workloads, stops expired ones, reaps exits, samples and derives.
     pub fn tick(&mut self) -> Frame {
         let now = Instant::now();
+        let proc_root = self.probe.config().proc_root.clone();
         for e in &mut self.entries {
             if e.life == Life::Pending && now >= e.start_at {
-                if let Err(err) = start(e) {
+                if let Err(err) = start(e, &proc_root) {
                     e.life = Life::Failed(format!("{err:#}"));
                 }
             }
@@ -256,6 +243,7 @@ impl Lab {
                         run.stop(STOP_GRACE);
                     }
                     e.running = None;
+                    e.attached = None;
                     e.stop_at = None;
                     e.life = Life::Stopped;
                 }
@@ -300,8 +288,9 @@ impl Lab {
                 .position(|w| w.id == e.id)
                 .map(|k| sampled.swap_remove(k));
             if e.attached.is_some() {
+                // What it watched is gone: its row ends (no failure, and no exit code to give).
                 if let Some(Health::Gone(why)) = found.as_ref().map(|w| &w.health) {
-                    e.life = Life::Failed(why.clone());
+                    e.life = Life::Ended(why.clone());
                     e.attached = None;
                 }
             }
@@ -387,17 +376,22 @@ impl Lab {
                         cgroup: e.cgroup.clone(),
                         counters: Some(run.counters.clone()),
                         ops_unit,
+                        attach: None,
                     });
                 }
-                let (pid, pgid) = e.attached?;
+                let sel = e.attached.clone()?;
                 Some(Target {
                     id: e.id,
                     name: e.decl.name.clone(),
-                    pgid,
-                    leader: pid,
+                    pgid: 0,
+                    leader: match sel {
+                        Selector::Pid(p) => p,
+                        _ => 0,
+                    },
                     cgroup: e.cgroup.clone(),
                     counters: None,
                     ops_unit,
+                    attach: Some(sel),
                 })
             })
             .collect()
@@ -415,7 +409,10 @@ impl Drop for Lab {
     }
 }
 
-fn start(e: &mut Entry) -> Result<()> {
+fn start(e: &mut Entry, proc_root: &std::path::Path) -> Result<()> {
+    if let Some(sel) = Selector::of_kind(&e.decl.kind) {
+        return attach(e, sel, proc_root);
+    }
     let spec = LaunchSpec {
         name: e.decl.name.clone(),
         program: e.decl.kind.program(),
@@ -440,6 +437,42 @@ fn start(e: &mut Entry) -> Result<()> {
         Err(err) => {
             e.life = Life::Failed(format!("{err:#}"));
             Err(err)
+        }
+    }
+}
+
+/// Starts watching what an `attach` workload selects, once it matches something: nothing is
+/// started, and nothing will be signalled.
+fn attach(
+    e: &mut Entry,
+    sel: std::result::Result<Selector, String>,
+    proc_root: &std::path::Path,
+) -> Result<()> {
+    if e.decl.knobs != crate::knobs::Knobs::default() {
+        // Changing what schedlab did not start waits for a way to undo it on every exit.
+        let why = "attached (not started by schedlab): knobs are not applied to it".to_string();
+        e.life = Life::Failed(why.clone());
+        anyhow::bail!(why);
+    }
+    match sel.and_then(|s| s.resolve(proc_root)) {
+        Ok(sel) => {
+            e.last_pid = match sel {
+                Selector::Pid(p) => Some(p),
+                _ => None,
+            };
+            // A cgroup's own usage counts it exactly, dead children included.
+            e.cgroup = sel.cgroup().map(std::path::Path::to_path_buf);
+            e.stop_at = e
+                .decl
+                .duration
+                .map(|d| Instant::now() + Duration::from_secs_f64(d));
+            e.attached = Some(sel);
+            e.life = Life::Running;
+            Ok(())
+        }
+        Err(why) => {
+            e.life = Life::Failed(why.clone());
+            Err(anyhow::anyhow!(why))
         }
     }
 }

@@ -83,6 +83,10 @@ impl Backend for Lab {
             .decl_mut(id)
             .map(|d| d.name.clone())
             .unwrap_or_default();
+        if self.decl_mut(id).is_some_and(|d| d.kind.attached()) {
+            // Changing what schedlab did not start waits for a way to undo it on every exit.
+            bail!("{name}: attached (not started by schedlab): its knobs are left as they are");
+        }
         let in_cgroup = self.running(id).is_some_and(|r| r.cgroup().is_some());
         let live = old.placement == knobs.placement
             || (in_cgroup

@@ -29,6 +29,8 @@ pub enum WorkloadState {
     Gone(String),
     /// Only some of its tasks could be read; the reason.
     Partial(String),
+    /// Attached, and what it watched is gone (exited, cgroup removed); the reason.
+    Ended(String),
 }
 
 impl From<&crate::probe::Life> for WorkloadState {
@@ -42,6 +44,7 @@ impl From<&crate::probe::Life> for WorkloadState {
             Life::Done(code) => WorkloadState::Done(*code),
             Life::Stopped => WorkloadState::Stopped,
             Life::Failed(why) => WorkloadState::Gone(why.clone()),
+            Life::Ended(why) => WorkloadState::Ended(why.clone()),
         }
     }
 }

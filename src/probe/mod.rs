@@ -12,6 +12,7 @@
 //! rest of the machine is listed once a second and read as often as the workloads while it is
 //! busy and small, within a budget of tasks.
 
+pub mod attach;
 mod budget;
 mod cgroups;
 pub mod parse;
@@ -38,6 +39,7 @@ pub use budget::{
     SCHED_READS_PER_SEC, STATUS_READS_PER_SEC,
 };
 
+pub use attach::Selector;
 pub use sample::{
     CgroupNode, CgroupSample, CpuTimes, Health, LatencySample, Life, MachineSample, ProcessSample,
     RestProc, RestSample, RestTask, Sample, TaskSample, WorkloadSample,
@@ -55,6 +57,9 @@ pub struct Target {
     pub cgroup: Option<PathBuf>,
     pub counters: Option<crate::sys::shared::counters::CounterRegion>,
     pub ops_unit: String,
+    /// Processes schedlab did not start, chosen by this selector instead of `pgid` (which is
+    /// then 0; `leader` is the pid of a pid selector, else 0).
+    pub attach: Option<Selector>,
 }
 
 impl std::fmt::Debug for Target {
@@ -65,6 +70,7 @@ impl std::fmt::Debug for Target {
             .field("pgid", &self.pgid)
             .field("leader", &self.leader)
             .field("cgroup", &self.cgroup)
+            .field("attach", &self.attach)
             .finish()
     }
 }
@@ -123,6 +129,8 @@ struct GroupState {
     /// The leader's start time when first seen, to tell a reused pid.
     leader_start: Option<u64>,
     procs: HashMap<u32, ProcState>,
+    /// An attached workload's processes at the last scan (pid → start).
+    held: HashMap<u32, u64>,
     /// Its threads' latency histograms, as merged so far.
     latency: crate::sys::shared::counters::LatencyMerge,
 }
@@ -200,6 +208,8 @@ pub struct Probe {
     schedstat: Option<Reader>,
     /// pid → (pgid, start) for every process seen in /proc.
     pid_cache: HashMap<u32, (u32, u64)>,
+    /// pid → parent, session and name, for attached workloads' selectors.
+    proc_info: HashMap<u32, attach::ProcInfo>,
     /// Pids whose stat could not be read at the last scan, and why (hidepid, permissions).
     unreadable: HashMap<u32, String>,
     cache_built_ns: u64,
@@ -262,6 +272,7 @@ impl Probe {
             proc_stat,
             buf: Vec::with_capacity(4096),
             pid_cache: HashMap::new(),
+            proc_info: HashMap::new(),
             unreadable: HashMap::new(),
             cache_built_ns: 0,
             scanned_ns: 0,
@@ -345,6 +356,7 @@ impl Probe {
         for target in targets {
             workloads.push(self.sample_target(
                 target,
+                targets,
                 SweepPlan {
                     scan,
                     status_due,
@@ -499,6 +511,7 @@ impl Probe {
         };
         if refresh {
             self.pid_cache.clear();
+            self.proc_info.clear();
             self.unreadable.clear();
             self.cache_built_ns = now;
         }
@@ -518,6 +531,9 @@ impl Probe {
                     if let Some(st) = parse::stat(&self.buf) {
                         self.pid_cache.insert(pid, (st.pgrp, st.start));
                         self.unreadable.remove(&pid);
+                        if let Some(info) = attach::info_of(&self.buf) {
+                            self.proc_info.insert(pid, info);
+                        }
                     }
                 }
                 Err(ReadErr::Failed(why)) => {
@@ -529,12 +545,49 @@ impl Probe {
             }
         }
         self.pid_cache.retain(|pid, _| seen.contains(pid));
+        self.proc_info.retain(|pid, _| seen.contains(pid));
         self.unreadable.retain(|pid, _| seen.contains(pid));
         self.scanned_ns = now;
     }
 
     /// The processes of a target, as /proc listed them at the last scan.
-    fn members(&self, target: &Target, leader_start: Option<u64>) -> Vec<(u32, u64)> {
+    fn members(
+        &mut self,
+        target: &Target,
+        targets: &[Target],
+        leader_start: Option<u64>,
+    ) -> Vec<(u32, u64)> {
+        if let Some(sel) = &target.attach {
+            // Never schedlab itself, nor a workload it started (those are rows of their own).
+            let me = std::process::id();
+            let started: Vec<(u32, u32)> = targets
+                .iter()
+                .filter(|t| t.attach.is_none())
+                .map(|t| (t.pgid, t.leader))
+                .collect();
+            let skip = |pid: u32, pgid: u32| {
+                pid == me
+                    || started
+                        .iter()
+                        .any(|&(g, l)| (g != 0 && g == pgid) || (g == 0 && l == pid))
+            };
+            let held = self
+                .groups
+                .get(&target.id)
+                .map(|g| g.held.clone())
+                .unwrap_or_default();
+            let now = attach::members(
+                sel,
+                &held,
+                &self.pid_cache,
+                &self.proc_info,
+                &skip,
+                &mut self.buf,
+            );
+            let out = now.iter().map(|(&p, &s)| (p, s)).collect();
+            self.groups.entry(target.id).or_default().held = now;
+            return out;
+        }
         if target.pgid == 0 {
             self.pid_cache
                 .get(&target.leader)
@@ -555,6 +608,7 @@ impl Probe {
     fn sample_target(
         &mut self,
         target: &Target,
+        targets: &[Target],
         plan: SweepPlan,
         budgets: (&mut Suspects, &mut SchedReads, &mut StatusReads),
         now: u64,
@@ -574,7 +628,7 @@ impl Probe {
         self.note_leader(target, &mut problems);
         let members = if scan {
             let start = self.groups.get(&target.id).and_then(|g| g.leader_start);
-            Some(self.members(target, start))
+            Some(self.members(target, targets, start))
         } else {
             None
         };
@@ -611,6 +665,13 @@ impl Probe {
             group.admit(members, pid_cache, &mut sweep, buf, &mut problems);
         }
         group.read_all(target.pgid, pid_cache, &mut sweep, buf, &mut problems);
+        if target.attach.is_some() {
+            // An attached process that exited and waits for its parent to reap it has ended:
+            // a zombie runs no more (our own workloads are reaped by us at once).
+            group
+                .procs
+                .retain(|_, p| p.state != b'Z' || p.tasks.len() > 1);
+        }
         *suspects = sweep.suspects;
         *sched = sweep.sched;
         *status = sweep.status;
@@ -627,13 +688,24 @@ impl Probe {
                 .map_err(|why| problems.push(why))
                 .ok()
         });
+        if let Some(dir) = target.attach.as_ref().and_then(Selector::cgroup) {
+            if !attach::cgroup_exists(dir) {
+                problems.push(format!("cgroup {} was removed", dir.display()));
+            }
+        }
         if processes.is_empty() && target.leader != 0 {
             if let Some(why) = reused_leader(&cfg.proc_root, target.leader, group.leader_start, buf)
             {
                 problems.push(why);
             }
         }
-        let health = health_of(target, processes.is_empty(), problems);
+        // An empty cgroup is watched until it is removed (a container between its runs).
+        let waiting_group = target
+            .attach
+            .as_ref()
+            .and_then(Selector::cgroup)
+            .is_some_and(attach::cgroup_exists);
+        let health = health_of(target, processes.is_empty() && !waiting_group, problems);
 
         WorkloadSample {
             id: target.id,
@@ -711,11 +783,18 @@ impl Probe {
             .filter(|t| t.pgid != 0)
             .map(|t| t.pgid)
             .collect();
-        let leaders: HashSet<u32> = targets
+        let mut leaders: HashSet<u32> = targets
             .iter()
-            .filter(|t| t.pgid == 0)
+            .filter(|t| t.pgid == 0 && t.attach.is_none())
             .map(|t| t.leader)
             .collect();
+        // An attached workload's processes are its row's, not the rest's.
+        for t in targets.iter().filter(|t| t.attach.is_some()) {
+            if let Some(g) = self.groups.get(&t.id) {
+                leaders.extend(g.held.keys().copied());
+                leaders.extend(g.procs.keys().copied());
+            }
+        }
         let mut members: Vec<(u32, u64)> = self
             .pid_cache
             .iter()
@@ -793,7 +872,13 @@ fn health_of(target: &Target, nothing_left: bool, mut problems: Vec<String>) -> 
     problems.dedup();
     if nothing_left {
         Health::Gone(if problems.is_empty() {
-            if target.pgid == 0 {
+            if let Some(sel) = target
+                .attach
+                .as_ref()
+                .filter(|s| !matches!(s, Selector::Pid(_)))
+            {
+                format!("no process matches {sel} any more")
+            } else if target.pgid == 0 {
                 format!("process {} has exited", target.leader)
             } else {
                 format!("no process left in group {}", target.pgid)
@@ -839,17 +924,4 @@ fn fair_reserve(cfg: &ProbeConfig, buf: &mut Vec<u8>) -> Option<f64> {
         return Some(0.0);
     }
     Some((1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0))
-}
-
-/// The process group of a running pid, for watching an existing process a user names.
-pub(crate) fn pgid_of(proc_root: &Path, pid: u32) -> anyhow::Result<u32> {
-    let path = proc_root.join(format!("{pid}/stat"));
-    let mut buf = Vec::new();
-    match reader::read_path(&path, &mut buf) {
-        Ok(()) => parse::stat(&buf)
-            .map(|s| s.pgrp)
-            .ok_or_else(|| anyhow::anyhow!("{}: unexpected format", path.display())),
-        Err(ReadErr::Gone) => anyhow::bail!("no process {pid}"),
-        Err(ReadErr::Failed(why)) => anyhow::bail!("cannot read process {pid}: {why}"),
-    }
 }

@@ -326,6 +326,9 @@ pub enum Life {
     Stopped,
     /// Could not start, or a watched process is gone; the reason.
     Failed(String),
+    /// An attached workload whose processes all exited (or whose cgroup was removed): its
+    /// row ends, which is no failure (schedlab did not start it and has no exit code).
+    Ended(String),
 }
 
 impl Life {

@@ -61,7 +61,13 @@ pub fn draw(f: &mut TermFrame, [a, b, c]: [Rect; 3], app: &App) {
     };
 
     let log = |v: f64| v.max(1.0).log10();
-    let ops = lines(&|p| p.ops_per_sec, None, &log);
+    let mut ops = lines(&|p| p.ops_per_sec, None, &log);
+    // An attached row counts no operations: no line rather than one at zero.
+    for (line, w) in ops.iter_mut().zip(&app.workloads) {
+        if w.decl.kind.attached() {
+            line.main.clear();
+        }
+    }
     draw_log_chart(f, a, app, "Throughput ops/s", "", &ops);
 
     let cpu = lines(

@@ -16,27 +16,47 @@ use super::form::{Field, Form};
 pub struct Template(usize);
 
 /// Every line of the picker, in the registry's order.
+/// The picker's key for attach.
+const ATTACH_KEY: char = 'a';
+
 pub static TEMPLATES: std::sync::LazyLock<Vec<Template>> =
     std::sync::LazyLock::new(|| (0..registry::KINDS.len()).map(Template).collect());
 
 impl Template {
     /// The line a key opens at once: 1-9 the first nine, 0 the last (so that ten lines all
     /// have a key; a test keeps the registry at ten kinds or fewer).
+    /// `a` attaches (watches processes schedlab did not start); digits start a kind.
     pub(crate) fn of_key(c: char) -> Option<Template> {
+        let mut numbered = TEMPLATES.iter().copied().filter(|t| !t.attaches());
         match c {
-            '0' => TEMPLATES.last().copied(),
-            '1'..='9' => TEMPLATES.get(c as usize - '1' as usize).copied(),
+            ATTACH_KEY => TEMPLATES.iter().copied().find(|t| t.attaches()),
+            '0' => numbered.next_back(),
+            '1'..='9' => numbered.nth(c as usize - '1' as usize),
             _ => None,
         }
     }
 
-    /// Its key in the list: its number among the first nine, else 0 for the last line.
+    /// Its key in the list: `a` for attach; else its number among the first nine kinds, or
+    /// 0 for the last.
     pub fn key(self) -> Option<char> {
-        match self.0 {
+        if self.attaches() {
+            return Some(ATTACH_KEY);
+        }
+        let numbered: Vec<Template> = TEMPLATES
+            .iter()
+            .copied()
+            .filter(|t| !t.attaches())
+            .collect();
+        match numbered.iter().position(|t| *t == self)? {
             i @ 0..=8 => char::from_digit(i as u32 + 1, 10),
-            i if i + 1 == TEMPLATES.len() => Some('0'),
+            i if i + 1 == numbered.len() => Some('0'),
             _ => None,
         }
+    }
+
+    /// Whether it attaches to processes rather than starting a workload.
+    fn attaches(self) -> bool {
+        self.kind().word == "attach"
     }
 
     /// The kind it starts.
@@ -67,7 +87,10 @@ impl Template {
             "empty: the kind's name (made unique)",
         )];
         fields.extend(self.kind().params.iter().map(param_field));
-        fields.extend(knob_fields(&Knobs::default()));
+        if !self.attaches() {
+            // What schedlab did not start is watched as it is: no knobs.
+            fields.extend(knob_fields(&Knobs::default()));
+        }
         if self.finite() {
             fields.push(Field::toggle(
                 "loop",
@@ -88,10 +111,16 @@ impl Template {
             .map(|p| field_value(p, form))
             .collect::<Result<Vec<_>, _>>()?;
         let kind = kind.build(values);
-        let knobs = knobs_from(form, crate::supervisor::usable_cpus())?;
+        let knobs = if self.attaches() {
+            Knobs::default()
+        } else {
+            knobs_from(form, crate::supervisor::usable_cpus())?
+        };
         let wanted = form.text("name");
+        let selector = crate::probe::Selector::of_kind(&kind).transpose()?;
         let base = if wanted.is_empty() {
             match &kind {
+                _ if selector.is_some() => selector.map(|s| s.to_string()).unwrap_or_default(),
                 WorkloadKind::Command { argv } => {
                     argv[0].rsplit('/').next().unwrap_or("command").to_string()
                 }
@@ -128,7 +157,7 @@ fn param_field(p: &'static Param) -> Field {
     match &p.ty {
         Ty::Switch => Field::toggle(p.key, p.label, false, hint),
         Ty::Choice { words, default } => Field::choice(p.key, p.label, words, default, hint),
-        Ty::Count { .. } | Ty::Amount { .. } | Ty::Words => {
+        Ty::Count { .. } | Ty::Amount { .. } | Ty::Words | Ty::Text => {
             Field::text(p.key, p.label, p.default_text(), hint)
         }
     }
@@ -149,6 +178,7 @@ fn field_value(p: &Param, form: &Form) -> Result<Value, String> {
         },
         Ty::Switch => Ok(Value::Switch(form.toggle(p.key))),
         Ty::Choice { .. } => p.check_word(form.choice(p.key)).map(Value::Word),
+        Ty::Text => Ok(Value::Text((!text.is_empty()).then(|| text.to_owned()))),
         Ty::Words => {
             let argv = split_words(text)?;
             if argv.is_empty() {
@@ -312,6 +342,9 @@ mod tests {
             if t.kind().word == "command" {
                 form.fields[1].value = super::super::form::Value::Text("make -j4".into());
             }
+            if t.kind().word == "attach" {
+                form.fields[1].value = super::super::form::Value::Text("1".into());
+            }
             let decl = t.decl(&form, &[]).unwrap_or_else(|e| panic!("{t:?}: {e}"));
             assert!(!decl.name.is_empty());
             assert_eq!(decl.knobs, Knobs::default());
@@ -322,8 +355,8 @@ mod tests {
     fn every_line_has_a_key() {
         assert_eq!(TEMPLATES.len(), registry::KINDS.len());
         assert!(
-            TEMPLATES.len() <= 10,
-            "a kind past the tenth would have no key in the picker"
+            TEMPLATES.len() <= 11,
+            "a kind past the tenth (besides attach, on `a`) would have no key in the picker"
         );
         for t in TEMPLATES.iter() {
             let k = t

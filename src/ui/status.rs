@@ -194,6 +194,9 @@ pub(crate) fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
 
 /// The command line a workload runs, as a person would type it.
 fn command_line(w: &WorkloadView) -> String {
+    if let Some(Ok(sel)) = crate::probe::Selector::of_kind(&w.decl.kind) {
+        return format!("attached {sel} (not started by schedlab)");
+    }
     let words = match w.decl.kind.program() {
         Program::SelfExe(args) => std::iter::once("schedlab".to_string())
             .chain(args)
@@ -320,7 +323,10 @@ fn detail_pieces(
                     wf.throttled_pct
                 ))]);
             }
-            if let WorkloadState::Gone(why) | WorkloadState::Partial(why) = &wf.state {
+            if let WorkloadState::Gone(why)
+            | WorkloadState::Partial(why)
+            | WorkloadState::Ended(why) = &wf.state
+            {
                 pieces.push(vec![Span::styled(why.clone(), t.warn())]);
             }
             if let Some(p) = wf.progress.filter(|_| wf.state == WorkloadState::Running) {

@@ -257,8 +257,11 @@ fn state_text(w: &WorkloadView, wf: Option<&WorkloadFrame>) -> String {
         Some((WorkloadState::Running, _)) => "running".into(),
         Some((WorkloadState::Done(0), _)) => "done".into(),
         Some((WorkloadState::Done(c), _)) => format!("exit {c}"),
+        // Detached: the column holds 7 characters.
+        Some((WorkloadState::Stopped, _)) if w.decl.kind.attached() => "let go".into(),
         Some((WorkloadState::Stopped, _)) => "stopped".into(),
         Some((WorkloadState::Gone(_), _)) => "gone".into(),
+        Some((WorkloadState::Ended(_), _)) => "ended".into(),
         Some((WorkloadState::Partial(_), _)) => "partial".into(),
     }
 }
@@ -300,6 +303,8 @@ fn workload_cell<'a>(
             Cell::from(Span::styled(state_text(w, wf), style))
         }
         Col::Tasks => live.map_or_else(dash, |f| num(f.tasks.to_string())),
+        // Nothing counts an attached row's operations: absent, not zero.
+        Col::Ops if w.decl.kind.attached() => dash(),
         Col::Ops => live.map_or_else(dash, |f| num(si(f.ops_per_sec))),
         Col::Unit => Cell::from(w.decl.kind.ops_unit()),
         // Received, due and their ratio over the verdict window: a verdict that holds still.

@@ -526,6 +526,7 @@ pub fn target(id: u32, name: &str, pgid: u32) -> Target {
         cgroup: None,
         counters: None,
         ops_unit: "unit".into(),
+        attach: None,
     }
 }
 

@@ -77,6 +77,14 @@ pub enum WorkloadKind {
     Command {
         argv: Vec<String>,
     },
+    /// Processes schedlab did not start, watched: exactly one selector is set
+    /// (`probe::attach::Selector`).
+    Attach {
+        pid: Option<u32>,
+        comm: Option<String>,
+        session: Option<u32>,
+        cgroup: Option<String>,
+    },
     #[cfg(test)]
     Toy {
         spins: u32,
@@ -174,6 +182,7 @@ pub static KINDS: &[&Kind] = &[
     &MSGBENCH,
     &WAKEUP_PROBE,
     &COMMAND,
+    &ATTACH,
     #[cfg(test)]
     &toy::KIND,
 ];
@@ -190,6 +199,7 @@ pub(crate) fn kind_of(k: &WorkloadKind) -> &'static Kind {
         WorkloadKind::Msgbench { .. } => &MSGBENCH,
         WorkloadKind::WakeupProbe { .. } => &WAKEUP_PROBE,
         WorkloadKind::Command { .. } => &COMMAND,
+        WorkloadKind::Attach { .. } => &ATTACH,
         #[cfg(test)]
         WorkloadKind::Toy { .. } => &toy::KIND,
     }
@@ -359,6 +369,21 @@ static COMMAND: Kind = Kind {
     demand: |_, _| Demand::processes(1),
 };
 
+static ATTACH: Kind = Kind {
+    word: "attach",
+    aliases: &[],
+    about: "watch processes by pid, name, session or cgroup",
+    unit: "",
+    params: &params::ATTACH,
+    ends: Ends::Never,
+    loads: &[],
+    variants: None,
+    cli: None,
+    tools: &[],
+    // It starts nothing.
+    demand: |_, _| Demand::default(),
+};
+
 /// The kind a scenario or a command line names with `word` (or one of its old names).
 pub fn find(word: &str) -> Option<&'static Kind> {
     KINDS
@@ -499,6 +524,7 @@ impl Value {
             Value::Switch(b) => b.into(),
             Value::Word(w) => w.into(),
             Value::Words(w) => w.into(),
+            Value::Text(t) => t.into(),
         }
     }
 
@@ -510,6 +536,7 @@ impl Value {
             Ty::Switch => j.as_bool().map(Value::Switch),
             Ty::Choice { words, .. } => words.iter().find(|w| j == **w).map(|w| Value::Word(w)),
             Ty::Words => serde_json::from_value(j.clone()).ok().map(Value::Words),
+            Ty::Text => Some(Value::Text(j.as_str().map(str::to_owned))),
         };
         value.unwrap_or_else(|| panic!("{}: {j} is not what its type holds", p.key))
     }
@@ -546,6 +573,11 @@ pub(crate) fn run_subcommand(name: &str, matches: &ArgMatches) -> Option<Result<
 }
 
 impl WorkloadKind {
+    /// Whether it watches processes schedlab did not start (and never signals them).
+    pub fn attached(&self) -> bool {
+        matches!(self, WorkloadKind::Attach { .. })
+    }
+
     /// Its kind's entry.
     pub fn kind(&self) -> &'static Kind {
         kind_of(self)
@@ -593,6 +625,10 @@ impl WorkloadKind {
         let kind = kind_of(self);
         let values = kind.values_of(self);
         if kind.cli.is_none() {
+            if std::ptr::eq(kind, &ATTACH) {
+                // Nothing to run: the Lab attaches it instead (engine/lab.rs).
+                return Program::Command(Vec::new());
+            }
             return Program::Command(values.words("argv").to_vec());
         }
         let mut args = vec![kind.word.to_string()];
@@ -602,7 +638,7 @@ impl WorkloadKind {
                 Value::Count(Some(n)) => Some(n.to_string()),
                 Value::Amount(x) => Some(x.to_string()),
                 Value::Word(w) => Some((*w).to_string()),
-                Value::Count(None) | Value::Switch(_) | Value::Words(_) => None,
+                Value::Count(None) | Value::Switch(_) | Value::Words(_) | Value::Text(_) => None,
             };
             match (p.flag, v, text) {
                 (Flag::Positional, _, Some(t)) => args.push(t),
@@ -652,6 +688,7 @@ pub fn parameters_markdown() -> String {
                     .collect::<Vec<_>>()
                     .join(", "),
                 Ty::Words => "list of strings, the first not empty".into(),
+                Ty::Text => "string".into(),
             };
             let default = match &p.ty {
                 Ty::Count {
@@ -663,6 +700,7 @@ pub fn parameters_markdown() -> String {
                 },
                 Ty::Choice { default, .. } => format!("`{default}`"),
                 Ty::Words => "required".into(),
+                Ty::Text => "none".into(),
                 _ => p.default_text(),
             };
             out += &format!("|{first}| `{}` | {ty} | {default} | {} |\n", p.key, p.help);

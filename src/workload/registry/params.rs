@@ -61,6 +61,8 @@ pub enum Ty {
     },
     /// A program and its arguments; required.
     Words,
+    /// Free text (a process name, a path); None when absent.
+    Text,
 }
 
 /// What an absent count means.
@@ -96,6 +98,7 @@ pub enum Value {
     Switch(bool),
     Word(&'static str),
     Words(Vec<String>),
+    Text(Option<String>),
 }
 
 /// A value a command line gave that its parameter does not take (out of range, a word no
@@ -169,6 +172,18 @@ impl Param {
                 why_max: None,
             },
             flag,
+        }
+    }
+
+    /// Free text, absent unless given.
+    const fn text(key: &'static str, help: &'static str) -> Param {
+        Param {
+            key,
+            label: key,
+            help,
+            unit: "",
+            ty: Ty::Text,
+            flag: Flag::Named(key),
         }
     }
 
@@ -373,6 +388,18 @@ pub(crate) static WAKEUP_PROBE: Params = Params(&[
         .why_max("the highest CPU number an affinity mask holds"),
 ]);
 
+/// What `attach` watches: exactly one of these (the scenario and the Lab check it).
+pub static ATTACH: Params = Params::new(&[
+    Param::count("pid", Flag::Named("--pid"), 1..=4_194_304, 0)
+        .auto(None, "not by pid")
+        .help("a process, its threads and its future children"),
+    Param::text("comm", "every process of this name (as `ps -o comm` shows it) and their children"),
+    Param::count("session", Flag::Named("--session"), 1..=4_194_304, 0)
+        .auto(None, "not by session")
+        .help("every process of this session id, and their children"),
+    Param::text("cgroup", "every process in this cgroup (a path under /sys/fs/cgroup, or as /proc/PID/cgroup writes it) and its children groups"),
+]);
+
 pub static COMMAND: Params = Params(&[Param {
     key: "argv",
     label: "command",
@@ -394,6 +421,7 @@ impl Param {
             Ty::Switch => Value::Switch(false),
             Ty::Choice { default, .. } => Value::Word(default),
             Ty::Words => Value::Words(Vec::new()),
+            Ty::Text => Value::Text(None),
         }
     }
 
@@ -407,7 +435,7 @@ impl Param {
             Ty::Amount { default, .. } => format!("{default:?}"),
             Ty::Switch => "false".into(),
             Ty::Choice { default, .. } => (*default).into(),
-            Ty::Words => String::new(),
+            Ty::Words | Ty::Text => String::new(),
         }
     }
 
@@ -449,7 +477,7 @@ impl Param {
             Ty::Count { range, .. } => Some(format!("{} to {}", range.start(), range.end())),
             Ty::Amount { max, .. } => Some(format!("more than 0, at most {max}")),
             Ty::Choice { words, .. } => Some(words.join(", ")),
-            Ty::Switch | Ty::Words => None,
+            Ty::Switch | Ty::Words | Ty::Text => None,
         }
     }
 
