@@ -63,6 +63,9 @@ impl Neighbour {
         let child = Command::new("setsid")
             .args(["sh", "-c", script])
             .current_dir(dir)
+            // gcc killed mid-compile leaves its cc*.s behind: in the test's directory, which
+            // goes with it, not in /tmp.
+            .env("TMPDIR", dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
