@@ -454,11 +454,6 @@ impl RunResults {
         );
         for w in &self.workloads {
             let _ = writeln!(out, "\n{} ({})", w.name, w.kind);
-            let _ = writeln!(
-                out,
-                "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
-                "metric", "mean", "std dev", "min", "max", "95% CI", "CV"
-            );
             let mut noisy = Vec::new();
             let mut single = false;
             let mut rows: Vec<(String, String, Summary)> = w
@@ -470,8 +465,21 @@ impl RunResults {
                 })
                 .collect();
             rows.extend(latency::text_rows(&w.latency));
+            // The label column fits the longest label ("migrations_per_sec (migrations/s)"
+            // pushed its row's figures out of their columns).
+            let width = rows
+                .iter()
+                .map(|(label, _, _)| label.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(26);
+            let _ = writeln!(
+                out,
+                "  {:<width$} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
+                "metric", "mean", "std dev", "min", "max", "95% CI", "CV"
+            );
             for (label, name, s) in &rows {
-                text_row(&mut out, label, s);
+                text_row(&mut out, label, width, s);
                 match s.noise() {
                     Some(Noise::SingleRun) => single = true,
                     Some(Noise::HighCv(cv)) => noisy.push(format!("{name} {:.1}%", cv * 100.0)),
@@ -565,14 +573,14 @@ pub(crate) fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; Me
 }
 
 /// One metric's line in a workload's table.
-fn text_row(out: &mut String, label: &str, s: &Summary) {
+fn text_row(out: &mut String, label: &str, width: usize, s: &Summary) {
     let ci = match (s.ci95_low, s.ci95_high) {
         (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
         _ => "-".into(),
     };
     let _ = writeln!(
         out,
-        "  {:<26} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
+        "  {:<width$} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
         label,
         num(s.mean),
         s.std_dev.map_or("-".into(), num),
