@@ -127,7 +127,7 @@ impl Scenario {
             }
             self.workloads.push(WorkloadDecl {
                 name,
-                kind: sel.kind(),
+                kind: WorkloadKind::attach(sel),
                 knobs: Knobs::default(),
                 start_delay: 0.0,
                 duration: None,
@@ -645,7 +645,7 @@ fn kind_params(
 /// now: the process or session exists, the name is a process's, the path is a cgroup. Each
 /// error points at the key or value it is about.
 fn check_attach(kind: &WorkloadKind, table: &RawTable, kind_span: Range<usize>) -> Result<(), Bad> {
-    use crate::probe::attach::{Selector, KEYS, ONE_OF};
+    use crate::probe::attach::{KEYS, ONE_OF};
     let mut given: Vec<(&Spanned<String>, &Spanned<toml::Value>)> = table
         .iter()
         .filter(|(k, _)| KEYS.contains(&k.get_ref().as_str()))
@@ -655,7 +655,8 @@ fn check_attach(kind: &WorkloadKind, table: &RawTable, kind_span: Range<usize>) 
         [] => Err((kind_span, ONE_OF.into())),
         [_, (second, _), ..] => Err((second.span(), ONE_OF.into())),
         [(_, value)] => {
-            let sel = Selector::of_kind(kind)
+            let sel = kind
+                .selector()
                 .expect("an attach kind")
                 .map_err(|m| (value.span(), m))?;
             sel.resolve_here()

@@ -18,6 +18,7 @@ use schedlab::knobs::Knobs;
 use schedlab::model::{WorkloadFrame, WorkloadState};
 use schedlab::probe::Selector;
 use schedlab::scenario::{Scenario, WorkloadDecl};
+use schedlab::workload::registry::WorkloadKind;
 
 mod common;
 
@@ -226,7 +227,7 @@ impl Drop for Group {
 fn attach_decl(name: &str, sel: Selector) -> WorkloadDecl {
     WorkloadDecl {
         name: name.into(),
-        kind: sel.kind(),
+        kind: WorkloadKind::attach(&sel),
         knobs: Knobs::default(),
         start_delay: 0.0,
         duration: None,
@@ -551,5 +552,8 @@ fn attach_selector_errors_point_at_the_scenario() {
     );
     assert!(!err("pid = 4000000").contains('\n'));
     let ok = Scenario::from_toml("[[workload]]\nkind = \"attach\"\npid = 1\n", "a.toml").unwrap();
-    assert_eq!(ok.workloads[0].kind, Selector::Pid(1).kind());
+    assert_eq!(
+        ok.workloads[0].kind,
+        WorkloadKind::attach(&Selector::Pid(1))
+    );
 }

@@ -892,7 +892,9 @@ fn an_attached_row_shows_no_throughput_and_ends_with_its_reason() {
     let mut app = seed_app();
     let decl = WorkloadDecl {
         name: "build".into(),
-        kind: schedlab::probe::Selector::Comm("make".into()).kind(),
+        kind: schedlab::workload::registry::WorkloadKind::attach(&schedlab::probe::Selector::Comm(
+            "make".into(),
+        )),
         knobs: Knobs::default(),
         start_delay: 0.0,
         duration: None,

@@ -151,7 +151,7 @@ impl Lab {
     pub fn attach(&mut self, name: &str, pid: u32) -> Result<u32> {
         self.add(WorkloadDecl {
             name: name.to_string(),
-            kind: Selector::Pid(pid).kind(),
+            kind: crate::workload::registry::WorkloadKind::attach(&Selector::Pid(pid)),
             knobs: Default::default(),
             start_delay: 0.0,
             duration: None,
@@ -410,7 +410,7 @@ impl Drop for Lab {
 }
 
 fn start(e: &mut Entry, proc_root: &std::path::Path) -> Result<()> {
-    if let Some(sel) = Selector::of_kind(&e.decl.kind) {
+    if let Some(sel) = e.decl.kind.selector() {
         return attach(e, sel, proc_root);
     }
     let spec = LaunchSpec {

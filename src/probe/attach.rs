@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::reader::{read_path, ReadErr};
-use crate::workload::registry::WorkloadKind;
 
 /// What an attached workload watches.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,50 +105,6 @@ impl Selector {
                 }
             }
             Selector::Cgroup(path) => cgroup_dir(proc_root, path).map(Selector::Cgroup),
-        }
-    }
-
-    /// The selector of an `attach` workload; None for any other kind. Exactly one of its
-    /// keys must be set.
-    pub fn of_kind(kind: &WorkloadKind) -> Option<Result<Selector, String>> {
-        let WorkloadKind::Attach {
-            pid,
-            comm,
-            session,
-            cgroup,
-        } = kind
-        else {
-            return None;
-        };
-        let set: Vec<Result<Selector, String>> = [
-            pid.map(|p| Selector::from_key("pid", &p.to_string())),
-            comm.as_deref().map(|c| Selector::from_key("comm", c)),
-            session.map(|s| Selector::from_key("session", &s.to_string())),
-            cgroup.as_deref().map(|c| Selector::from_key("cgroup", c)),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        Some(match <[_; 1]>::try_from(set) {
-            Ok([one]) => one,
-            Err(_) => Err(ONE_OF.into()),
-        })
-    }
-
-    /// The `attach` workload of this selector.
-    pub fn kind(&self) -> WorkloadKind {
-        let (mut pid, mut comm, mut session, mut cgroup) = (None, None, None, None);
-        match self {
-            Selector::Pid(p) => pid = Some(*p),
-            Selector::Comm(c) => comm = Some(c.clone()),
-            Selector::Session(s) => session = Some(*s),
-            Selector::Cgroup(d) => cgroup = Some(d.display().to_string()),
-        }
-        WorkloadKind::Attach {
-            pid,
-            comm,
-            session,
-            cgroup,
         }
     }
 

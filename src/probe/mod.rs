@@ -15,6 +15,7 @@
 pub mod attach;
 mod budget;
 mod cgroups;
+mod machine;
 pub mod parse;
 mod reader;
 mod rest;
@@ -424,86 +425,6 @@ impl Probe {
         self.cgroups.nodes(paths.into_iter(), &mut self.buf)
     }
 
-    fn read_machine(&mut self, now: u64) -> MachineSample {
-        let mut m = MachineSample::default();
-        if let Ok(b) = self.proc_stat.read(&mut self.buf) {
-            m.stat_ns = monotonic_ns();
-            if let Some(ps) = parse::proc_stat(b) {
-                m.cpus = ps.cpus.max(1);
-                m.busy_ns = ps.busy_ticks * NS_PER_TICK;
-                m.ctxt = ps.ctxt;
-                m.procs_running = ps.procs_running;
-                self.last_forks = ps.processes;
-                if !ps.per_cpu.is_empty() {
-                    let mut online = crate::sys::kernel::cpuset::CpuSet::new();
-                    for c in &ps.per_cpu {
-                        online.insert(c.id);
-                    }
-                    m.online = Some(online.to_string());
-                    m.per_cpu = ps
-                        .per_cpu
-                        .iter()
-                        .map(|c| CpuTimes {
-                            id: c.id,
-                            busy_ns: c.busy * NS_PER_TICK,
-                            idle_ns: c.idle * NS_PER_TICK,
-                            steal_ns: c.steal * NS_PER_TICK,
-                            irq_ns: c.irq * NS_PER_TICK,
-                        })
-                        .collect();
-                }
-            }
-        }
-        if let Some(r) = &self.psi {
-            if let Some((avg10, total)) = r.read(&mut self.buf).ok().and_then(parse::psi_some) {
-                m.psi_some_avg10 = Some(avg10);
-                m.psi_some_total_us = Some(total);
-            }
-        }
-        if let Some(r) = &self.autogroup_enabled {
-            m.autogroup = r
-                .read(&mut self.buf)
-                .ok()
-                .and_then(parse::single_u64)
-                .is_some_and(|v| v != 0);
-        }
-        if let Some(r) = &self.schedstat {
-            if let Some((run, wait)) = r.read(&mut self.buf).ok().and_then(parse::proc_schedstat) {
-                m.rq_run_ns = Some(run);
-                m.rq_wait_ns = Some(wait);
-            }
-        }
-        if self.reserve_ns == 0 || now.saturating_sub(self.reserve_ns) >= RESERVE_EVERY_NS {
-            self.reserve_ns = now;
-            self.fair_reserve = fair_reserve(&self.cfg, &mut self.buf);
-        }
-        m.fair_reserve = self.fair_reserve;
-        m
-    }
-
-    /// Whether some CPU was idle for almost none of the interval since the last sweep.
-    fn contended(&mut self, m: &MachineSample) -> bool {
-        let now: Vec<(u32, u64, u64)> = m
-            .per_cpu
-            .iter()
-            .map(|c| (c.id, c.busy_ns, c.idle_ns))
-            .collect();
-        let busy = now.iter().any(|&(id, b1, i1)| {
-            self.cpu_last
-                .iter()
-                .find(|(id0, _, _)| *id0 == id)
-                .is_some_and(|&(_, b0, i0)| {
-                    let busy = b1.saturating_sub(b0) as f64;
-                    let idle = i1.saturating_sub(i0) as f64;
-                    busy + idle > 0.0 && idle < CONTENDED_IDLE * (busy + idle)
-                })
-        });
-        // Without per-CPU figures (an old fake tree), assume the worst: read the suspects.
-        let unknown = self.cpu_last.is_empty() || now.is_empty();
-        self.cpu_last = now;
-        busy || unknown
-    }
-
     /// Lists /proc and learns the group and start time of every process not seen before.
     fn scan_proc(&mut self, refresh: bool, now: u64) {
         let Ok(dir) = std::fs::read_dir(&self.cfg.proc_root) else {
@@ -891,37 +812,4 @@ fn health_of(target: &Target, nothing_left: bool, mut problems: Vec<String>) -> 
     } else {
         Health::Ok
     }
-}
-
-/// The share of each CPU real-time tasks must leave to fair ones: the fair server's
-/// runtime / period (debugfs, kernel 6.12 and later), else RT throttling's complement.
-/// None when neither can be read (the model takes the kernel's default).
-fn fair_reserve(cfg: &ProbeConfig, buf: &mut Vec<u8>) -> Option<f64> {
-    let server = cfg.sys_root.join("kernel/debug/sched/fair_server/cpu0");
-    let read_u = |name: &str, buf: &mut Vec<u8>| {
-        read_path(&server.join(name), buf)
-            .ok()
-            .and_then(|_| parse::single_u64(buf))
-    };
-    if let (Some(runtime), Some(period)) = (read_u("runtime", buf), read_u("period", buf)) {
-        if period > 0 {
-            return Some((runtime as f64 / period as f64).clamp(0.0, 1.0));
-        }
-    }
-    read_path(&cfg.proc_root.join("sys/kernel/osrelease"), buf).ok()?;
-    if parse::kernel_version(buf)? >= (6, 12) {
-        // The fair server replaced RT throttling; its default is 50 ms in every second.
-        return None;
-    }
-    let read_i = |name: &str, buf: &mut Vec<u8>| {
-        read_path(&cfg.proc_root.join("sys/kernel").join(name), buf)
-            .ok()
-            .and_then(|_| parse::single_i64(buf))
-    };
-    let runtime = read_i("sched_rt_runtime_us", buf)?;
-    let period = read_i("sched_rt_period_us", buf)?;
-    if runtime < 0 || period <= 0 {
-        return Some(0.0);
-    }
-    Some((1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0))
 }

@@ -117,7 +117,7 @@ impl Template {
             knobs_from(form, crate::supervisor::usable_cpus())?
         };
         let wanted = form.text("name");
-        let selector = crate::probe::Selector::of_kind(&kind).transpose()?;
+        let selector = kind.selector().transpose()?;
         let base = if wanted.is_empty() {
             match &kind {
                 _ if selector.is_some() => selector.map(|s| s.to_string()).unwrap_or_default(),

@@ -194,7 +194,7 @@ pub(crate) fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
 
 /// The command line a workload runs, as a person would type it.
 fn command_line(w: &WorkloadView) -> String {
-    if let Some(Ok(sel)) = crate::probe::Selector::of_kind(&w.decl.kind) {
+    if let Some(Ok(sel)) = w.decl.kind.selector() {
         return format!("attached {sel} (not started by schedlab)");
     }
     let words = match w.decl.kind.program() {

@@ -7,6 +7,7 @@
 //! it: adding a kind is its module, its entry here (and its variant of [`WorkloadKind`]) and
 //! its docs.
 
+mod attach;
 pub mod params;
 #[cfg(test)]
 mod toy;
