@@ -253,36 +253,35 @@ fn due_beside_a_session() -> f64 {
 
 #[test]
 fn beside_bursts_of_short_lived_threads() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let bin = compile_churn(dir.path());
-    let _n = Neighbour::start(&format!("exec {}", bin.display()), dir.path());
-    let frames = run_beside("churn");
-    check("churn", &frames, due_beside_a_session());
+    beside_a_session("churn", |dir| {
+        format!("exec {}", compile_churn(dir).display())
+    });
 }
 
 #[test]
 fn beside_a_fork_and_exec_loop() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let _n = Neighbour::start("while :; do /bin/true; done", dir.path());
-    let frames = run_beside("fork-exec");
     // One loop wants one CPU at most: what the kernel's rules give the workloads is the
     // machine less the loop's part, half of it in sessions of their own.
-    check("fork-exec", &frames, due_beside_a_session());
+    beside_a_session("fork-exec", |_| "while :; do /bin/true; done".into());
 }
 
 #[test]
 fn beside_a_make_j4_rebuilt_in_a_loop() {
+    beside_a_session("make", |dir| {
+        c_project(dir);
+        "while :; do make -s -j4 clean all >/dev/null 2>&1; done".into()
+    });
+}
+
+/// The default scenario beside a session of its own running the script `prepare` writes in a
+/// directory of the case's, checked against what the kernel's rules give the workloads.
+fn beside_a_session(name: &str, prepare: impl FnOnce(&Path) -> String) {
     let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    c_project(dir.path());
-    let _n = Neighbour::start(
-        "while :; do make -s -j4 clean all >/dev/null 2>&1; done",
-        dir.path(),
-    );
-    let frames = run_beside("make");
-    check("make", &frames, due_beside_a_session());
+    let script = prepare(dir.path());
+    let _n = Neighbour::start(&script, dir.path());
+    let frames = run_beside(name);
+    check(name, &frames, due_beside_a_session());
 }
 
 /// The v1 cpu hierarchy's root, when writable (as root on these machines), else v2's.

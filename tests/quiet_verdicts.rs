@@ -145,34 +145,9 @@ fn mean(frames: &[Frame], f: impl Fn(&Frame) -> f64) -> f64 {
     frames.iter().map(f).sum::<f64>() / frames.len().max(1) as f64
 }
 
-/// Another program that got busy meanwhile (a session of its own, not the kernel's threads in
-/// the root group, which the cases are about) would rightly change what is due: say so rather
-/// than report a false verdict that is not one.
-fn check_quiet(name: &str, c: &Case) {
-    let own = std::fs::read_to_string("/proc/self/autogroup")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .map(|g| g.trim_start_matches('/').to_string())
-        })
-        .unwrap_or_default();
-    for f in &c.frames {
-        for g in &f.machine.rest_groups {
-            if g.key != "root" && g.key != own && g.received.max(g.fair) > 0.05 {
-                panic!(
-                    "{name}: the machine got busy at {:.1} s: {} got {:.2} CPUs and was due {:.2}; \
-                     these cases need a machine doing nothing else",
-                    f.t, g.name, g.received, g.fair
-                );
-            }
-        }
-    }
-}
-
 /// What every case asserts of the rest of the machine.
 fn check_rest(name: &str, c: &Case) {
-    check_quiet(name, c);
+    common::wait::check_quiet(name, &c.frames);
     for f in &c.frames {
         let v = f.machine.rest_verdict;
         assert!(

@@ -624,30 +624,6 @@ fn preset(name: &str) -> String {
     fs::read_to_string(path).expect("preset")
 }
 
-/// Another program that got busy meanwhile would rightly change what is due: say so rather
-/// than report a disagreement that is not one.
-fn check_quiet(frames: &[Frame]) {
-    let own = fs::read_to_string("/proc/self/autogroup")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .map(|g| g.trim_start_matches('/').to_string())
-        })
-        .unwrap_or_default();
-    for f in frames {
-        for g in &f.machine.rest_groups {
-            if g.key != "root" && g.key != own && g.received.max(g.fair) > 0.05 {
-                panic!(
-                    "the machine got busy at {:.1} s: {} got {:.2} CPUs and was due {:.2}; this \
-                     test needs a machine doing nothing else",
-                    f.t, g.name, g.received, g.fair
-                );
-            }
-        }
-    }
-}
-
 fn fmt_us(us: Option<f64>) -> String {
     us.map_or("-".into(), |d| format!("{d:.1} µs"))
 }
@@ -729,7 +705,7 @@ fn the_rests_waits_agree_with_the_tracepoints() {
     drop(lab);
 
     let measured: Vec<Frame> = frames.iter().map(|(f, _)| f.clone()).collect();
-    check_quiet(&measured);
+    common::wait::check_quiet("tracing_truth", &measured);
     assert_eq!(
         lost, 0,
         "the trace lost {lost} events: the machine was too busy for a {BUFFER_KB} KB buffer"

@@ -256,6 +256,12 @@ mod tests {
         }
     }
 
+    /// What a process's unseen tasks wanted, from a read of its threads and itself.
+    fn unseen_demand(tasks: Vec<RestTask>, procs: Vec<RestProc>) -> f64 {
+        let cs = claims(&sample(tasks, procs), &mut Default::default());
+        cs[1..].iter().map(|c| c.claim.demand).sum()
+    }
+
     fn received(cs: &[RestClaim]) -> f64 {
         cs.iter().map(|c| c.claim.received).sum()
     }
@@ -294,27 +300,15 @@ mod tests {
         // reaped, ran 600 ms and waited unseen. The loop wanted its CPU and both waits.
         let mut sh = task(50, 50, 30, 150);
         (sh.runnable, sh.slices, sh.vol, sh.invol) = (false, 1000, Some(1000), Some(0));
-        let cs = claims(
-            &sample(vec![sh.clone()], vec![proc(50, 30, 600)]),
-            &mut Default::default(),
-        );
-        let unseen: f64 = cs[1..].iter().map(|c| c.claim.demand).sum();
+        let unseen = unseen_demand(vec![sh.clone()], vec![proc(50, 30, 600)]);
         assert!((unseen - 0.87).abs() < 0.01, "{unseen}");
         // Never more than one CPU for the loop, the shell's own run included.
         let mut busy = sh.clone();
         busy.wait_ns = 600 * MS;
-        let cs = claims(
-            &sample(vec![busy], vec![proc(50, 30, 600)]),
-            &mut Default::default(),
-        );
-        let unseen: f64 = cs[1..].iter().map(|c| c.claim.demand).sum();
+        let unseen = unseen_demand(vec![busy], vec![proc(50, 30, 600)]);
         assert!((unseen - 0.97).abs() < 0.01, "{unseen}");
         // A process whose own threads did the work is not taken for a loop.
-        let cs = claims(
-            &sample(vec![sh], vec![proc(50, 700, 100)]),
-            &mut Default::default(),
-        );
-        let unseen: f64 = cs[1..].iter().map(|c| c.claim.demand).sum();
+        let unseen = unseen_demand(vec![sh], vec![proc(50, 700, 100)]);
         assert!((unseen - 0.77).abs() < 0.01, "{unseen}");
     }
 
@@ -325,11 +319,7 @@ mod tests {
         // wait removed would make it take more than about 32 ms.
         let mut sh = task(50, 50, 1, 20);
         (sh.runnable, sh.slices, sh.vol, sh.invol) = (false, 4, Some(4), Some(0));
-        let cs = claims(
-            &sample(vec![sh], vec![proc(50, 1, 30)]),
-            &mut Default::default(),
-        );
-        let unseen: f64 = cs[1..].iter().map(|c| c.claim.demand).sum();
+        let unseen = unseen_demand(vec![sh], vec![proc(50, 1, 30)]);
         assert!((unseen - 0.031).abs() < 0.002, "{unseen}");
     }
 

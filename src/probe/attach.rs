@@ -359,38 +359,18 @@ mod tests {
         .into();
         let skip = |pid: u32, _| pid == 21;
         let mut buf = Vec::new();
-        let m = members(
-            &Selector::Pid(10),
-            &HashMap::new(),
-            &cache,
-            &infos,
-            &skip,
-            &mut buf,
-        );
-        let mut pids: Vec<u32> = m.keys().copied().collect();
-        pids.sort();
-        assert_eq!(pids, [10, 11, 12]);
-        let m = members(
-            &Selector::Comm("make".into()),
-            &HashMap::new(),
-            &cache,
-            &infos,
-            &skip,
-            &mut buf,
-        );
+        let mut pids_of = |sel: &Selector, held: &HashMap<u32, u64>| {
+            let mut pids: Vec<u32> = members(sel, held, &cache, &infos, &skip, &mut buf)
+                .into_keys()
+                .collect();
+            pids.sort();
+            pids
+        };
+        assert_eq!(pids_of(&Selector::Pid(10), &HashMap::new()), [10, 11, 12]);
+        let m = pids_of(&Selector::Comm("make".into()), &HashMap::new());
         assert_eq!(m.len(), 4, "{m:?}");
         // A held process that left the session stays; one whose pid was reused does not.
         let held: HashMap<u32, u64> = [(20, 10), (13, 49)].into();
-        let m = members(
-            &Selector::Session(10),
-            &held,
-            &cache,
-            &infos,
-            &skip,
-            &mut buf,
-        );
-        let mut pids: Vec<u32> = m.keys().copied().collect();
-        pids.sort();
-        assert_eq!(pids, [10, 11, 12, 20]);
+        assert_eq!(pids_of(&Selector::Session(10), &held), [10, 11, 12, 20]);
     }
 }

@@ -54,3 +54,29 @@ pub fn until_quiet(lab: &mut schedlab::engine::lab::Lab, every: Duration) -> Res
         Err(rest)
     })
 }
+
+/// Panics when another program got busy during the measured Frames: a session or cgroup of
+/// the rest other than the root group (the kernel's threads, which the cases are about) and
+/// this test's own session took or was due over 0.05 CPU. What is due would rightly change;
+/// say so rather than report a false verdict that is not one.
+pub fn check_quiet(name: &str, frames: &[schedlab::model::Frame]) {
+    let own = std::fs::read_to_string("/proc/self/autogroup")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .map(|g| g.trim_start_matches('/').to_string())
+        })
+        .unwrap_or_default();
+    for f in frames {
+        for g in &f.machine.rest_groups {
+            if g.key != "root" && g.key != own && g.received.max(g.fair) > 0.05 {
+                panic!(
+                    "{name}: the machine got busy at {:.1} s: {} got {:.2} CPUs and was due \
+                     {:.2}; this case needs a machine doing nothing else",
+                    f.t, g.name, g.received, g.fair
+                );
+            }
+        }
+    }
+}

@@ -572,31 +572,29 @@ struct Clues {
     host: Option<Taken>,
 }
 
+/// Who got over 0.02 CPU less than due (`sign` 1) or more (`sign` -1), workloads and the
+/// rest's groups, largest gap first, with its name.
+fn gaps(frames: &[WorkloadFrame], rest: &[RestGroup], sign: f64) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = frames
+        .iter()
+        .map(|f| (sign * (f.window_fair - f.window_received), f.name.clone()))
+        .chain(rest.iter().map(|g| {
+            (
+                sign * (g.fair - g.received),
+                format!("other tasks: {}", g.name),
+            )
+        }))
+        .filter(|(gap, _)| *gap > 0.02)
+        .collect();
+    out.sort_by(|a, b| b.0.total_cmp(&a.0));
+    out
+}
+
 /// Causes need everyone's window: who was short pays for who is ahead.
 fn name_causes(frames: &mut [WorkloadFrame], evidence: &[Option<Clues>], rest: &[RestGroup]) {
-    let mut short: Vec<(f64, String)> = frames
-        .iter()
-        .filter(|f| f.window_fair - f.window_received > 0.02)
-        .map(|f| (f.window_fair - f.window_received, f.name.clone()))
-        .collect();
-    short.extend(
-        rest.iter()
-            .filter(|g| g.fair - g.received > 0.02)
-            .map(|g| (g.fair - g.received, format!("other tasks: {}", g.name))),
-    );
-    short.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let short = gaps(frames, rest, 1.0);
     // Who got more than it was due: who took a short one's CPU.
-    let mut ahead: Vec<(f64, String)> = frames
-        .iter()
-        .filter(|f| f.window_received - f.window_fair > 0.02)
-        .map(|f| (f.window_received - f.window_fair, f.name.clone()))
-        .collect();
-    ahead.extend(
-        rest.iter()
-            .filter(|g| g.received - g.fair > 0.02)
-            .map(|g| (g.received - g.fair, format!("other tasks: {}", g.name))),
-    );
-    ahead.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let ahead = gaps(frames, rest, -1.0);
     let others = |list: &[(f64, String)], me: &str| -> Vec<String> {
         list.iter()
             .filter(|(_, n)| n != me)
