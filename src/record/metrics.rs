@@ -230,6 +230,18 @@ pub struct Totals {
     machine: [f64; MACHINE_COUNTERS.len()],
     /// None before the first Frame.
     machine_levels: Option<[Option<f64>; MACHINE_GAUGES.len()]>,
+    /// The rest of the machine's groups in the latest Frame, by their stable key (its node in
+    /// the group tree): CPUs received and due over the verdict window, and whether it is in
+    /// that Frame (a group that left keeps its slot, so its key allocates once).
+    rest_groups: Vec<RestGroupLevels>,
+}
+
+#[derive(Clone, Debug)]
+struct RestGroupLevels {
+    key: String,
+    live: bool,
+    received: f64,
+    due: f64,
 }
 
 /// A counter only goes up: an interval adds nothing unless its figure is a real, positive one.
@@ -284,6 +296,26 @@ impl Totals {
             }
         }
         self.machine_levels = Some(std::array::from_fn(|i| (MACHINE_GAUGES[i].get)(f)));
+        for g in &mut self.rest_groups {
+            g.live = false;
+        }
+        for rg in &f.machine.rest_groups {
+            let key = if rg.key.is_empty() { &rg.name } else { &rg.key };
+            let i = match self.rest_groups.iter().position(|g| &g.key == key) {
+                Some(i) => i,
+                None => {
+                    self.rest_groups.push(RestGroupLevels {
+                        key: key.clone(),
+                        live: false,
+                        received: 0.0,
+                        due: 0.0,
+                    });
+                    self.rest_groups.len() - 1
+                }
+            };
+            let g = &mut self.rest_groups[i];
+            (g.live, g.received, g.due) = (true, rg.received, rg.fair);
+        }
     }
 }
 
@@ -501,10 +533,42 @@ pub fn exposition(totals: &Totals, common: &str, format: Format) -> String {
             sample(&mut out, g.name, "", common, v);
         }
     }
+    rest_group_exposition(&mut out, totals, common, format);
     if format == Format::OpenMetrics {
         out.push_str("# EOF\n");
     }
     out
+}
+
+/// The rest of the machine's groups (sessions, cgroups, the root group), one series each,
+/// labelled by the group's node in the tree ("autogroup-12", "cgroup /a/b", "root"): what the
+/// "other tasks" row expands into on the dashboard.
+fn rest_group_exposition(out: &mut String, totals: &Totals, common: &str, format: Format) {
+    let families: [Gauge<RestGroupLevels>; 2] = [
+        Gauge {
+            name: "schedlab_other_tasks_group_cpu_received",
+            unit: "",
+            help: "CPUs a group of the tasks outside schedlab's workloads received over the \
+                   verdict window.",
+            get: |g| Some(g.received),
+        },
+        Gauge {
+            name: "schedlab_other_tasks_group_cpu_due",
+            unit: "",
+            help: "CPUs the fairness model says a group of the tasks outside schedlab's \
+                   workloads was due over the verdict window.",
+            get: |g| Some(g.due),
+        },
+    ];
+    for f in families {
+        metadata(out, format, f.name, "gauge", f.unit, f.help);
+        for g in totals.rest_groups.iter().filter(|g| g.live) {
+            let labels = format!("{common},group=\"{}\"", escape(&g.key));
+            if let Some(v) = (f.get)(g) {
+                sample(out, f.name, "", &labels, v);
+            }
+        }
+    }
 }
 
 /// A family's metadata. The text format names a counter by its samples (`x_total`) and has no
@@ -624,6 +688,38 @@ mod tests {
                 .collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_rests_groups_are_series_by_their_node_and_leave_with_it() {
+        let group = |key: &str, name: &str, received: f64, fair: f64| crate::model::RestGroup {
+            name: name.into(),
+            key: key.into(),
+            received,
+            fair,
+            ..Default::default()
+        };
+        let mut f = frame(0.5, 1.0, true);
+        f.machine.rest_groups = vec![
+            group("autogroup-9", "session 9 (make)", 0.9, 1.0),
+            group("root", "root (kworker/0:1)", 0.01, 0.01),
+        ];
+        let mut t = Totals::default();
+        t.add(&f);
+        let out = exposition(&t, "host=\"h\"", Format::Text);
+        assert!(out.contains(
+            "schedlab_other_tasks_group_cpu_received{host=\"h\",group=\"autogroup-9\"} 0.9\n"
+        ));
+        assert!(out
+            .contains("schedlab_other_tasks_group_cpu_due{host=\"h\",group=\"autogroup-9\"} 1\n"));
+        // Its name changes with its busiest commands; its series does not. A group gone from
+        // the Frame is gone from the exposition.
+        f.machine.rest_groups = vec![group("root", "root (rcu_preempt)", 0.02, 0.02)];
+        t.add(&f);
+        let out = exposition(&t, "host=\"h\"", Format::Text);
+        assert!(!out.contains("autogroup-9"));
+        assert!(out
+            .contains("schedlab_other_tasks_group_cpu_received{host=\"h\",group=\"root\"} 0.02\n"));
     }
 
     #[test]
