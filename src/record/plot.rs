@@ -137,6 +137,9 @@ struct Drawn<'a> {
     panels: u32,
 }
 
+/// The rest of the machine's line: apart from every workload's colour.
+const REST_GREY: RGBColor = RGBColor(128, 128, 128);
+
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, what: &Drawn, title: &str) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -176,8 +179,23 @@ where
     }
     legend(&mut c, SeriesLabelPosition::UpperRight).map_err(err)?;
 
-    // Panel 2: CPU received (solid) against fair share (dashed, same colour).
-    let ymax = top(&|s| &s.cpu).max(top(&|s| &s.fair));
+    // Panel 2: CPU received (solid) against fair share (dashed, same colour), and the rest of
+    // the machine in grey when it took or was due anything.
+    let clean = |v: f64| if v.is_finite() { v } else { 0.0 };
+    let rest_cpu: Vec<(f64, f64)> = frames
+        .iter()
+        .map(|f| (f.t, clean(f.machine.rest_cpu_received)))
+        .collect();
+    let rest_fair: Vec<(f64, f64)> = frames
+        .iter()
+        .map(|f| (f.t, clean(f.machine.rest_cpu_fair)))
+        .collect();
+    let rest_top = rest_cpu
+        .iter()
+        .chain(&rest_fair)
+        .map(|p| p.1)
+        .fold(0.0f64, f64::max);
+    let ymax = top(&|s| &s.cpu).max(top(&|s| &s.fair)).max(rest_top * 1.1);
     let mut c = chart(
         &panels[1],
         "CPU received (solid) vs fair share (dashed)",
@@ -193,6 +211,16 @@ where
             8,
             6,
             col.stroke_width(2),
+        ))
+        .map_err(err)?;
+    }
+    if rest_top > 0.005 {
+        line(&mut c, &rest_cpu, REST_GREY, "other tasks".into()).map_err(err)?;
+        c.draw_series(DashedLineSeries::new(
+            rest_fair.iter().copied(),
+            8,
+            6,
+            REST_GREY.stroke_width(2),
         ))
         .map_err(err)?;
     }
