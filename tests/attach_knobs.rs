@@ -50,11 +50,17 @@ struct Hog {
 
 impl Hog {
     fn start(tag: &str) -> Hog {
+        Hog::running(tag, |_| "while :; do :; done".into())
+    }
+
+    /// The same with another body (given the hog's scratch directory).
+    fn running(tag: &str, body: impl Fn(&std::path::Path) -> String) -> Hog {
         let dir = std::env::temp_dir().join(format!("schedlab-knobs-{}-{tag}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let script = format!(
-            "for s in {TRAPS}; do trap \"echo $s >> {}\" $s; done; while :; do :; done",
-            dir.join("trapped").display()
+            "for s in {TRAPS}; do trap \"echo $s >> {}\" $s; done; {}",
+            dir.join("trapped").display(),
+            body(&dir)
         );
         let child = Command::new("setsid")
             .args([
@@ -445,4 +451,87 @@ fn a_refused_change_is_one_line_and_changes_nothing() {
     assert!(left.is_empty(), "journals left: {left:?}");
     assert!(restorers_of("schedlab-undo-").is_empty());
     hog.never_signalled();
+}
+
+/// A child the attached process starts after its nice was changed inherits the change; it is
+/// taken into the journal with its parent's old values and put back with it on detach.
+#[test]
+fn a_child_born_after_the_change_is_put_back_too() {
+    if let Some(why) = skip() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _m = machine();
+    // Waits (sleeping) for a file, then starts a CPU hog as its child.
+    let parent = Hog::running("child", |dir| {
+        format!(
+            "while [ ! -e {go} ]; do sleep 0.05; done; /bin/sh -c 'while :; do :; done' & wait",
+            go = dir.join("go").display()
+        )
+    });
+    let mut lab = Lab::new(Duration::from_millis(100)).unwrap();
+    let id = lab
+        .add(attach_decl("parent", parent.pid, Knobs::default()))
+        .unwrap();
+    lab.tick();
+    let knobs = Knobs {
+        nice: 12,
+        ..Knobs::default()
+    };
+    Backend::set_knobs(&mut lab, id, &knobs).unwrap();
+    assert_eq!(parent.nice(), 12);
+    std::fs::write(parent.dir.join("go"), b"").unwrap();
+    let child = common::wait::until(Duration::from_secs(5), Duration::from_millis(20), || {
+        lab.tick();
+        let kids: Vec<u32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        let f: Vec<String> = s[s.rfind(')')? + 2..]
+                            .split(' ')
+                            .map(String::from)
+                            .collect();
+                        Some(f[1] == parent.pid.to_string() && f[0] == "R")
+                    })
+                    .unwrap_or(false)
+            })
+            .collect();
+        match kids.as_slice() {
+            [k] => Ok(*k),
+            other => Err(other.to_vec()),
+        }
+    })
+    .unwrap_or_else(|k| panic!("no running child of the parent: {k:?}"));
+    // Two more samples: the probe holds it, the Lab takes it into the journal.
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(120));
+        lab.tick();
+    }
+    assert_eq!(
+        stat(child).unwrap().nice,
+        12,
+        "the child inherited the change"
+    );
+    let journal = schedlab::sys::exit::undo::journal_file().unwrap();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.split(' ').nth(1) == Some(&child.to_string())
+                && l.split(' ').nth(3) == Some(&OWN_NICE.to_string())),
+        "the child is saved with its parent's old nice: {text}"
+    );
+    Backend::stop(&mut lab, id).unwrap();
+    assert_eq!(parent.nice(), OWN_NICE);
+    assert_eq!(
+        stat(child).unwrap().nice,
+        OWN_NICE,
+        "the child is put back too"
+    );
+    assert!(!journal.exists());
+    drop(lab);
+    parent.never_signalled();
 }

@@ -284,6 +284,14 @@ impl Lab {
         let targets = self.targets();
         let slot = self.schedule.take(Instant::now());
         let mut sample = self.probe.sample(&targets);
+        for e in self.entries.iter().filter(|e| e.attached.is_some()) {
+            if crate::sys::exit::undo::owns(e.id) {
+                // Threads and children born since its knobs changed inherited them: saved too,
+                // so they are put back with it.
+                let pids: Vec<u32> = self.probe.held(e.id).into_keys().collect();
+                crate::sys::exit::undo::adopt(e.id, &pids);
+            }
+        }
         sample.epoch_ns = self.epoch_ns;
         // The grid on the Samples' clock: how late this sample was, and what it missed.
         sample.due_ns =

@@ -230,6 +230,72 @@ pub(crate) fn remember(owner: u32, tids: &[u32]) -> Result<()> {
     Ok(())
 }
 
+/// Whether anything is saved for `owner` (its knobs were changed and not yet put back).
+pub(crate) fn owns(owner: u32) -> bool {
+    lock()
+        .as_ref()
+        .is_some_and(|j| j.saved.iter().any(|s| s.owner == owner))
+}
+
+/// Takes in the threads of `pids` born since `owner`'s knobs were changed: a new thread of a
+/// saved process, or the threads of a child of one, inherited the change from its creator, so
+/// it is saved with its creator's old values (and its own start time) to be put back with it.
+/// A process that descends from nothing saved (a new match of a selector) is left alone.
+/// Returns how many threads were taken in.
+pub(crate) fn adopt(owner: u32, pids: &[u32]) -> usize {
+    let mut guard = lock();
+    let Some(j) = guard.as_mut() else {
+        return 0;
+    };
+    let mut added = 0;
+    for &pid in pids {
+        let Some(tids) = proc::threads(pid) else {
+            continue;
+        };
+        if tids
+            .iter()
+            .all(|t| j.saved.iter().any(|s| s.tid == *t && s.owner == owner))
+        {
+            continue;
+        }
+        // Its own process's saved threads first (the leader's when it is there), else its
+        // parent's: where it inherited the change from.
+        let origin_of = |j: &Journal, p: u32| -> Option<Saved> {
+            let own = proc::threads(p).unwrap_or_default();
+            j.saved
+                .iter()
+                .filter(|s| s.owner == owner && own.contains(&s.tid))
+                .min_by_key(|s| (s.tid != p, s.tid))
+                .cloned()
+        };
+        let origin = origin_of(j, pid).or_else(|| {
+            let ppid = proc::read_stat(pid)?.ppid;
+            origin_of(j, ppid)
+        });
+        let Some(origin) = origin else {
+            continue;
+        };
+        for tid in tids {
+            if j.saved.iter().any(|s| s.tid == tid) {
+                continue;
+            }
+            let Some(st) = proc::read_stat(tid) else {
+                continue;
+            };
+            j.saved.push(Saved {
+                tid,
+                start: st.start,
+                ..origin.clone()
+            });
+            added += 1;
+        }
+    }
+    if added > 0 {
+        let _ = write(&j.path, &j.saved);
+    }
+    added
+}
+
 /// Restores what was saved for `owner` and forgets it. Returns how many threads were put back.
 pub(crate) fn restore(owner: u32) -> usize {
     let mut guard = lock();
