@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use schedlab::cli;
-use schedlab::sys::exit::lifeline;
+use schedlab::sys::exit::{lifeline, undo};
 use schedlab::workload;
 
 /// Ends on a command line clap refused: help and version as clap prints them; a usage error
@@ -28,6 +28,14 @@ fn usage_error(err: &clap::Error, command: Option<&str>) -> ! {
 
 fn main() -> ExitCode {
     let args = workload::hackbench::rewrite_legacy_args(std::env::args_os().collect());
+    if args.get(1).is_some_and(|a| a == undo::RESTORER_ARG) {
+        // The knob restorer of a dashboard or `run` (src/sys/exit/undo.rs): nothing else.
+        let journal = args
+            .get(2)
+            .map(std::path::PathBuf::from)
+            .unwrap_or_default();
+        std::process::exit(undo::restorer_main(&journal));
+    }
     let command = args
         .get(1)
         .and_then(|a| a.to_str())
@@ -51,6 +59,8 @@ fn main() -> ExitCode {
     let name = command.unwrap_or("tui");
     let result = cli::run(&matches);
     lifeline::settle();
+    // Knobs changed on attached processes are put back on a normal end too.
+    undo::restore_all();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -946,3 +946,60 @@ fn an_attached_row_shows_no_throughput_and_ends_with_its_reason() {
     let row = text.lines().find(|l| l.contains("build")).unwrap();
     assert!(row.contains("let go"), "{row}");
 }
+
+/// `X` promotes the busiest group of the rest that no row attaches yet: an autogroup by its
+/// session, a cgroup by its path; never the root group. Once it is a row, the next `X` takes
+/// the next group; with none left it says so. A replay refuses it.
+#[test]
+fn x_promotes_the_rests_busiest_group_to_an_attached_row() {
+    use schedlab::model::RestGroup;
+    use schedlab::probe::Selector;
+    let mut app = seed_app();
+    let group = |key: &str, session: u32, received: f64| RestGroup {
+        name: format!("{key} (sh)"),
+        key: key.into(),
+        session,
+        received,
+        ..Default::default()
+    };
+    let mut f = frame(60.5);
+    f.machine.rest_groups = vec![
+        group("root", 1, 0.4),
+        group("autogroup-12", 812, 0.3),
+        group("cgroup /db", 900, 0.1),
+    ];
+    app.on_event(Event::Frame(f.clone()));
+    let added = |app: &mut App| match app.outbox.pop() {
+        Some(Command::Add(decl)) => decl,
+        other => panic!("no Add: {other:?}"),
+    };
+    key(&mut app, KeyCode::Char('X'));
+    let decl = added(&mut app);
+    assert_eq!(decl.kind, Selector::Session(812).kind());
+    assert_eq!(decl.name, "session:812");
+    assert_eq!(decl.knobs, Knobs::default());
+    app.on_event(Event::Added(3, decl));
+    app.on_event(Event::Frame(f.clone()));
+    key(&mut app, KeyCode::Char('X'));
+    let decl = added(&mut app);
+    assert_eq!(decl.kind, Selector::Cgroup("/db".into()).kind());
+    app.on_event(Event::Added(4, decl));
+    app.on_event(Event::Frame(f));
+    app.message = None;
+    key(&mut app, KeyCode::Char('X'));
+    assert!(app.outbox.is_empty(), "{:?}", app.outbox);
+    let m = app.message.as_ref().expect("a message");
+    assert!(
+        m.error && m.text.contains("no group of the rest"),
+        "{}",
+        m.text
+    );
+
+    let (mut replay, _) = replay_app();
+    key(&mut replay, KeyCode::Char('X'));
+    assert!(replay.outbox.is_empty());
+    assert!(replay
+        .message
+        .as_ref()
+        .is_some_and(|m| m.text.contains("a replay")));
+}

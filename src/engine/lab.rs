@@ -142,7 +142,12 @@ impl Lab {
             start(&mut entry, &self.probe.config().proc_root.clone())
                 .with_context(|| entry.decl.name.clone())?;
         }
+        let name = entry.decl.name.clone();
         self.entries.push(entry);
+        if let Err(err) = self.knob_new_attached(id) {
+            self.entries.retain(|e| e.id != id);
+            return Err(err.context(name));
+        }
         Ok(id)
     }
 
@@ -166,7 +171,7 @@ impl Lab {
                 run.stop(STOP_GRACE);
             }
             e.running = None;
-            e.attached = None;
+            detach(e);
             e.stop_at = None;
             if !matches!(e.life, Life::Done(_) | Life::Failed(_)) {
                 e.life = Life::Stopped;
@@ -181,12 +186,13 @@ impl Lab {
             anyhow::bail!("no workload {id}");
         };
         // An attached workload is attached again (detached first): never signalled.
-        e.attached = None;
+        detach(e);
         if let Some(run) = e.running.as_mut() {
             run.stop(STOP_GRACE);
         }
         e.running = None;
-        start(e, &proc_root)
+        start(e, &proc_root)?;
+        self.knob_new_attached(id)
     }
 
     /// Stops it and forgets it.
@@ -231,10 +237,13 @@ impl Lab {
     pub fn tick(&mut self) -> Frame {
         let now = Instant::now();
         let proc_root = self.probe.config().proc_root.clone();
+        let mut attached_now = Vec::new();
         for e in &mut self.entries {
             if e.life == Life::Pending && now >= e.start_at {
-                if let Err(err) = start(e, &proc_root) {
-                    e.life = Life::Failed(format!("{err:#}"));
+                match start(e, &proc_root) {
+                    Err(err) => e.life = Life::Failed(format!("{err:#}")),
+                    Ok(()) if e.attached.is_some() => attached_now.push(e.id),
+                    Ok(()) => {}
                 }
             }
             if let Some(at) = e.stop_at {
@@ -243,7 +252,7 @@ impl Lab {
                         run.stop(STOP_GRACE);
                     }
                     e.running = None;
-                    e.attached = None;
+                    detach(e);
                     e.stop_at = None;
                     e.life = Life::Stopped;
                 }
@@ -260,6 +269,11 @@ impl Lab {
             }
         }
 
+        for id in attached_now {
+            // Its knobs failed: the row says why (knob_new_attached set it).
+            let _ = self.knob_new_attached(id);
+        }
+
         if self.sampler_promoted.is_none() {
             // The thread that ticks is the sampler: make it prompt where the machine allows.
             self.sampler_promoted = Some(
@@ -270,6 +284,14 @@ impl Lab {
         let targets = self.targets();
         let slot = self.schedule.take(Instant::now());
         let mut sample = self.probe.sample(&targets);
+        for e in self.entries.iter().filter(|e| e.attached.is_some()) {
+            if crate::sys::exit::undo::owns(e.id) {
+                // Threads and children born since its knobs changed inherited them: saved too,
+                // so they are put back with it.
+                let pids: Vec<u32> = self.probe.held(e.id).into_keys().collect();
+                crate::sys::exit::undo::adopt(e.id, &pids);
+            }
+        }
         sample.epoch_ns = self.epoch_ns;
         // The grid on the Samples' clock: how late this sample was, and what it missed.
         sample.due_ns =
@@ -291,7 +313,7 @@ impl Lab {
                 // What it watched is gone: its row ends (no failure, and no exit code to give).
                 if let Some(Health::Gone(why)) = found.as_ref().map(|w| &w.health) {
                     e.life = Life::Ended(why.clone());
-                    e.attached = None;
+                    detach(e);
                 }
             }
             let mut w = found.unwrap_or_else(|| WorkloadSample {
@@ -352,6 +374,91 @@ impl Lab {
             .and_then(|e| e.running.as_mut())
     }
 
+    /// The threads of an attached workload's processes now (none when it is not attached).
+    pub(crate) fn attached_tids(&self, id: u32) -> Vec<u32> {
+        let Some(sel) = self
+            .entries
+            .iter()
+            .find(|e| e.id == id)
+            .and_then(|e| e.attached.clone())
+        else {
+            return Vec::new();
+        };
+        let me = std::process::id();
+        let started: Vec<u32> = self
+            .entries
+            .iter()
+            .filter_map(|e| e.running.as_ref().map(|r| r.pgid()))
+            .collect();
+        let skip = |pid: u32, pgid: u32| pid == me || started.contains(&pgid);
+        let pids = crate::probe::attach::members_now(
+            &sel,
+            &self.probe.config().proc_root,
+            &self.probe.held(id),
+            &skip,
+        );
+        let mut tids = Vec::new();
+        for pid in pids {
+            match crate::sys::kernel::proc::threads(pid) {
+                Some(t) => tids.extend(t),
+                None => tids.push(pid),
+            }
+        }
+        tids
+    }
+
+    /// Changes nice, policy and affinity of every thread of an attached workload from `old`
+    /// to `new`, each thread's old values saved in the undo journal first (put back on
+    /// detach and on every exit, SIGKILL included). Returns how many threads changed; a
+    /// refusal (EPERM) leaves them as they were.
+    pub(crate) fn knob_attached(
+        &mut self,
+        id: u32,
+        old: &crate::knobs::Knobs,
+        new: &crate::knobs::Knobs,
+    ) -> Result<usize> {
+        use crate::supervisor::change::{apply, Change, Scope};
+        attached_knobs_allowed(new).map_err(|why| anyhow::anyhow!(why))?;
+        let change = Change::between(old, new);
+        if change.is_empty() {
+            return Ok(0);
+        }
+        let tids = self.attached_tids(id);
+        if tids.is_empty() {
+            anyhow::bail!("nothing attached to change");
+        }
+        crate::sys::exit::undo::remember(id, &tids)
+            .context("nothing changed: what to undo could not be saved")?;
+        match apply(&Scope::Threads(&tids), &change) {
+            Ok(n) => Ok(n),
+            Err(err) => {
+                // Back to what it was before this change (a first thread refused: nothing).
+                let _ = apply(&Scope::Threads(&tids), &Change::between(new, old));
+                Err(err)
+            }
+        }
+    }
+
+    /// Applies an attached workload's declared knobs as it is attached (a scenario's
+    /// `nice = 5` on `kind = "attach"`, a restart); its row fails with the reason when refused.
+    fn knob_new_attached(&mut self, id: u32) -> Result<()> {
+        let Some(e) = self.entries.iter().find(|e| e.id == id) else {
+            return Ok(());
+        };
+        if e.attached.is_none() || e.decl.knobs == crate::knobs::Knobs::default() {
+            return Ok(());
+        }
+        let knobs = e.decl.knobs.clone();
+        if let Err(err) = self.knob_attached(id, &crate::knobs::Knobs::default(), &knobs) {
+            if let Some(e) = self.entries.iter_mut().find(|e| e.id == id) {
+                detach(e);
+                e.life = Life::Failed(format!("{err:#}"));
+            }
+            return Err(err);
+        }
+        Ok(())
+    }
+
     /// The declaration, to change knobs for the next restart (or to record what was changed
     /// live).
     pub(crate) fn decl_mut(&mut self, id: u32) -> Option<&mut WorkloadDecl> {
@@ -405,7 +512,17 @@ impl Drop for Lab {
                 run.stop(Duration::from_millis(100));
             }
             e.running = None;
+            detach(e);
         }
+    }
+}
+
+/// Lets an attached workload go: the knobs schedlab changed on it are put back (threads whose
+/// start time still matches). Nothing is signalled.
+fn detach(e: &mut Entry) {
+    e.attached = None;
+    if e.decl.kind.attached() {
+        crate::sys::exit::undo::restore(e.id);
     }
 }
 
@@ -448,9 +565,7 @@ fn attach(
     sel: std::result::Result<Selector, String>,
     proc_root: &std::path::Path,
 ) -> Result<()> {
-    if e.decl.knobs != crate::knobs::Knobs::default() {
-        // Changing what schedlab did not start waits for a way to undo it on every exit.
-        let why = "attached (not started by schedlab): knobs are not applied to it".to_string();
+    if let Err(why) = attached_knobs_allowed(&e.decl.knobs) {
         e.life = Life::Failed(why.clone());
         anyhow::bail!(why);
     }
@@ -475,6 +590,19 @@ fn attach(
             Err(anyhow::anyhow!(why))
         }
     }
+}
+
+/// Only nice, policy and CPU affinity change on an attached workload: where its processes
+/// sit (session, cgroup, quota) is not schedlab's to move.
+pub(crate) fn attached_knobs_allowed(k: &crate::knobs::Knobs) -> std::result::Result<(), String> {
+    let d = crate::knobs::Knobs::default();
+    if k.placement != d.placement || k.cpu_quota != d.cpu_quota {
+        return Err(
+            "attached (not started by schedlab): only nice, policy and affinity can change, not its placement or quota"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

@@ -84,8 +84,22 @@ impl Backend for Lab {
             .map(|d| d.name.clone())
             .unwrap_or_default();
         if self.decl_mut(id).is_some_and(|d| d.kind.attached()) {
-            // Changing what schedlab did not start waits for a way to undo it on every exit.
-            bail!("{name}: attached (not started by schedlab): its knobs are left as they are");
+            // What schedlab did not start: each thread's old values are saved first, and put
+            // back on detach and on every exit (src/sys/exit/undo.rs).
+            if self.attached_tids(id).is_empty() {
+                // Nothing live (let go, ended, pending): its next attach applies them.
+                crate::engine::lab::attached_knobs_allowed(knobs)
+                    .map_err(|why| anyhow::anyhow!("{name}: {why}"))?;
+                set_decl_knobs(self, id, knobs.clone());
+                return Ok(format!("{name}: new knobs from its next attach"));
+            }
+            let n = self
+                .knob_attached(id, &old, knobs)
+                .with_context(|| format!("{name}: knobs unchanged"))?;
+            set_decl_knobs(self, id, knobs.clone());
+            return Ok(format!(
+                "{name}: new knobs on {n} threads (put back when it is let go)"
+            ));
         }
         let in_cgroup = self.running(id).is_some_and(|r| r.cgroup().is_some());
         let live = old.placement == knobs.placement

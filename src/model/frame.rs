@@ -460,6 +460,11 @@ pub struct RestGroup {
     /// from Frame to Frame.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub key: String,
+    /// The session of its tasks (of the first seen, for a cgroup or the root, which may hold
+    /// several): what the dashboard attaches when it is promoted to a row of its own. Live
+    /// only: not recorded (a replay promotes nothing).
+    #[serde(skip)]
+    pub session: u32,
     /// CPUs received and due over the verdict window, and its verdict.
     pub received: f64,
     pub fair: f64,

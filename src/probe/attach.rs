@@ -276,6 +276,43 @@ pub(super) fn members(
     out
 }
 
+/// The processes `sel` holds now, read afresh from `proc_root` (for a knob change, which may
+/// come before the first sample): what [`members`] takes, plus `held`, those the probe held at
+/// its last scan while they live. `skip` as for [`members`].
+pub(crate) fn members_now(
+    sel: &Selector,
+    proc_root: &Path,
+    held: &HashMap<u32, u64>,
+    skip: &dyn Fn(u32, u32) -> bool,
+) -> Vec<u32> {
+    let mut cache = HashMap::new();
+    let mut info = HashMap::new();
+    let mut buf = Vec::new();
+    for e in std::fs::read_dir(proc_root).into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if read_path(&e.path().join("stat"), &mut buf).is_err() {
+            continue;
+        }
+        let Some(st) = super::parse::stat(&buf) else {
+            continue;
+        };
+        if st.kthread || matches!(st.state, b'Z' | b'X') {
+            continue;
+        }
+        cache.insert(pid, (st.pgrp, st.start));
+        if let Some(i) = info_of(&buf) {
+            info.insert(pid, i);
+        }
+    }
+    let mut pids: Vec<u32> = members(sel, held, &cache, &info, skip, &mut buf)
+        .into_keys()
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
 /// The pids in a cgroup and every group below it.
 fn cgroup_procs(dir: &Path, buf: &mut Vec<u8>) -> Vec<u32> {
     let mut out = Vec::new();

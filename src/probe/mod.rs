@@ -303,6 +303,14 @@ impl Probe {
         self.status_every_ns = d.as_nanos() as u64;
     }
 
+    /// The processes (pid → start) an attached workload held at the last scan.
+    pub(crate) fn held(&self, id: u32) -> HashMap<u32, u64> {
+        self.groups
+            .get(&id)
+            .map(|g| g.held.clone())
+            .unwrap_or_default()
+    }
+
     pub fn config(&self) -> &ProbeConfig {
         &self.cfg
     }

@@ -25,6 +25,8 @@ pub enum Scope<'a> {
     ProcessGroup(u32),
     /// Every thread in this cgroup (exact, even for a process that left its group).
     Cgroup(&'a WorkloadCgroup),
+    /// These threads (an attached workload's, each saved in the undo journal first).
+    Threads(&'a [u32]),
 }
 
 impl Scope<'_> {
@@ -33,6 +35,7 @@ impl Scope<'_> {
         match self {
             Scope::Cgroup(g) => g.threads(),
             Scope::ProcessGroup(pgid) => group_threads(*pgid),
+            Scope::Threads(tids) => tids.to_vec(),
         }
     }
 }

@@ -421,6 +421,47 @@ impl App {
         self.window = WINDOWS[j];
     }
 
+    /// Promotes the busiest group of the rest (those `x` lists under it) that no row attaches
+    /// yet to an attached row of its own: a cgroup by its path, a session's autogroup by its
+    /// session. Its processes leave the rest for the row; `d d` on the row lets them go back.
+    pub(crate) fn promote_rest(&mut self) {
+        if !self.live_only() {
+            return;
+        }
+        let attached: Vec<crate::scenario::WorkloadDecl> = self
+            .workloads
+            .iter()
+            .filter(|w| w.decl.kind.attached())
+            .map(|w| w.decl.clone())
+            .collect();
+        let Some(groups) = self.shown().map(|f| f.machine.rest_groups.clone()) else {
+            return;
+        };
+        let pick = groups.iter().find_map(|g| {
+            let sel = rest_selector(g)?;
+            let kind = sel.kind();
+            (!attached.iter().any(|d| d.kind == kind)).then_some((sel, g.name.clone()))
+        });
+        let Some((sel, group)) = pick else {
+            self.error(
+                "no group of the rest to attach (the root group is the whole machine's; x lists them)",
+            );
+            return;
+        };
+        let decl = crate::scenario::WorkloadDecl {
+            name: sel.to_string(),
+            kind: sel.kind(),
+            knobs: Default::default(),
+            start_delay: 0.0,
+            duration: None,
+        };
+        self.notice(format!(
+            "attaching {group} as {sel} (d d lets it go back to the rest)"
+        ));
+        self.asked.push((decl.name.clone(), false));
+        self.outbox.push(Command::Add(decl));
+    }
+
     /// The selected workload's id and name, when there is one and the run is live.
     fn live_selected(&mut self) -> Option<(u32, String)> {
         if !self.live_only() {
@@ -646,4 +687,17 @@ impl App {
             }
         }
     }
+}
+
+/// What attaches a group of the rest: a cgroup by its path, a session (or its autogroup) by
+/// the session; None for the root group, which is the whole machine's.
+pub(crate) fn rest_selector(g: &crate::model::RestGroup) -> Option<crate::probe::Selector> {
+    use crate::probe::Selector;
+    if let Some(path) = g.key.strip_prefix("cgroup ") {
+        return Some(Selector::Cgroup(path.into()));
+    }
+    if (g.key.starts_with("autogroup-") || g.key.starts_with("session ")) && g.session != 0 {
+        return Some(Selector::Session(g.session));
+    }
+    None
 }

@@ -161,6 +161,7 @@ impl Model {
                 RestGroup {
                     name: g.name(&key),
                     key,
+                    session: g.session,
                     received: m.shares.received,
                     fair: m.shares.fair,
                     verdict: Verdict::from_shares(m.shares.received, m.shares.fair),
