@@ -133,11 +133,10 @@ pub struct Knobs {
 
 /// A CPU list as people and the kernel write it ("0-3,6"), for CPUs a workload may use.
 pub(crate) fn cpus_text(cpus: &[usize]) -> String {
-    let mut set = CpuSet::new();
-    for &c in cpus {
-        set.insert(c as u32);
-    }
-    set.to_string()
+    cpus.iter()
+        .map(|&c| c as u32)
+        .collect::<CpuSet>()
+        .to_string()
 }
 
 /// The CPUs of a list as typed ("0", "0,2", "0-3, 6"), each one of the `cpus` this machine

@@ -181,7 +181,7 @@ fn restorers_of(journal: &str) -> Vec<u32> {
 fn attach_decl(name: &str, pid: u32, knobs: Knobs) -> WorkloadDecl {
     WorkloadDecl {
         name: name.into(),
-        kind: Selector::Pid(pid).kind(),
+        kind: schedlab::workload::registry::WorkloadKind::attach(&Selector::Pid(pid)),
         knobs,
         start_delay: 0.0,
         duration: None,

@@ -975,14 +975,20 @@ fn x_promotes_the_rests_busiest_group_to_an_attached_row() {
     };
     key(&mut app, KeyCode::Char('X'));
     let decl = added(&mut app);
-    assert_eq!(decl.kind, Selector::Session(812).kind());
+    assert_eq!(
+        decl.kind,
+        schedlab::workload::registry::WorkloadKind::attach(&Selector::Session(812))
+    );
     assert_eq!(decl.name, "session:812");
     assert_eq!(decl.knobs, Knobs::default());
     app.on_event(Event::Added(3, decl));
     app.on_event(Event::Frame(f.clone()));
     key(&mut app, KeyCode::Char('X'));
     let decl = added(&mut app);
-    assert_eq!(decl.kind, Selector::Cgroup("/db".into()).kind());
+    assert_eq!(
+        decl.kind,
+        schedlab::workload::registry::WorkloadKind::attach(&Selector::Cgroup("/db".into()))
+    );
     app.on_event(Event::Added(4, decl));
     app.on_event(Event::Frame(f));
     app.message = None;

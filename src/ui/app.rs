@@ -439,7 +439,7 @@ impl App {
         };
         let pick = groups.iter().find_map(|g| {
             let sel = rest_selector(g)?;
-            let kind = sel.kind();
+            let kind = crate::workload::registry::WorkloadKind::attach(&sel);
             (!attached.iter().any(|d| d.kind == kind)).then_some((sel, g.name.clone()))
         });
         let Some((sel, group)) = pick else {
@@ -450,7 +450,7 @@ impl App {
         };
         let decl = crate::scenario::WorkloadDecl {
             name: sel.to_string(),
-            kind: sel.kind(),
+            kind: crate::workload::registry::WorkloadKind::attach(&sel),
             knobs: Default::default(),
             start_delay: 0.0,
             duration: None,

@@ -55,7 +55,10 @@ impl Saved {
             self.nice,
             self.policy,
             self.rt_priority,
-            crate::knobs::cpus_text(&self.cpus)
+            self.cpus
+                .iter()
+                .map(|&c| c as u32)
+                .collect::<crate::sys::kernel::cpuset::CpuSet>()
         )
     }
 

@@ -171,6 +171,16 @@ impl CpuSet {
     }
 }
 
+impl FromIterator<u32> for CpuSet {
+    fn from_iter<I: IntoIterator<Item = u32>>(cpus: I) -> CpuSet {
+        let mut set = CpuSet::new();
+        for c in cpus {
+            set.insert(c);
+        }
+        set
+    }
+}
+
 impl fmt::Display for CpuSet {
     /// The kernel's list form: ranges joined by commas.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
