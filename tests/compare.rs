@@ -19,12 +19,14 @@ fn results(kernel: &str, throughput: Vec<f64>) -> RunResults {
             kernel: kernel.into(),
             cpus: 2,
             autogroup: true,
+            ..Default::default()
         },
         ScenarioInfo {
             name: "chat-30x1000".into(),
             file: Some("assets/scenarios/chat-30x1000.toml".into()),
             interval_ms: 500,
             duration_s: None,
+            content: None,
         },
         throughput.len(),
     );

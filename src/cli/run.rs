@@ -19,8 +19,9 @@ use crate::model::Frame;
 use crate::probe::{Life, Sample, WorkloadSample};
 use crate::record::atomic::AtomicFile;
 use crate::record::latency::RepeatLatency;
+use crate::record::machine;
 use crate::record::metrics::MetricsServer;
-use crate::record::recording::{kernel_release, Header, RecordingWriter};
+use crate::record::recording::{Header, RecordingWriter};
 use crate::record::results::{Host, RunResults, ScenarioInfo};
 use crate::scenario::Scenario;
 use crate::sys::kernel::priority::SamplerPriority;
@@ -116,6 +117,19 @@ pub fn load_scenario(arg: &str) -> Result<(Scenario, Option<String>)> {
     Scenario::open(arg)
 }
 
+/// The TOML a scenario argument names: the file's text, or the preset's.
+fn scenario_text(arg: &str) -> Option<String> {
+    let path = std::path::Path::new(arg);
+    if path.exists() {
+        return std::fs::read_to_string(path).ok();
+    }
+    let stem = arg.strip_suffix(".toml").unwrap_or(arg);
+    crate::scenario::PRESETS
+        .iter()
+        .find(|(n, _)| *n == stem)
+        .map(|(_, src)| (*src).to_owned())
+}
+
 /// How long each repeat may last: the flag, the scenario's, or until its workloads end.
 fn repeat_limit(sc: &Scenario, flag: Option<f64>) -> Result<Option<f64>> {
     let limit = flag.or(sc.duration);
@@ -172,6 +186,8 @@ pub fn main(args: Args) -> Result<()> {
         .map(RecordingWriter::create)
         .transpose()?;
 
+    let started = machine::now_utc();
+    let content = args.scenario.as_deref().and_then(scenario_text);
     let progress = progress_bar(limit);
     let mut repeats = Vec::new();
     let mut latencies = Vec::new();
@@ -213,7 +229,10 @@ pub fn main(args: Args) -> Result<()> {
         r.finish()?;
     }
 
-    let results = results_of(&scenario, file, limit, host, &repeats, &latencies);
+    let mut results = results_of(&scenario, file, limit, host, &repeats, &latencies);
+    results.started_utc = Some(started);
+    results.command_line = Some(machine::command_line());
+    results.scenario.content = content;
     let text = match args.format {
         Format::Text => results.to_text(),
         Format::Json => results.to_json(),
@@ -247,13 +266,10 @@ fn results_of(
         file,
         interval_ms: scenario.interval_ms,
         duration_s: limit,
+        content: None,
     };
     let mut results = RunResults::from_repeats(
-        host.unwrap_or_else(|| Host {
-            kernel: kernel_release(),
-            cpus: crate::supervisor::usable_cpus(),
-            autogroup: false,
-        }),
+        host.unwrap_or_else(|| Host::here(crate::supervisor::usable_cpus(), false)),
         info,
         &workloads,
         repeats,
@@ -415,14 +431,12 @@ impl Repeat<'_, '_> {
 
     fn frame(&mut self, frame: Frame) -> Result<bool> {
         if self.first {
-            let h = self.host.get_or_insert_with(|| Host {
-                kernel: kernel_release(),
-                cpus: frame.machine.cpus,
-                autogroup: frame.machine.autogroup,
-            });
+            let h = self
+                .host
+                .get_or_insert_with(|| Host::here(frame.machine.cpus, frame.machine.autogroup));
             if let Some(rec) = self.recording.as_mut() {
                 if self.number == 1 {
-                    rec.header(&Header::new(self.plan.scenario, h.cpus, h.autogroup))?;
+                    rec.header(&Header::of(self.plan.scenario, h.clone()))?;
                 }
                 rec.start_repeat(self.number)?;
             }

@@ -3,6 +3,7 @@
 
 pub mod atomic;
 pub mod latency;
+pub mod machine;
 pub mod metrics;
 pub mod plot;
 pub mod recording;

@@ -10,13 +10,15 @@ use serde::{Deserialize, Serialize};
 use crate::model::stats::{self, num, Noise, Summary, CONFIDENCE, NOISY_CV};
 use crate::model::{Frame, WorkloadState};
 use crate::record::latency::{self, LatencyResult, RepeatLatency};
+pub use crate::record::machine::{Host, SchedSetting};
 
 /// Bumped on any change that could break a reader; additions bump it too, because readers
 /// are strict (unknown fields are refused).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 /// Versions this schedlab reads (2 added the observer's own figures, 3 each workload's
-/// latency and migrations).
-pub(crate) const READS_VERSIONS: [u32; 3] = [1, 2, 3];
+/// latency and migrations, 4 the machine and run in full: time, host name, CPU model,
+/// governor, scheduler settings, commit, command line, the scenario's text).
+pub(crate) const READS_VERSIONS: [u32; 4] = [1, 2, 3, 4];
 
 /// The metrics reported per workload, in output order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,20 +153,8 @@ impl Better {
     }
 }
 
-/// The machine the results come from.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Host {
-    /// `uname -r`.
-    pub kernel: String,
-    /// CPUs the workloads could use.
-    pub cpus: usize,
-    /// Whether the kernel's autogroup was enabled.
-    pub autogroup: bool,
-}
-
 /// Which scenario ran.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioInfo {
     pub name: String,
@@ -174,6 +164,10 @@ pub struct ScenarioInfo {
     pub interval_ms: u64,
     /// Seconds each repeat lasted at most; None = until its finite workloads ended.
     pub duration_s: Option<f64>,
+    /// The scenario's TOML as it was read (the file's or the preset's text; schema 4). None
+    /// for a scenario of attached processes only, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
 }
 
 /// One metric of one workload across repeats.
@@ -226,6 +220,15 @@ pub struct WorkloadResult {
 pub struct RunResults {
     pub schema_version: u32,
     pub schedlab_version: String,
+    /// The git commit schedlab was built from, "unknown" outside a checkout (schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedlab_commit: Option<String>,
+    /// When the first repeat started, UTC, RFC 3339 (schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_utc: Option<String>,
+    /// The command line that ran it, one argument per element (schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
     pub host: Host,
     pub scenario: ScenarioInfo,
     pub repeats: usize,
@@ -331,6 +334,9 @@ impl RunResults {
         RunResults {
             schema_version: SCHEMA_VERSION,
             schedlab_version: env!("CARGO_PKG_VERSION").into(),
+            schedlab_commit: Some(crate::record::machine::GIT_COMMIT.into()),
+            started_utc: None,
+            command_line: None,
             host,
             scenario,
             repeats,
