@@ -100,7 +100,7 @@ fn the_command_prints_the_verdicts_and_refuses_bad_files() {
     std::fs::write(&pb, results("6.18-b", shifted).to_json()).unwrap();
     let text = stdout_of(schedlab().arg("compare").arg(&pa).arg(&pb));
     assert!(text.contains("throughput (msg/s)"), "{text}");
-    assert!(text.contains("+3000"), "{text}");
+    assert!(text.contains("+3.00 k"), "{text}");
     assert!(text.contains("significant"), "{text}");
     assert!(text.contains("kernel 6.18-a"), "{text}");
 

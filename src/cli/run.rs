@@ -48,7 +48,9 @@ pub struct Args {
     /// How many times to run the scenario; statistics are across repeats.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub repeat: u32,
-    /// Output format: a table, the JSON results schema (docs/results-schema.md), or CSV.
+    /// Output format: a table, the JSON results schema (docs/results-schema.md), CSV of the
+    /// statistics (a row per workload and metric), or CSV of every repeat's value
+    /// (csv-repeats: a row per workload, metric and repeat; docs/headless.md).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write the results to FILE (whole or not at all) instead of standard output.
@@ -90,7 +92,10 @@ pub fn verdict_window(s: &str) -> Result<f64, String> {
 pub enum Format {
     Text,
     Json,
+    /// One row per workload and metric: the statistics across repeats.
     Csv,
+    /// One row per workload, metric and repeat, with scenario, kernel and host columns.
+    CsvRepeats,
 }
 
 /// Seconds from `30`, `30s`, `1.5s`, `500ms`, `2m`.
@@ -237,6 +242,7 @@ pub fn main(args: Args) -> Result<()> {
         Format::Text => results.to_text(),
         Format::Json => results.to_json(),
         Format::Csv => results.to_csv(),
+        Format::CsvRepeats => results.to_csv_repeats(),
     };
     write_results(output.take(), &text)
 }

@@ -8,3 +8,4 @@ pub mod metrics;
 pub mod plot;
 pub mod recording;
 pub mod results;
+pub mod text;
