@@ -61,7 +61,8 @@ pub fn to_text(c: &Comparison, files: &[RunResults], labels: &[String]) -> Strin
         } else {
             format!("{i}")
         };
-        let _ = writeln!(out, "{tag}: {label}: {}", describe(r));
+        let head = format!("{tag}: {label}: {}", describe(r));
+        let _ = writeln!(out, "{}", wrap(&head, COLUMNS, 4));
     }
     let Some(base) = files.first() else {
         return out;
