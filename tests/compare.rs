@@ -19,12 +19,14 @@ fn results(kernel: &str, throughput: Vec<f64>) -> RunResults {
             kernel: kernel.into(),
             cpus: 2,
             autogroup: true,
+            ..Default::default()
         },
         ScenarioInfo {
             name: "chat-30x1000".into(),
             file: Some("assets/scenarios/chat-30x1000.toml".into()),
             interval_ms: 500,
             duration_s: None,
+            content: None,
         },
         throughput.len(),
     );
@@ -98,7 +100,7 @@ fn the_command_prints_the_verdicts_and_refuses_bad_files() {
     std::fs::write(&pb, results("6.18-b", shifted).to_json()).unwrap();
     let text = stdout_of(schedlab().arg("compare").arg(&pa).arg(&pb));
     assert!(text.contains("throughput (msg/s)"), "{text}");
-    assert!(text.contains("+3000"), "{text}");
+    assert!(text.contains("+3.00 k"), "{text}");
     assert!(text.contains("significant"), "{text}");
     assert!(text.contains("kernel 6.18-a"), "{text}");
 

@@ -302,3 +302,49 @@ fn latency_in_a_recording_replays_and_plots() {
     let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
     assert_eq!(h, 360 * 5 + 60, "the latency panel and its distribution");
 }
+
+#[test]
+fn the_header_carries_its_machine_and_an_older_header_still_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    write(&path, 1, 2, true);
+    let rec = Recording::read(&path).unwrap();
+    let h = &rec.header;
+    let host = h.host.as_ref().expect("the machine in full");
+    assert_eq!((host.cpus, host.autogroup), (2, true));
+    assert_eq!(host.kernel, h.kernel);
+    assert_eq!(
+        host.hostname.as_deref(),
+        Some(nix_hostname().as_str()),
+        "uname -n"
+    );
+    let started = h.started_utc.as_deref().unwrap();
+    assert!(
+        started.len() == 20 && started.ends_with('Z') && started.as_bytes()[10] == b'T',
+        "{started}"
+    );
+    assert!(h.schedlab_commit.is_some());
+    assert!(!h.command_line.as_ref().unwrap().is_empty());
+
+    // A header written before these fields existed reads, without them.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(first).unwrap();
+    for k in ["started_utc", "schedlab_commit", "command_line", "host"] {
+        v.as_object_mut().unwrap().remove(k);
+    }
+    std::fs::write(&path, format!("{v}\n{rest}")).unwrap();
+    let old = Recording::read(&path).unwrap();
+    assert_eq!(
+        (old.header.host.as_ref(), old.header.started_utc.as_ref()),
+        (None, None)
+    );
+    assert_eq!(old.header.cpus, 2);
+}
+
+fn nix_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned()
+}

@@ -92,6 +92,64 @@ fn json_output_follows_the_schema_and_gives_the_spread() {
 }
 
 #[test]
+fn results_carry_their_machine_and_every_repeat_in_csv() {
+    let (_dir, sc) = with_scenario(FINITE);
+    let out = run_of(&sc)
+        .args(["--repeat", "2", "--format", "json"])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let r = RunResults::from_json(&String::from_utf8(out.stdout).unwrap(), "stdout").unwrap();
+    let here = schedlab::record::results::Host::here(r.host.cpus, r.host.autogroup);
+    assert_eq!(r.host, here, "the machine, field by field");
+    assert_eq!(
+        r.scenario.content.as_deref(),
+        Some(FINITE),
+        "the scenario's text"
+    );
+    let cmd = r.command_line.unwrap();
+    assert!(
+        cmd[1..]
+            == [
+                "run",
+                sc.to_str().unwrap(),
+                "--repeat",
+                "2",
+                "--format",
+                "json"
+            ],
+        "{cmd:?}"
+    );
+    let started = r.started_utc.unwrap();
+    assert!(
+        started.starts_with("20") && started.ends_with('Z'),
+        "{started}"
+    );
+    assert!(r.schedlab_commit.is_some());
+
+    // Every repeat's value, one row each, with the scenario, kernel and host.
+    let out = run_of(&sc)
+        .args(["--repeat", "2", "--format", "csv-repeats"])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert!(csv.starts_with("scenario,kernel,host,workload,kind,metric,unit,run,value\n"));
+    let lead = format!(
+        "two-commands,{},{},spin,command,cpu_received,CPUs,",
+        r.host.kernel,
+        r.host.hostname.unwrap()
+    );
+    let spin: Vec<f64> = csv
+        .lines()
+        .filter_map(|l| l.strip_prefix(&lead))
+        .map(|rest| rest.split(',').nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(spin.len(), 2, "{csv}");
+    assert!(spin.iter().all(|&v| v > 0.0), "{csv}");
+}
+
+#[test]
 fn output_file_record_replay_and_plot() {
     let (dir, sc) = with_scenario(FINITE);
     let res = dir.path().join("res.json");

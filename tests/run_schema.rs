@@ -6,7 +6,7 @@ mod common;
 use schedlab::model::latency::Distribution;
 use schedlab::probe::LatencySample;
 use schedlab::record::latency::LatencyResult;
-use schedlab::record::results::{Host, RunResults, ScenarioInfo, SCHEMA_VERSION};
+use schedlab::record::results::{Host, RunResults, ScenarioInfo, SchedSetting, SCHEMA_VERSION};
 
 /// A repeat's fork cycles: `n` of 1 ms and one of 40 ms.
 fn fork_cycles(n: u64) -> Distribution {
@@ -20,6 +20,23 @@ fn fork_cycles(n: u64) -> Distribution {
     })
 }
 
+/// A machine with every field known.
+fn host() -> Host {
+    Host {
+        kernel: "6.18.0-test".into(),
+        cpus: 2,
+        autogroup: true,
+        hostname: Some("lab1".into()),
+        kernel_version: Some("#1 SMP PREEMPT_DYNAMIC Fri Nov 28 10:00:00 UTC 2026".into()),
+        cpu_model: Some("AMD EPYC 7B12".into()),
+        cpufreq_governor: Some("performance".into()),
+        sched: vec![SchedSetting {
+            name: "kernel.sched_rt_runtime_us".into(),
+            value: "950000".into(),
+        }],
+    }
+}
+
 fn example() -> RunResults {
     let frames = common::frames();
     let mut second = common::frames();
@@ -27,16 +44,13 @@ fn example() -> RunResults {
         f.workloads[0].ops_per_sec *= 1.1;
     }
     let mut r = RunResults::from_repeats(
-        Host {
-            kernel: "6.18.0-test".into(),
-            cpus: 2,
-            autogroup: true,
-        },
+        host(),
         ScenarioInfo {
             name: "contest-fork-load".into(),
             file: None,
             interval_ms: 500,
             duration_s: Some(5.0),
+            content: Some("name = \"contest-fork-load\"\n".into()),
         },
         &[
             ("ref-job".into(), "ref-job".into(), "unit".into()),
@@ -44,6 +58,13 @@ fn example() -> RunResults {
         ],
         &[frames, second],
     );
+    r.schedlab_commit = Some("ff47afa".into());
+    r.started_utc = Some("2026-12-06T02:11:19Z".into());
+    r.command_line = Some(vec![
+        "schedlab".into(),
+        "run".into(),
+        "contest-fork-load".into(),
+    ]);
     r.workloads[1].latency = vec![LatencyResult::from_repeats(
         "fork cycle",
         &[fork_cycles(4_400), fork_cycles(4_000)],
@@ -132,6 +153,25 @@ fn strays_and_other_versions_are_refused() {
     v["workloads"][1]["latency"][0]["pooled"]["p95_us"] = 1.into();
     let e = RunResults::from_json(&v.to_string(), "x.json").unwrap_err();
     assert!(format!("{e:#}").contains("unknown field `p95_us`"), "{e:#}");
+    // Schema 3, without the machine in full, is still read: the new fields are absent.
+    let mut v = serde_json::to_value(example()).unwrap();
+    v["schema_version"] = 3.into();
+    for k in ["schedlab_commit", "started_utc", "command_line"] {
+        v.as_object_mut().unwrap().remove(k);
+    }
+    for k in [
+        "hostname",
+        "kernel_version",
+        "cpu_model",
+        "cpufreq_governor",
+        "sched",
+    ] {
+        v["host"].as_object_mut().unwrap().remove(k);
+    }
+    v["scenario"].as_object_mut().unwrap().remove("content");
+    let old = RunResults::from_json(&v.to_string(), "x.json").unwrap();
+    assert_eq!((old.host.hostname, old.host.sched.len()), (None, 0));
+    assert_eq!((old.started_utc, old.scenario.content), (None, None));
     // Schema 2, without latency, is still read.
     let mut v = serde_json::to_value(example()).unwrap();
     v["schema_version"] = 2.into();

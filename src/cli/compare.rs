@@ -470,12 +470,82 @@ pub fn labels(paths: &[&Path]) -> Vec<String> {
 #[derive(Serialize)]
 struct Report<'a> {
     files: Vec<FileInfo<'a>>,
+    /// Where the files' machines or runs differ, one line per field.
+    machine_differences: Vec<String>,
     test: &'static str,
     rows: &'a [Row],
     latency_test: &'static str,
     latency_rows: &'a [LatencyRow],
     unmatched: &'a [String],
     regressions: &'a [Regression],
+}
+
+/// Where the files' machines or runs differ, one line per field, the baseline first:
+/// `kernel: baseline 6.17.0; 1: 6.18.0`. Fields: those of [`crate::record::results::Host`]
+/// (kernel, its version string, host, CPU model, CPUs, governor, autogroup, each scheduler
+/// setting), schedlab's version and commit, and the scenario's text. Not the time or the
+/// command line: they differ between any two runs. A field a file did not record (an older
+/// file) is "not recorded" and alone makes no difference; a scheduler setting one kernel has
+/// and another lacks is "absent".
+pub fn machine_differences(files: &[RunResults]) -> Vec<String> {
+    let per_file: Vec<Vec<(String, Option<String>)>> = files
+        .iter()
+        .map(|r| {
+            let mut f = r.host.fields();
+            f.push(("schedlab".into(), Some(r.schedlab_version.clone())));
+            f.push(("schedlab commit".into(), r.schedlab_commit.clone()));
+            f
+        })
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for f in &per_file {
+        for (n, _) in f {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let values: Vec<Option<String>> = per_file
+            .iter()
+            .zip(files)
+            .map(|(f, r)| match f.iter().find(|(n, _)| n == name) {
+                Some((_, v)) => v.clone(),
+                // A setting this kernel does not have, where it showed others.
+                None if !r.host.sched.is_empty() => Some("absent".into()),
+                None => None,
+            })
+            .collect();
+        let mut known: Vec<&String> = values.iter().flatten().collect();
+        known.sort();
+        known.dedup();
+        if known.len() > 1 {
+            let each: Vec<String> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let who = if i == 0 {
+                        "baseline".to_owned()
+                    } else {
+                        i.to_string()
+                    };
+                    format!("{who} {}", v.as_deref().unwrap_or("not recorded"))
+                })
+                .collect();
+            out.push(format!("{name}: {}", each.join("; ")));
+        }
+    }
+    let mut texts: Vec<&String> = files
+        .iter()
+        .filter_map(|r| r.scenario.content.as_ref())
+        .collect();
+    texts.sort();
+    texts.dedup();
+    if texts.len() > 1 {
+        out.push("scenario text: not the same in every file (their scenario.content)".into());
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -524,6 +594,7 @@ pub fn main(args: Args) -> Result<()> {
                         repeats: r.repeats,
                     })
                     .collect(),
+                machine_differences: machine_differences(&files),
                 test: "welch",
                 rows: &c.rows,
                 latency_test: "mann_whitney",

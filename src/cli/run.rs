@@ -19,8 +19,9 @@ use crate::model::Frame;
 use crate::probe::{Life, Sample, WorkloadSample};
 use crate::record::atomic::AtomicFile;
 use crate::record::latency::RepeatLatency;
+use crate::record::machine;
 use crate::record::metrics::MetricsServer;
-use crate::record::recording::{kernel_release, Header, RecordingWriter};
+use crate::record::recording::{Header, RecordingWriter};
 use crate::record::results::{Host, RunResults, ScenarioInfo};
 use crate::scenario::Scenario;
 use crate::sys::kernel::priority::SamplerPriority;
@@ -47,7 +48,9 @@ pub struct Args {
     /// How many times to run the scenario; statistics are across repeats.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub repeat: u32,
-    /// Output format: a table, the JSON results schema (docs/results-schema.md), or CSV.
+    /// Output format: a table, the JSON results schema (docs/results-schema.md), CSV of the
+    /// statistics (a row per workload and metric), or CSV of every repeat's value
+    /// (csv-repeats: a row per workload, metric and repeat; docs/headless.md).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write the results to FILE (whole or not at all) instead of standard output.
@@ -89,7 +92,10 @@ pub fn verdict_window(s: &str) -> Result<f64, String> {
 pub enum Format {
     Text,
     Json,
+    /// One row per workload and metric: the statistics across repeats.
     Csv,
+    /// One row per workload, metric and repeat, with scenario, kernel and host columns.
+    CsvRepeats,
 }
 
 /// Seconds from `30`, `30s`, `1.5s`, `500ms`, `2m`.
@@ -114,6 +120,19 @@ pub(crate) fn parse_duration(s: &str) -> Result<f64, String> {
 /// A scenario file, or a preset by name ([`Scenario::open`], as `tui` takes it too).
 pub fn load_scenario(arg: &str) -> Result<(Scenario, Option<String>)> {
     Scenario::open(arg)
+}
+
+/// The TOML a scenario argument names: the file's text, or the preset's.
+fn scenario_text(arg: &str) -> Option<String> {
+    let path = std::path::Path::new(arg);
+    if path.exists() {
+        return std::fs::read_to_string(path).ok();
+    }
+    let stem = arg.strip_suffix(".toml").unwrap_or(arg);
+    crate::scenario::PRESETS
+        .iter()
+        .find(|(n, _)| *n == stem)
+        .map(|(_, src)| (*src).to_owned())
 }
 
 /// How long each repeat may last: the flag, the scenario's, or until its workloads end.
@@ -172,6 +191,8 @@ pub fn main(args: Args) -> Result<()> {
         .map(RecordingWriter::create)
         .transpose()?;
 
+    let started = machine::now_utc();
+    let content = args.scenario.as_deref().and_then(scenario_text);
     let progress = progress_bar(limit);
     let mut repeats = Vec::new();
     let mut latencies = Vec::new();
@@ -213,11 +234,15 @@ pub fn main(args: Args) -> Result<()> {
         r.finish()?;
     }
 
-    let results = results_of(&scenario, file, limit, host, &repeats, &latencies);
+    let mut results = results_of(&scenario, file, limit, host, &repeats, &latencies);
+    results.started_utc = Some(started);
+    results.command_line = Some(machine::command_line());
+    results.scenario.content = content;
     let text = match args.format {
         Format::Text => results.to_text(),
         Format::Json => results.to_json(),
         Format::Csv => results.to_csv(),
+        Format::CsvRepeats => results.to_csv_repeats(),
     };
     write_results(output.take(), &text)
 }
@@ -247,13 +272,10 @@ fn results_of(
         file,
         interval_ms: scenario.interval_ms,
         duration_s: limit,
+        content: None,
     };
     let mut results = RunResults::from_repeats(
-        host.unwrap_or_else(|| Host {
-            kernel: kernel_release(),
-            cpus: crate::supervisor::usable_cpus(),
-            autogroup: false,
-        }),
+        host.unwrap_or_else(|| Host::here(crate::supervisor::usable_cpus(), false)),
         info,
         &workloads,
         repeats,
@@ -415,14 +437,12 @@ impl Repeat<'_, '_> {
 
     fn frame(&mut self, frame: Frame) -> Result<bool> {
         if self.first {
-            let h = self.host.get_or_insert_with(|| Host {
-                kernel: kernel_release(),
-                cpus: frame.machine.cpus,
-                autogroup: frame.machine.autogroup,
-            });
+            let h = self
+                .host
+                .get_or_insert_with(|| Host::here(frame.machine.cpus, frame.machine.autogroup));
             if let Some(rec) = self.recording.as_mut() {
                 if self.number == 1 {
-                    rec.header(&Header::new(self.plan.scenario, h.cpus, h.autogroup))?;
+                    rec.header(&Header::of(self.plan.scenario, h.clone()))?;
                 }
                 rec.start_repeat(self.number)?;
             }

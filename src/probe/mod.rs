@@ -15,6 +15,7 @@
 pub mod attach;
 mod budget;
 mod cgroups;
+pub mod host;
 mod machine;
 pub mod parse;
 mod reader;

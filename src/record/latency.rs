@@ -162,7 +162,7 @@ impl Figure {
     }
 
     /// As `--fail-on-regression` names it: "latency_p99".
-    pub(crate) fn gate_name(self) -> &'static str {
+    pub fn gate_name(self) -> &'static str {
         match self {
             Figure::P50 => "latency_p50",
             Figure::P99 => "latency_p99",

@@ -3,7 +3,9 @@
 
 pub mod atomic;
 pub mod latency;
+pub mod machine;
 pub mod metrics;
 pub mod plot;
 pub mod recording;
 pub mod results;
+pub mod text;

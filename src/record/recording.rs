@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{Frame, Model};
 use crate::probe::Sample;
+use crate::record::machine::{self, Host};
 use crate::scenario::Scenario;
 
 /// The format version in the header line.
@@ -40,20 +41,45 @@ pub struct Header {
     /// Wall-clock start, milliseconds since the Unix epoch.
     pub started_unix_ms: u64,
     pub scenario: Scenario,
+    /// The same start, UTC, RFC 3339. This field and the three after it came later, within
+    /// version 1: an older recording has none of them, and an older reader ignores them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_utc: Option<String>,
+    /// The git commit schedlab was built from ("unknown" outside a checkout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedlab_commit: Option<String>,
+    /// The command line that recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
+    /// The machine in full, as a results file carries it (host name, CPU model, governor,
+    /// scheduler settings, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
 }
 
 impl Header {
+    /// A header for this machine and this process, now.
     pub fn new(scenario: &Scenario, cpus: usize, autogroup: bool) -> Self {
+        Self::of(scenario, Host::here(cpus, autogroup))
+    }
+
+    /// A header for the machine `host`, written by this process now.
+    pub fn of(scenario: &Scenario, host: Host) -> Self {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
         Header {
             schedlab_recording: RECORDING_VERSION,
             schedlab_version: env!("CARGO_PKG_VERSION").into(),
-            kernel: kernel_release(),
-            cpus,
-            autogroup,
-            started_unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+            kernel: host.kernel.clone(),
+            cpus: host.cpus,
+            autogroup: host.autogroup,
+            started_unix_ms: started.as_millis() as u64,
             scenario: scenario.clone(),
+            started_utc: Some(machine::rfc3339_utc(started.as_secs())),
+            schedlab_commit: Some(machine::GIT_COMMIT.into()),
+            command_line: Some(machine::command_line()),
+            host: Some(host),
         }
     }
 }

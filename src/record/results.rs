@@ -7,16 +7,19 @@ use std::fmt::Write as _;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::model::stats::{self, num, Noise, Summary, CONFIDENCE, NOISY_CV};
+use crate::model::stats::{self, Noise, Summary, CONFIDENCE, NOISY_CV};
 use crate::model::{Frame, WorkloadState};
 use crate::record::latency::{self, LatencyResult, RepeatLatency};
+pub use crate::record::machine::{Host, SchedSetting};
+use crate::record::text;
 
 /// Bumped on any change that could break a reader; additions bump it too, because readers
 /// are strict (unknown fields are refused).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 /// Versions this schedlab reads (2 added the observer's own figures, 3 each workload's
-/// latency and migrations).
-pub(crate) const READS_VERSIONS: [u32; 3] = [1, 2, 3];
+/// latency and migrations, 4 the machine and run in full: time, host name, CPU model,
+/// governor, scheduler settings, commit, command line, the scenario's text).
+pub(crate) const READS_VERSIONS: [u32; 4] = [1, 2, 3, 4];
 
 /// The metrics reported per workload, in output order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,20 +154,8 @@ impl Better {
     }
 }
 
-/// The machine the results come from.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Host {
-    /// `uname -r`.
-    pub kernel: String,
-    /// CPUs the workloads could use.
-    pub cpus: usize,
-    /// Whether the kernel's autogroup was enabled.
-    pub autogroup: bool,
-}
-
 /// Which scenario ran.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioInfo {
     pub name: String,
@@ -174,6 +165,10 @@ pub struct ScenarioInfo {
     pub interval_ms: u64,
     /// Seconds each repeat lasted at most; None = until its finite workloads ended.
     pub duration_s: Option<f64>,
+    /// The scenario's TOML as it was read (the file's or the preset's text; schema 4). None
+    /// for a scenario of attached processes only, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
 }
 
 /// One metric of one workload across repeats.
@@ -226,6 +221,15 @@ pub struct WorkloadResult {
 pub struct RunResults {
     pub schema_version: u32,
     pub schedlab_version: String,
+    /// The git commit schedlab was built from, "unknown" outside a checkout (schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedlab_commit: Option<String>,
+    /// When the first repeat started, UTC, RFC 3339 (schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_utc: Option<String>,
+    /// The command line that ran it, one argument per element (schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
     pub host: Host,
     pub scenario: ScenarioInfo,
     pub repeats: usize,
@@ -331,6 +335,9 @@ impl RunResults {
         RunResults {
             schema_version: SCHEMA_VERSION,
             schedlab_version: env!("CARGO_PKG_VERSION").into(),
+            schedlab_commit: Some(crate::record::machine::GIT_COMMIT.into()),
+            started_utc: None,
+            command_line: None,
             host,
             scenario,
             repeats,
@@ -438,20 +445,87 @@ impl RunResults {
         out
     }
 
-    /// A table per workload, for people.
+    /// One row per workload, metric and run: every repeat's own value, with the scenario,
+    /// kernel and host on each row so that files of many machines concatenate into one table.
+    /// `run` counts the repeats that measured the figure (1-based): it is the repeat's number
+    /// whenever `n` equals `repeats`.
+    pub fn to_csv_repeats(&self) -> String {
+        let mut out = String::from(CSV_REPEATS_HEADER);
+        out.push('\n');
+        let host = self.host.hostname.as_deref().unwrap_or("");
+        let lead = format!(
+            "{},{},{}",
+            csv_field(&self.scenario.name),
+            csv_field(&self.host.kernel),
+            csv_field(host)
+        );
+        let mut rows = |w: &WorkloadResult, metric: &str, unit: &str, runs: &[f64]| {
+            for (k, v) in runs.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "{lead},{},{},{metric},{},{},{v}",
+                    csv_field(&w.name),
+                    csv_field(&w.kind),
+                    csv_field(unit),
+                    k + 1
+                );
+            }
+        };
+        for w in &self.workloads {
+            for m in &w.metrics {
+                rows(w, m.metric.name(), &m.unit, &m.runs);
+            }
+            for l in &w.latency {
+                for f in &l.figures {
+                    let unit = format!("µs ({})", l.unit);
+                    rows(w, f.figure.gate_name(), &unit, &f.runs);
+                }
+            }
+        }
+        out
+    }
+
+    /// A table per workload, for people, fitting a 100-column terminal: numbers scaled
+    /// (`1.30 G`), the 95% interval as one `lo..hi` column that never goes below zero, and
+    /// notes and warnings wrapped.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
+        let line = |out: &mut String, text: String| {
+            let _ = writeln!(out, "{}", text::wrap(&text, text::COLUMNS, 4));
+        };
         let h = &self.host;
-        let _ = writeln!(
-            out,
-            "scenario {}: {} repeat{}, kernel {}, {} CPUs, autogroup {}",
-            self.scenario.name,
-            self.repeats,
-            if self.repeats == 1 { "" } else { "s" },
-            h.kernel,
-            h.cpus,
-            if h.autogroup { "on" } else { "off" }
+        line(
+            &mut out,
+            format!(
+                "scenario {}: {} repeat{}, kernel {}, {} CPUs, autogroup {}",
+                self.scenario.name,
+                self.repeats,
+                if self.repeats == 1 { "" } else { "s" },
+                h.kernel,
+                h.cpus,
+                if h.autogroup { "on" } else { "off" }
+            ),
         );
+        let machine: Vec<String> = [
+            h.hostname.as_ref().map(|n| format!("host {n}")),
+            h.cpu_model.clone(),
+            h.cpufreq_governor.as_ref().map(|g| format!("governor {g}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !machine.is_empty() {
+            line(&mut out, machine.join(", "));
+        }
+        let mut by = format!("schedlab {}", self.schedlab_version);
+        if let Some(c) = &self.schedlab_commit {
+            let _ = write!(by, " ({c})");
+        }
+        if let Some(t) = &self.started_utc {
+            let _ = write!(by, ", started {t}");
+        }
+        line(&mut out, by);
+        let (mut two_runs, mut clamped) = (false, false);
         for w in &self.workloads {
             let _ = writeln!(out, "\n{} ({})", w.name, w.kind);
             let mut noisy = Vec::new();
@@ -465,21 +539,24 @@ impl RunResults {
                 })
                 .collect();
             rows.extend(latency::text_rows(&w.latency));
-            // The label column fits the longest label ("migrations_per_sec (migrations/s)"
-            // pushed its row's figures out of their columns).
+            // The label column fits the longest label ("migrations_per_sec (migrations/s)"),
+            // up to what leaves the figures their room in 100 columns.
             let width = rows
                 .iter()
                 .map(|(label, _, _)| label.chars().count())
                 .max()
                 .unwrap_or(0)
-                .max(26);
+                .clamp(20, LABEL_MAX);
             let _ = writeln!(
                 out,
-                "  {:<width$} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
+                "  {:<width$} {:>8} {:>8} {:>8} {:>8} {:>17} {:>6}",
                 "metric", "mean", "std dev", "min", "max", "95% CI", "CV"
             );
             for (label, name, s) in &rows {
-                text_row(&mut out, label, width, s);
+                let ci = text::Interval::of(s);
+                two_runs |= ci == text::Interval::TwoRuns;
+                clamped |= matches!(ci, text::Interval::Shown { clamped: true, .. });
+                text_row(&mut out, &text::fit(label, width), width, s, &ci);
                 match s.noise() {
                     Some(Noise::SingleRun) => single = true,
                     Some(Noise::HighCv(cv)) => noisy.push(format!("{name} {:.1}%", cv * 100.0)),
@@ -487,29 +564,45 @@ impl RunResults {
                 }
             }
             for l in &w.latency {
-                let _ = writeln!(out, "  {}", latency::text_line(l));
+                line(&mut out, format!("  {}", latency::text_line(l)));
             }
             if single {
-                let _ = writeln!(
-                    out,
-                    "  warning: one run only: the spread is unknown; use --repeat 5 or more"
+                line(
+                    &mut out,
+                    "  warning: one run only: the spread is unknown; use --repeat 5 or more".into(),
                 );
             }
             if !noisy.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "  warning: too noisy to trust (runs vary by more than {:.0}%): {}",
-                    self.noise_threshold_cv * 100.0,
-                    noisy.join(", ")
+                line(
+                    &mut out,
+                    format!(
+                        "  warning: too noisy to trust (runs vary by more than {:.0}%): {}",
+                        self.noise_threshold_cv * 100.0,
+                        noisy.join(", ")
+                    ),
                 );
             }
         }
+        if two_runs || clamped {
+            let _ = writeln!(out);
+        }
+        if two_runs {
+            line(&mut out, text::TWO_RUNS_NOTE.into());
+        }
+        if clamped {
+            line(&mut out, text::CLAMPED_NOTE.into());
+        }
         if let Some(o) = &self.observer {
-            let _ = writeln!(out, "\n{}", o.text());
+            let _ = writeln!(out);
+            line(&mut out, o.text());
         }
         out
     }
 }
+
+/// The widest metric label the text table shows whole: with the six figure columns (63
+/// characters) a row fits 100 columns.
+const LABEL_MAX: usize = text::COLUMNS - 63;
 
 /// The value of each metric over one repeat: the time-weighted mean over the intervals in
 /// which the workload was alive. Throughput is operations done / time from the first interval
@@ -572,21 +665,20 @@ pub(crate) fn repeat_values(frames: &[Frame], workload: &str) -> Option<[f64; Me
     }))
 }
 
+/// The per-repeat CSV's header line.
+pub const CSV_REPEATS_HEADER: &str = "scenario,kernel,host,workload,kind,metric,unit,run,value";
+
 /// One metric's line in a workload's table.
-fn text_row(out: &mut String, label: &str, width: usize, s: &Summary) {
-    let ci = match (s.ci95_low, s.ci95_high) {
-        (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
-        _ => "-".into(),
-    };
+fn text_row(out: &mut String, label: &str, width: usize, s: &Summary, ci: &text::Interval) {
     let _ = writeln!(
         out,
-        "  {:<width$} {:>12} {:>11} {:>12} {:>12} {:>27} {:>7}",
+        "  {:<width$} {:>8} {:>8} {:>8} {:>8} {:>17} {:>6}",
         label,
-        num(s.mean),
-        s.std_dev.map_or("-".into(), num),
-        num(s.min),
-        num(s.max),
-        ci,
+        text::human(s.mean),
+        s.std_dev.map_or("-".into(), text::human),
+        text::human(s.min),
+        text::human(s.max),
+        ci.cell(),
         s.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
     );
 }

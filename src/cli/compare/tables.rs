@@ -5,17 +5,8 @@
 use std::fmt::Write as _;
 
 use super::{Against, Comparison, LatencyRow, Row, Verdict};
-use crate::model::stats::num;
 use crate::record::results::{Better, Metric, RunResults};
-
-fn signed(x: f64) -> String {
-    let s = num(x);
-    if x > 0.0 {
-        format!("+{s}")
-    } else {
-        s
-    }
-}
+use crate::record::text::{fit, human as num, signed, wrap, COLUMNS};
 
 fn pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |d| format!("{d:+.1}%"))
@@ -58,7 +49,7 @@ fn groups<'a>(c: &'a Comparison, base: &RunResults) -> Vec<(&'a str, Metric, Vec
     out
 }
 
-const TEST_NOTE: &str = "significant: Welch's t-test, two-sided p < 0.05; within noise: the runs' spread covers the difference";
+const TEST_NOTE: &str = "significant: Welch's t-test, two-sided p < 0.05; within noise: the runs' spread covers the difference; cannot tell: fewer than 2 runs a side (latency: fewer than 4); %sd: each file's own standard deviation in % of its mean";
 
 /// A table per workload: per metric the baseline's mean and spread, then one line per file
 /// with its difference, `%change ± %stddev`, the 95% CI of the difference, p and the verdict.
@@ -70,7 +61,8 @@ pub fn to_text(c: &Comparison, files: &[RunResults], labels: &[String]) -> Strin
         } else {
             format!("{i}")
         };
-        let _ = writeln!(out, "{tag}: {label}: {}", describe(r));
+        let head = format!("{tag}: {label}: {}", describe(r));
+        let _ = writeln!(out, "{}", wrap(&head, COLUMNS, 4));
     }
     let Some(base) = files.first() else {
         return out;
@@ -78,12 +70,15 @@ pub fn to_text(c: &Comparison, files: &[RunResults], labels: &[String]) -> Strin
     if files.iter().any(|r| r.scenario.name != base.scenario.name) {
         let _ = writeln!(out, "note: the files ran different scenarios");
     }
+    for d in super::machine_differences(files) {
+        let _ = writeln!(out, "{}", wrap(&format!("differs: {d}"), COLUMNS, 4));
+    }
     let width = labels
         .iter()
-        .map(|l| l.len())
+        .map(|l| l.chars().count())
         .max()
         .unwrap_or(0)
-        .clamp(8, 24);
+        .clamp(8, LABEL_MAX);
     let mut current = None;
     for (workload, _, rows) in groups(c, base) {
         if current != Some(workload) {
@@ -94,8 +89,8 @@ pub fn to_text(c: &Comparison, files: &[RunResults], labels: &[String]) -> Strin
             let _ = writeln!(out, "\n{workload}");
             let _ = writeln!(
                 out,
-                "  {:<26} {:<width$} {:>11} {:>11} {:>18} {:>25} {:>7}  verdict",
-                "metric", "file", "mean", "diff", "%change ± %stddev", "95% CI of diff", "p"
+                "    {:<width$} {:>8} {:>8} {:>16} {:>17} {:>6}  verdict",
+                "file", "mean", "diff", "%change ± %sd", "95% CI of diff", "p"
             );
         }
         let name = format!("{} ({})", rows[0].metric.name(), rows[0].unit);
@@ -107,12 +102,16 @@ pub fn to_text(c: &Comparison, files: &[RunResults], labels: &[String]) -> Strin
     for u in &c.unmatched {
         let _ = writeln!(out, "\nnot compared: {u}");
     }
-    let _ = writeln!(out, "\n{TEST_NOTE}");
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{}", wrap(TEST_NOTE, COLUMNS, 2));
     if !c.latency.is_empty() {
-        let _ = writeln!(out, "{LATENCY_NOTE}");
+        let _ = writeln!(out, "{}", wrap(LATENCY_NOTE, COLUMNS, 2));
     }
     out
 }
+
+/// The widest file label the text table shows whole: the other columns take 82 of 100.
+const LABEL_MAX: usize = 14;
 
 const LATENCY_NOTE: &str = "latency (µs, lower is better): Mann–Whitney rank test on the repeats' values, exact, two-sided p < 0.05 (needs 4+ runs each); its CI is that of the Hodges–Lehmann shift";
 
@@ -179,7 +178,7 @@ where
 fn welch_cells(row: &Row) -> (String, String) {
     match &row.welch {
         Some(w) => (
-            format!("{} .. {}", signed(w.ci95_low), signed(w.ci95_high)),
+            format!("{}..{}", signed(w.ci95_low), signed(w.ci95_high)),
             format!("{:.3}", w.p_value),
         ),
         None => ("-".into(), "-".into()),
@@ -190,7 +189,7 @@ fn rank_cells(row: &LatencyRow) -> (String, String) {
     match &row.rank_test {
         Some(t) => (
             match (t.ci95_low, t.ci95_high) {
-                (Some(lo), Some(hi)) => format!("{} .. {}", signed(lo), signed(hi)),
+                (Some(lo), Some(hi)) => format!("{}..{}", signed(lo), signed(hi)),
                 _ => "-".into(),
             },
             format!("{:.3}", t.p_value),
@@ -203,28 +202,31 @@ fn rank_cells(row: &LatencyRow) -> (String, String) {
 /// line per file with its mean, difference, `%change ± %stddev`, CI, p and verdict.
 fn text_group(out: &mut String, name: String, lines: &[Line], labels: &[String], width: usize) {
     let first = &lines[0];
+    let base = fit(labels.first().map_or("", |l| l.as_str()), width);
     let _ = writeln!(
         out,
-        "  {:<26} {:<width$} {:>11} {:>11} {:>18}",
-        name,
-        labels.first().map_or("", |l| l.as_str()),
+        "  {name}\n    {base:<width$} {:>8} {:>8} {:>16}",
         num(first.vs.a.mean),
         "",
         spread(first.vs.a.pct_std_dev()),
     );
     for line in lines {
         let (ci, p) = &line.test;
+        let label = fit(labels.get(line.candidate).map_or("", |l| l.as_str()), width);
+        // "cannot tell (needs 2+ runs each)" in short: the note under the table says why.
+        let judgement = if line.verdict == Verdict::CannotTell {
+            "cannot tell"
+        } else {
+            line.judgement.as_str()
+        };
         let _ = writeln!(
             out,
-            "  {:<26} {:<width$} {:>11} {:>11} {:>18} {:>25} {:>7}  {}",
-            "",
-            labels.get(line.candidate).map_or("", |l| l.as_str()),
+            "    {label:<width$} {:>8} {:>8} {:>16} {:>17} {:>6}  {judgement}",
             num(line.vs.b.mean),
             signed(line.vs.b.mean - line.vs.a.mean),
             format!("{} {}", pct(line.vs.diff_pct), spread(line.vs.pct_std_dev)),
             ci,
             p,
-            line.judgement
         );
     }
 }
@@ -289,6 +291,9 @@ pub fn to_markdown(c: &Comparison, files: &[RunResults], labels: &[String]) -> S
     for (i, (r, label)) in files.iter().zip(labels).enumerate() {
         let role = if i == 0 { " (baseline)" } else { "" };
         let _ = writeln!(out, "- **{}**{role}: {}", cell(label), describe(r));
+    }
+    for d in super::machine_differences(files) {
+        let _ = writeln!(out, "- differs: {}", cell(&d));
     }
     let _ = writeln!(out);
     let _ = write!(out, "| workload | metric |");
