@@ -45,7 +45,7 @@ impl Host {
     pub fn here(cpus: usize, autogroup: bool) -> Host {
         use crate::probe::host;
         Host {
-            kernel: crate::record::recording::kernel_release(),
+            kernel: kernel_release(),
             cpus,
             autogroup,
             hostname: host::hostname(),
@@ -122,6 +122,13 @@ pub fn rfc3339_utc(secs: u64) -> String {
         rem % 3_600 / 60,
         rem % 60
     )
+}
+
+/// `uname -r`.
+pub(crate) fn kernel_release() -> String {
+    nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 #[cfg(test)]

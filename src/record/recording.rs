@@ -84,13 +84,6 @@ impl Header {
     }
 }
 
-/// `uname -r`.
-pub(crate) fn kernel_release() -> String {
-    nix::sys::utsname::uname()
-        .map(|u| u.release().to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 /// Every line after the header.
 #[derive(Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]

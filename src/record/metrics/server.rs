@@ -62,7 +62,7 @@ impl MetricsServer {
     pub fn start(addr: &str, scenario: &str) -> Result<Self> {
         let common = common_labels(
             &hostname(),
-            &crate::record::recording::kernel_release(),
+            &crate::record::machine::kernel_release(),
             scenario,
         );
         Self::start_labelled(addr, common)
