@@ -208,6 +208,9 @@ fn knobs_on_an_attached_hog_are_put_back_when_it_is_let_go() {
         .unwrap();
     lab.tick();
     assert!(schedlab::sys::exit::undo::journal_file().is_none());
+    // Its knobs start from the hog's own nice, changing nothing: `]` then makes it one more.
+    assert_eq!(Backend::knobs(&lab, id).map(|k| k.nice), Some(OWN_NICE));
+    assert_eq!(hog.nice(), OWN_NICE);
 
     let knobs = Knobs {
         nice: 12,

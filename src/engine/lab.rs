@@ -445,7 +445,20 @@ impl Lab {
         let Some(e) = self.entries.iter().find(|e| e.id == id) else {
             return Ok(());
         };
-        if e.attached.is_none() || e.decl.knobs == crate::knobs::Knobs::default() {
+        if e.attached.is_none() {
+            return Ok(());
+        }
+        if e.decl.knobs == crate::knobs::Knobs::default() {
+            // Nothing asked: the row's nice starts from its processes' own (the first one
+            // found), so `]` on a process at nice 5 makes it 6, not 1. Nothing is changed.
+            let nice = self
+                .attached_tids(id)
+                .first()
+                .and_then(|&tid| crate::sys::kernel::proc::read_stat(tid))
+                .map(|st| st.nice);
+            if let (Some(nice), Some(e)) = (nice, self.entries.iter_mut().find(|e| e.id == id)) {
+                e.decl.knobs.nice = nice;
+            }
             return Ok(());
         }
         let knobs = e.decl.knobs.clone();

@@ -114,7 +114,14 @@ fn tick(backend: &mut dyn Backend, samples: bool, sink: &mut impl FnMut(Event) -
 fn answer(backend: &mut dyn Backend, cmd: Command) -> Vec<Event> {
     match cmd {
         Command::Add(decl) => match backend.add(decl.clone()) {
-            Ok(id) => vec![Event::Added(id, decl)],
+            Ok(id) => {
+                // An attached row's knobs start from its processes' own (their nice): the
+                // dashboard's next `]` builds on those.
+                let started = backend.knobs(id).filter(|k| *k != decl.knobs);
+                let mut out = vec![Event::Added(id, decl)];
+                out.extend(started.map(|k| Event::Knobs(id, k)));
+                out
+            }
             Err(e) => {
                 // Named once, whether or not the backend's error names it already.
                 let why = format!("{e:#}");
