@@ -43,6 +43,17 @@ fn example() -> RunResults {
     for f in &mut second {
         f.workloads[0].ops_per_sec *= 1.1;
     }
+    // A neighbour's session at the end of the second repeat: the rest's groups are written.
+    if let Some(f) = second.last_mut() {
+        f.machine.rest_groups = vec![schedlab::model::RestGroup {
+            name: "session 812 (bash: make, cc1)".into(),
+            key: "autogroup-12".into(),
+            received: 0.9,
+            fair: 1.0,
+            verdict: schedlab::model::Verdict::Fair,
+            ..Default::default()
+        }];
+    }
     let mut r = RunResults::from_repeats(
         host(),
         ScenarioInfo {

