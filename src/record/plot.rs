@@ -53,6 +53,15 @@ struct Series {
     cs: Vec<(f64, f64)>,
 }
 
+/// A figure as drawn: a broken one (NaN, infinite) at zero.
+fn clean(v: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
+}
+
 fn series(frames: &[Frame]) -> Vec<Series> {
     let mut out: Vec<Series> = Vec::new();
     for f in frames {
@@ -72,7 +81,6 @@ fn series(frames: &[Frame]) -> Vec<Series> {
                 }
             };
             let s = &mut out[i];
-            let clean = |v: f64| if v.is_finite() { v } else { 0.0 };
             s.ops.push((f.t, clean(w.ops_per_sec)));
             s.cpu.push((f.t, clean(w.cpu_received)));
             s.fair.push((f.t, clean(w.cpu_fair)));
@@ -181,7 +189,6 @@ where
 
     // Panel 2: CPU received (solid) against fair share (dashed, same colour), and the rest of
     // the machine in grey when it took or was due anything.
-    let clean = |v: f64| if v.is_finite() { v } else { 0.0 };
     let rest_cpu: Vec<(f64, f64)> = frames
         .iter()
         .map(|f| (f.t, clean(f.machine.rest_cpu_received)))

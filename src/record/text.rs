@@ -114,12 +114,16 @@ pub fn wrap(text: &str, width: usize, indent: usize) -> String {
     out
 }
 
-/// `s` cut to `width` characters, its end replaced by `…` when it was longer.
+/// `s` cut to `width` characters, its end replaced by `…` when it was longer (nothing at
+/// width 0). The dashboard's cells are cut by the same function (`ui::fmt::clip`).
 pub fn fit(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         return s.to_owned();
     }
-    let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+    if width == 0 {
+        return String::new();
+    }
+    let mut t: String = s.chars().take(width - 1).collect();
     t.push('…');
     t
 }

@@ -92,17 +92,9 @@ pub fn latency(us: f64) -> String {
     }
 }
 
-/// Cuts `s` to `width` characters, marking the cut with an ellipsis.
+/// Cuts `s` to `width` characters, marking the cut with an ellipsis (as reports do).
 pub(crate) fn clip(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        s.to_string()
-    } else if width == 0 {
-        String::new()
-    } else {
-        let mut out: String = s.chars().take(width - 1).collect();
-        out.push('…');
-        out
-    }
+    crate::record::text::fit(s, width)
 }
 
 #[cfg(test)]
