@@ -80,6 +80,11 @@ pub fn claims(
 /// One task seen at the read.
 fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
     tm.runnable = Some(task.runnable_before);
+    // Its voluntary switches since its last status read (before `wanted` moves the memo).
+    let slept = task
+        .vol
+        .zip(tm.switches)
+        .map(|(v, (v0, _))| v.saturating_sub(v0));
     let w = demand::wanted(
         Observed {
             run_ns: task.run_ns,
@@ -103,11 +108,31 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
     // hackbench, the root group's daemons waited 0.57 s for 0.06 s run; counted as CPU they
     // wanted, they read `short`. A task still runnable may have work left: its preempted
     // wait stays demand.
+    //
+    // schedlab's own threads do one sweep per interval and are runnable at their own read:
+    // a wait makes them late, not want more. Counted, the observer's group read `STARVED`
+    // beside 30 chat rooms (due 0.115 CPU for 0.057 received, the sweep's own).
     let caught_up = !task.runnable && task.run_ns > 0;
-    let (busy, woken_wait, wakeups) = if task.kthread || caught_up {
+    //
+    // A task runnable at the read that slept for most of the interval is paced by what wakes
+    // it (a timer, a socket), not by the CPU: served at once, it would have done the same
+    // bursts sooner, and at most the rest of the burst it was preempted in. Its preempted
+    // wait is demand up to one burst (what it ran per sleep), the rest a delay. In CI's root
+    // autogroup, beside 30 chat rooms, a nice -10 agent thread woke once a second, ran 4 ms,
+    // was preempted and waited 200 to 340 ms: counted whole, its group read `STARVED`.
+    let (busy, woken_wait, wakeups) = if task.kthread || task.observer || caught_up {
         (task.run_ns.min(t), task.wait_ns.min(t), task.slices as f64)
     } else {
-        (w.busy, w.woken_wait, w.wakeups)
+        let run = task.run_ns.min(t);
+        let asleep = t.saturating_sub(run + w.waited);
+        let burst = slept.filter(|&n| n > 0).map(|n| run / n);
+        match burst {
+            Some(burst) if asleep > run + w.waited && w.busy > run + burst => {
+                let busy = run + burst;
+                (busy, w.woken_wait + (w.busy - busy), w.wakeups)
+            }
+            _ => (w.busy, w.woken_wait, w.wakeups),
+        }
     };
     // Children its process reaped (recordings before procs were kept): as before, with it.
     let reaped = task.reaped_ns as f64;
@@ -350,5 +375,64 @@ mod tests {
         assert!((cs[0].claim.demand - 0.001).abs() < 1e-9);
         assert!((cs[0].woken_wait_ns - 971.0 * MS as f64).abs() < 1.0);
         assert_eq!(cs[0].wakeups, 12.0);
+    }
+
+    #[test]
+    fn the_observer_runnable_at_its_own_read_wants_what_it_ran() {
+        // The sweep's thread is always runnable when it reads itself; beside 30 chat rooms
+        // it ran 57 ms and waited 60 ms after preemptions. Waiting made it late, not busier.
+        let mut me = task(70, 70, 57, 60);
+        (me.observer, me.slices, me.vol, me.invol) = (true, 20, Some(10), Some(10));
+        let cs = claims(&sample(vec![me], vec![]), &mut Default::default());
+        assert!(
+            (cs[0].claim.demand - 0.057).abs() < 1e-9,
+            "{}",
+            cs[0].claim.demand
+        );
+    }
+
+    #[test]
+    fn a_sleeper_preempted_in_its_burst_wants_at_most_the_burst_more() {
+        // CI's root autogroup beside 30 chat rooms: an agent's thread woke once, ran 4.6 ms,
+        // was preempted twice and waited 327 ms, and was runnable at the read. It slept most
+        // of the second: served at once it would have run its 4.6 ms sooner, and at most one
+        // more burst before the read.
+        let mut a = task(1, 103, 4, 327);
+        a.run_ns = 4_600_000;
+        (a.slices, a.vol, a.invol) = (2, Some(69_667), Some(55_111));
+        let mut memo = std::collections::HashMap::new();
+        memo.insert(
+            103,
+            TaskMemo {
+                switches: Some((69_666, 55_109)),
+                preempted: Some(0.5),
+                ..TaskMemo::default()
+            },
+        );
+        let cs = claims(&sample(vec![a.clone()], vec![]), &mut memo);
+        assert!(
+            (cs[0].claim.demand - 0.0092).abs() < 1e-9,
+            "{}",
+            cs[0].claim.demand
+        );
+        // The wait it did not want is a delay.
+        assert!(
+            (cs[0].woken_wait_ns - 322.4 * MS as f64).abs() < 1.0,
+            "{}",
+            cs[0].woken_wait_ns
+        );
+        // Runnable for most of the second, it is CPU-bound: its preempted wait is demand.
+        a.wait_ns = 900 * MS;
+        let mut memo = std::collections::HashMap::new();
+        memo.insert(
+            103,
+            TaskMemo {
+                switches: Some((69_666, 55_109)),
+                preempted: Some(0.5),
+                ..TaskMemo::default()
+            },
+        );
+        let cs = claims(&sample(vec![a], vec![]), &mut memo);
+        assert!(cs[0].claim.demand > 0.6, "{}", cs[0].claim.demand);
     }
 }

@@ -227,6 +227,7 @@ impl Rest {
                     cpus: t.sample.cpus.clone(),
                     cpu: t.sample.cpu,
                     kthread: p.kthread,
+                    observer: pid == me,
                     vol: t.sample.vol.filter(|_| fresh),
                     invol: t.sample.invol.filter(|_| fresh),
                     slices: if t.first_read() {

@@ -203,6 +203,10 @@ pub struct RestTask {
     /// to what it wants (a starved kworker would otherwise seem to want the whole CPU).
     #[serde(default, skip_serializing_if = "is_false")]
     pub kthread: bool,
+    /// A thread of schedlab itself: it does one sweep per interval, so waiting makes it late
+    /// (its skipped samples say so), not want more. It is always runnable at its own read.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub observer: bool,
     /// Its voluntary and involuntary switch counts at this read, when it ran since the last
     /// (status is read for those only): which part of its wait followed a wakeup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
