@@ -23,6 +23,7 @@
 
 pub mod cli;
 pub mod engine;
+pub mod finding;
 pub mod knobs;
 pub mod model;
 pub mod probe;

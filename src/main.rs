@@ -44,7 +44,7 @@ fn main() -> ExitCode {
         // Before any thread exists: the dashboard runs in a child, guarded by this process.
         schedlab::ui::terminal::guard();
     }
-    if matches!(command, None | Some("tui" | "run" | "contest")) {
+    if matches!(command, None | Some("tui" | "run" | "contest" | "suite")) {
         // Still one thread: the sampler's descriptors will not wait for an RCU grace period.
         schedlab::sys::kernel::fdtable::reserve_early();
     }

@@ -28,6 +28,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::finding::Finding;
 use crate::knobs::{
     Knobs, Placement, Policy, CGROUP_WEIGHT, DEFAULT_CGROUP_WEIGHT, MAX_CPU_QUOTA, NICE,
     RT_PRIORITY,
@@ -61,6 +62,9 @@ pub struct Scenario {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict_window: Option<f64>,
     pub workloads: Vec<WorkloadDecl>,
+    /// What it reproduces, when it is a finding (a `[finding]` table: src/finding.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finding: Option<Finding>,
 }
 
 /// The presets shipped in assets/scenarios/, by file stem.
@@ -111,6 +115,7 @@ impl Scenario {
             duration: None,
             verdict_window: None,
             workloads: Vec::new(),
+            finding: None,
         }
     }
 
@@ -270,6 +275,7 @@ struct ScenarioFile {
     verdict_window: Option<Spanned<f64>>,
     #[serde(default)]
     workload: Vec<Spanned<WorkloadFile>>,
+    finding: Option<Spanned<Finding>>,
 }
 
 /// One `[[workload]]` table: the keys every kind has. Its kind's own parameters sit beside
@@ -433,6 +439,14 @@ impl ScenarioFile {
             }
             workloads.push(decl);
         }
+        let finding = match self.finding {
+            Some(f) => {
+                let names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+                f.get_ref().check(&names).map_err(|m| (span_of(&f), m))?;
+                Some(f.into_inner())
+            }
+            None => None,
+        };
         Ok(Scenario {
             name,
             description: self.description.unwrap_or_default(),
@@ -440,6 +454,7 @@ impl ScenarioFile {
             duration,
             verdict_window,
             workloads,
+            finding,
         })
     }
 }
@@ -769,6 +784,7 @@ mod tests {
                         duration: None,
                     },
                 ],
+                finding: None,
             }
         );
     }

@@ -282,6 +282,25 @@ fn help_overlay() {
 }
 
 #[test]
+fn a_finding_shows_its_text_in_the_help() {
+    let mut app = seed_app();
+    let (name, src) = schedlab::finding::CATALOGUE[0];
+    let sc = schedlab::scenario::Scenario::from_toml(src, name).unwrap();
+    app.finding = sc.finding;
+    let help = text_after(&mut app, '?', 120, 48);
+    assert!(
+        help.contains("The 2002 contest fork loop on one CPU"),
+        "{help}"
+    );
+    assert!(
+        help.contains("Five runnable tasks of equal weight"),
+        "{help}"
+    );
+    // The keys are still there below it.
+    assert!(help.contains("quit"), "{help}");
+}
+
+#[test]
 fn picker_and_its_form() {
     let mut app = seed_app();
     key(&mut app, KeyCode::Char('a'));

@@ -19,6 +19,7 @@ use crate::model::rank::{self, RankTest};
 use crate::model::stats::{self, Summary, Welch};
 use crate::record::latency::Figure;
 use crate::record::results::{Better, Metric, RunResults, WorkloadResult};
+use crate::record::suite::SuiteResults;
 
 pub use tables::{to_markdown, to_text};
 
@@ -478,6 +479,124 @@ struct Report<'a> {
     latency_rows: &'a [LatencyRow],
     unmatched: &'a [String],
     regressions: &'a [Regression],
+    /// Suite files only: the findings whose figures moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    moved_findings: Option<&'a [Moved]>,
+}
+
+fn c_of(files: &[RunResults]) -> Comparison {
+    compare_many(&files.iter().collect::<Vec<_>>())
+}
+
+/// A finding of a suite whose figures moved in one file against the baseline.
+#[derive(Clone, Debug, Serialize)]
+pub struct Moved {
+    pub candidate: usize,
+    pub finding: String,
+    /// What moved, in words: `fork_load fairness_ratio 2.86 -> 1.41`.
+    pub what: Vec<String>,
+    /// Whether a test said so (false: too few repeats to test; moved beyond the tolerance).
+    pub tested: bool,
+}
+
+/// How far a figure must move for a finding to have moved: a tenth of a fairness ratio or
+/// of what it received (at least the model's tolerance in CPUs), the model's tolerance in
+/// what it is due, a tenth of a latency. Below it a change is immaterial however
+/// significant; with dozens of figures a suite would otherwise flag noise.
+const MOVED_RATIO: f64 = 0.1;
+const MOVED_LATENCY_PCT: f64 = 10.0;
+
+/// The findings of two or more suites whose fairness ratio, CPU received or due, or latency
+/// moved materially, and not within noise (a finding run once a side is said untested).
+pub fn moved_findings(c: &Comparison) -> Vec<Moved> {
+    let mut out: Vec<Moved> = Vec::new();
+    let mut note = |candidate: usize, workload: &str, what: String, tested: bool| {
+        let (finding, _) = workload.split_once('/').unwrap_or((workload, ""));
+        match out
+            .iter_mut()
+            .find(|m| m.candidate == candidate && m.finding == finding)
+        {
+            Some(m) => {
+                m.what.push(what);
+                m.tested &= tested;
+            }
+            None => out.push(Moved {
+                candidate,
+                finding: finding.to_owned(),
+                what: vec![what],
+                tested,
+            }),
+        }
+    };
+    for r in &c.rows {
+        // What a workload received moves with the machine's noise, by a share of itself;
+        // what it is due only when the rules or the setup changed.
+        let limit = match r.metric {
+            Metric::FairnessRatio => MOVED_RATIO.max(MOVED_RATIO * r.a.mean.abs()),
+            Metric::CpuReceived => crate::finding::DUE_TOLERANCE.max(MOVED_RATIO * r.a.mean),
+            Metric::CpuFair => crate::finding::DUE_TOLERANCE,
+            _ => continue,
+        };
+        if r.verdict == Verdict::WithinNoise || (r.b.mean - r.a.mean).abs() < limit {
+            continue;
+        }
+        let what = format!(
+            "{} {} {:.3} -> {:.3}",
+            r.workload.split_once('/').map_or(&*r.workload, |(_, w)| w),
+            r.metric.name(),
+            r.a.mean,
+            r.b.mean
+        );
+        note(
+            r.candidate,
+            &r.workload,
+            what,
+            r.verdict == Verdict::Significant,
+        );
+    }
+    for r in &c.latency {
+        let big = r.diff_pct.is_some_and(|d| d.abs() >= MOVED_LATENCY_PCT);
+        if r.verdict != Verdict::Significant || !big {
+            continue;
+        }
+        let what = format!(
+            "{} {} {} {:+.0}%",
+            r.workload.split_once('/').map_or(&*r.workload, |(_, w)| w),
+            r.figure.gate_name(),
+            r.unit,
+            r.diff_pct.unwrap_or(0.0)
+        );
+        note(r.candidate, &r.workload, what, true);
+    }
+    out
+}
+
+/// The moved findings, a line each, under the tables.
+fn moved_text(moved: &[Moved], labels: &[String]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("\n");
+    if moved.is_empty() {
+        out.push_str("findings that moved: none\n");
+    }
+    for m in moved {
+        let how = if m.tested {
+            ""
+        } else {
+            " (too few repeats to test: moved beyond the tolerance)"
+        };
+        let line = format!(
+            "finding moved in {}: {}: {}{how}",
+            labels.get(m.candidate).map_or("?", |l| l.as_str()),
+            m.finding,
+            m.what.join("; ")
+        );
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::record::text::wrap(&line, crate::record::text::COLUMNS, 4)
+        );
+    }
+    out
 }
 
 /// Where the files' machines or runs differ, one line per field, the baseline first:
@@ -559,15 +678,32 @@ struct FileInfo<'a> {
 }
 
 pub fn main(args: Args) -> Result<()> {
-    let load = |p: &PathBuf| -> Result<RunResults> {
+    let mut suites = 0;
+    let mut load = |p: &PathBuf| -> Result<RunResults> {
         let text =
             std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-        RunResults::from_json(&text, &p.display().to_string())
+        let origin = p.display().to_string();
+        if SuiteResults::is_suite(&text) {
+            suites += 1;
+            return Ok(SuiteResults::from_json(&text, &origin)?.as_run_results());
+        }
+        RunResults::from_json(&text, &origin)
     };
-    let files = args.files.iter().map(load).collect::<Result<Vec<_>>>()?;
+    let files = args
+        .files
+        .iter()
+        .map(&mut load)
+        .collect::<Result<Vec<_>>>()?;
+    if suites != 0 && suites != files.len() {
+        return Err(crate::cli::ArgumentError(
+            "compare takes suite files with suite files, run results with run results".into(),
+        )
+        .into());
+    }
     let paths: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
     let labels = labels(&paths);
-    let c = compare_many(&files.iter().collect::<Vec<_>>());
+    let c = c_of(&files);
+    let moved = (suites != 0).then(|| moved_findings(&c));
     let regressed = regressions(&c, &args.fail_on_regression, &labels);
     let format = if args.json {
         Format::Json
@@ -576,9 +712,10 @@ pub fn main(args: Args) -> Result<()> {
     } else {
         args.format
     };
+    let moved_lines = moved.as_deref().map(|m| moved_text(m, &labels));
     let text = match format {
-        Format::Text => to_text(&c, &files, &labels),
-        Format::Markdown => to_markdown(&c, &files, &labels),
+        Format::Text => to_text(&c, &files, &labels) + &moved_lines.unwrap_or_default(),
+        Format::Markdown => to_markdown(&c, &files, &labels) + &moved_lines.unwrap_or_default(),
         Format::Json => {
             let report = Report {
                 files: files
@@ -601,6 +738,7 @@ pub fn main(args: Args) -> Result<()> {
                 latency_rows: &c.latency,
                 unmatched: &c.unmatched,
                 regressions: &regressed,
+                moved_findings: moved.as_deref(),
             };
             let mut s = serde_json::to_string_pretty(&report)?;
             s.push('\n');

@@ -9,6 +9,7 @@ pub mod contest;
 pub mod plot;
 pub mod replay;
 pub mod run;
+pub mod suite;
 pub mod tui;
 
 use anyhow::Result;
@@ -43,6 +44,8 @@ enum Cmd {
     Contest(contest::Args),
     /// Compare result files with the first: %change ± %stddev, significant or within noise.
     Compare(compare::Args),
+    /// Run the findings (known scheduler behaviours) and report what this kernel did.
+    Suite(suite::Args),
     /// Play a recording back.
     Replay(replay::ReplayArgs),
     /// Draw a recording as a picture: throughput, CPU share vs fair share, context switches.
@@ -69,6 +72,7 @@ pub fn run(matches: &ArgMatches) -> Result<()> {
         Some(Cmd::Run(a)) => run::main(a),
         Some(Cmd::Contest(a)) => contest::main(a),
         Some(Cmd::Compare(a)) => compare::main(a),
+        Some(Cmd::Suite(a)) => suite::main(a),
         Some(Cmd::Replay(a)) => replay::replay_main(a),
         Some(Cmd::Plot(a)) => plot::plot_main(a),
         Some(Cmd::Cleanup) => cleanup::main(),

@@ -206,6 +206,7 @@ pub fn main(args: Args) -> Result<()> {
                     scenario: &scenario,
                     limit,
                     sampler: args.sampler_priority,
+                    progress_from: 0,
                 },
                 k,
                 &mut recording,
@@ -248,7 +249,7 @@ pub fn main(args: Args) -> Result<()> {
 }
 
 /// The run's results from every repeat's Frames and latency.
-fn results_of(
+pub(crate) fn results_of(
     scenario: &Scenario,
     file: Option<String>,
     limit: Option<f64>,
@@ -285,7 +286,7 @@ fn results_of(
 }
 
 /// Writes the results to the output file (whole, or not at all) or to stdout.
-fn write_results(output: Option<AtomicFile>, text: &str) -> Result<()> {
+pub(crate) fn write_results(output: Option<AtomicFile>, text: &str) -> Result<()> {
     match output {
         Some(mut out) => {
             use std::io::Write;
@@ -352,17 +353,20 @@ fn said(w: &WorkloadSample) -> String {
 }
 
 /// What every repeat runs, and how.
-struct Plan<'a> {
-    scenario: &'a Scenario,
+pub(crate) struct Plan<'a> {
+    pub scenario: &'a Scenario,
     /// Seconds a repeat may last.
-    limit: Option<f64>,
-    sampler: SamplerPriority,
+    pub limit: Option<f64>,
+    pub sampler: SamplerPriority,
+    /// Where the progress bar stands when it starts, in tenths of a second (a suite's bar
+    /// covers all its runs).
+    pub progress_from: u64,
 }
 
 /// One repeat: starts the workloads, and has the engine tick them until the limit or until
 /// they all ended. Returns its Frames and its latency histograms (which the Frames hold only
 /// as percentiles).
-fn run_once(
+pub(crate) fn run_once(
     plan: &Plan,
     repeat: u32,
     recording: &mut Option<RecordingWriter>,
@@ -452,7 +456,8 @@ impl Repeat<'_, '_> {
             m.publish(&frame);
         }
         let elapsed = self.start.elapsed().as_secs_f64();
-        self.progress.set_position((elapsed * 10.0) as u64);
+        self.progress
+            .set_position(self.plan.progress_from + (elapsed * 10.0) as u64);
         self.frames.push(frame);
         Ok(true)
     }

@@ -8,4 +8,5 @@ pub mod metrics;
 pub mod plot;
 pub mod recording;
 pub mod results;
+pub mod suite;
 pub mod text;

@@ -82,6 +82,8 @@ pub struct TableGeometry {
 
 pub struct App {
     pub title: String,
+    /// What the scenario reproduces, when it is a finding: the help overlay shows its text.
+    pub finding: Option<crate::finding::Finding>,
     pub theme: Theme,
     pub interval: Duration,
     pub window: f64,
@@ -138,6 +140,7 @@ impl App {
     pub fn new(title: impl Into<String>, interval: Duration, cpus: usize, theme: Theme) -> Self {
         App {
             title: title.into(),
+            finding: None,
             theme,
             interval,
             window: 60.0,

@@ -26,6 +26,14 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
         .max()
         .unwrap_or(0);
     let mut lines: Vec<Line> = Vec::new();
+    if let Some(fd) = &app.finding {
+        // The finding's text first: what the screen shows and why it matters.
+        lines.push(Line::from(Span::styled(fd.title.clone(), t.title())));
+        let width = (area.width as usize).saturating_sub(6).clamp(40, 76);
+        let text = crate::record::text::wrap(fd.text.trim(), width, 0);
+        lines.extend(text.lines().map(|l| Line::raw(l.to_owned())));
+        lines.push(Line::raw(""));
+    }
     let mut group = "";
     for (g, keys, what) in keys_for(replay) {
         if *g != group {

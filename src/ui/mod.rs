@@ -106,6 +106,11 @@ pub fn run(
 
     let cpus = crate::supervisor::usable_cpus();
     let mut app = App::new(scenario.name.clone(), interval, cpus, Theme::from_env());
+    if let Some(finding) = &scenario.finding {
+        // A finding opened as a guided tour: its title on the status line, its text in help.
+        app.title = format!("{}: {} (? for what it shows)", scenario.name, finding.title);
+        app.finding = Some(finding.clone());
+    }
     let result = (|| -> Result<()> {
         loop {
             session.term.draw(|f| draw(f, &app)).context("drawing")?;
