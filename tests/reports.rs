@@ -5,6 +5,7 @@
 
 use schedlab::cli::compare::{compare_many, machine_differences, to_text};
 use schedlab::model::latency::Distribution;
+use schedlab::model::Verdict;
 use schedlab::probe::LatencySample;
 use schedlab::record::latency::LatencyResult;
 use schedlab::record::results::{
@@ -347,4 +348,80 @@ fn this_machine_is_described_field_by_field() {
         commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
         "{commit}"
     );
+}
+
+/// A suite of two findings run, one skipped, with what the kernel did.
+fn suite() -> schedlab::record::suite::SuiteResults {
+    use schedlab::record::suite::{FindingResult, FindingWorkload, SuiteResults};
+    let row = |name: &str, received: f64, due: f64, rules: Option<f64>, v: Verdict| {
+        FindingWorkload {
+            name: name.into(),
+            received,
+            due,
+            rules_due: rules,
+            verdict: v,
+            verdicts: [(schedlab::record::suite::verdict_word(v).to_owned(), 24)].into(),
+            throttled_pct: 0.0,
+            wake_delay_us: Some(533.2),
+            migrations_per_sec: Some(1.4),
+        }
+    };
+    let finding = |name: &str, title: &str, workloads| FindingResult {
+        name: name.into(),
+        title: title.into(),
+        text: "What it shows.".into(),
+        skipped: None,
+        workloads,
+        jain_index: Some(0.926),
+        rest_cpu: 0.02,
+        results: None,
+    };
+    SuiteResults {
+        suite_schema_version: schedlab::record::suite::SUITE_SCHEMA_VERSION,
+        schedlab_version: "0.1.0".into(),
+        schedlab_commit: Some("b73b6f3".into()),
+        started_utc: Some("2026-12-06T04:56:44Z".into()),
+        command_line: Some(vec!["schedlab".into(), "suite".into(), "--quick".into()]),
+        host: host("6.18.44", "performance", "950000"),
+        quick: true,
+        repeats: 1,
+        findings: vec![
+            finding(
+                "contest-one-cpu",
+                "The 2002 contest fork loop on one CPU",
+                vec![
+                    row("ref-job", 0.698, 0.797, Some(0.8), Verdict::Short),
+                    row("fork_load", 0.302, 0.199, Some(0.2), Verdict::Ahead),
+                ],
+            ),
+            finding(
+                "a-finding-with-a-very-long-name-for-its-workloads",
+                "Names longer than their column are cut with an ellipsis, never wrapped",
+                vec![row(
+                    "a-workload-name-far-longer-than-the-column",
+                    0.5,
+                    0.5,
+                    None,
+                    Verdict::Fair,
+                )],
+            ),
+            FindingResult {
+                skipped: Some("needs root (cgroups or real time)".into()),
+                ..finding("cgroup-weights", "cgroup weights 100 : 300", Vec::new())
+            },
+        ],
+    }
+}
+
+#[test]
+fn the_suite_report_fits_100_columns_and_reads_back() {
+    let s = suite();
+    let text = s.to_text();
+    assert_fits(&text);
+    insta::assert_snapshot!("suite_text", text);
+    insta::assert_snapshot!("suite_markdown", s.to_markdown());
+    let back = schedlab::record::suite::SuiteResults::from_json(&s.to_json(), "s.json").unwrap();
+    assert_eq!(back, s);
+    assert!(schedlab::record::suite::SuiteResults::is_suite(&s.to_json()));
+    assert!(s.due_faults().is_empty());
 }
