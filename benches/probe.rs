@@ -83,6 +83,7 @@ impl Sleepers {
                 counters: None,
                 ops_unit: String::new(),
                 attach: None,
+                paced: false,
             },
             child,
         }

@@ -148,6 +148,7 @@ fn target(id: u32, name: &str, w: &Workload) -> Target {
         counters: None,
         ops_unit: String::new(),
         attach: None,
+        paced: false,
     }
 }
 

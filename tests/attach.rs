@@ -488,6 +488,89 @@ fn stopping_detaches_and_nothing_outside_is_ever_signalled() {
     b.never_signalled().unwrap();
 }
 
+/// Killing what schedlab did not start takes an explicit request: the Lab's `kill_attached`
+/// (the dashboard's `K`, confirmed) and `run --kill-attached` send SIGTERM, and nothing else
+/// outside is touched.
+#[test]
+fn attached_processes_are_killed_only_when_asked() {
+    let _m = machine();
+    let target = Outside::start(
+        "kill-a",
+        Path::new("/bin/sh"),
+        "while :; do sleep 0.05; done",
+        None,
+    );
+    let bystander = Outside::start(
+        "kill-b",
+        Path::new("/bin/sh"),
+        "while :; do sleep 0.05; done",
+        None,
+    );
+    let mut lab = Lab::new(Duration::from_millis(100)).unwrap();
+    let id = lab
+        .add(attach_decl("target", Selector::Pid(target.pid)))
+        .unwrap();
+    let other = lab
+        .add(attach_decl("bystander", Selector::Pid(bystander.pid)))
+        .unwrap();
+    lab.tick();
+    // A workload schedlab started is refused: it has `s`.
+    let started = lab
+        .add(common::real_binary(&WorkloadDecl {
+            name: "hog".into(),
+            kind: WorkloadKind::CpuHog { threads: 1 },
+            knobs: Default::default(),
+            start_delay: 0.0,
+            duration: None,
+        }))
+        .unwrap();
+    let refused = lab.kill_attached(started).unwrap_err().to_string();
+    assert!(refused.contains("started by schedlab"), "{refused}");
+    // The shell, and its `sleep` of the moment when the probe holds it as a descendant.
+    assert!(lab.kill_attached(id).unwrap() >= 1);
+    lab.stop(other);
+    drop(lab);
+    // The trap writes TERM, and the shell goes on (it traps it): it was asked, once.
+    common::wait::until(Duration::from_secs(5), Duration::from_millis(20), || {
+        match std::fs::read_to_string(&target.trapped) {
+            Ok(s) if s.trim() == "TERM" => Ok(()),
+            other => Err(other.ok()),
+        }
+    })
+    .unwrap();
+    bystander.never_signalled().unwrap();
+
+    // Headless: the flag is refused with nothing attached, and kills at the end otherwise.
+    let out = common::schedlab()
+        .args(["run", "hackbench", "--duration", "1", "--kill-attached"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs something attached"));
+    let victim = Outside::start(
+        "kill-c",
+        Path::new("/bin/sh"),
+        "while :; do sleep 0.05; done",
+        None,
+    );
+    let out = common::schedlab()
+        .args(["run", "--attach", &format!("pid:{}", victim.pid)])
+        .args(["--duration", "1", "--kill-attached"])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("sent SIGTERM to 1 process"), "{said}");
+    common::wait::until(Duration::from_secs(5), Duration::from_millis(20), || {
+        match std::fs::read_to_string(&victim.trapped) {
+            Ok(s) if s.trim() == "TERM" => Ok(()),
+            other => Err(other.ok()),
+        }
+    })
+    .unwrap();
+    bystander.never_signalled().unwrap();
+}
+
 #[test]
 fn a_process_that_exits_ends_its_row_and_the_run_goes_on() {
     let _m = machine();

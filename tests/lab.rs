@@ -159,6 +159,7 @@ fn threads_exiting_while_sampled_are_dropped_without_panic() {
         counters: None,
         ops_unit: String::new(),
         attach: None,
+        paced: false,
     };
     let mut probe = Probe::new(ProbeConfig {
         status_every: Duration::ZERO,

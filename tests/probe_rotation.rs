@@ -47,6 +47,7 @@ fn a_workload_read_in_rotation_reads_its_clock_and_all_its_switches() {
         counters: None,
         ops_unit: "unit".into(),
         attach: None,
+        paced: false,
     }];
     // The probe's thread sleeps between sweeps on a 10 Hz grid, and skips the points it
     // missed, as the observer does.

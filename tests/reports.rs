@@ -353,8 +353,8 @@ fn this_machine_is_described_field_by_field() {
 /// A suite of two findings run, one skipped, with what the kernel did.
 fn suite() -> schedlab::record::suite::SuiteResults {
     use schedlab::record::suite::{FindingResult, FindingWorkload, SuiteResults};
-    let row = |name: &str, received: f64, due: f64, rules: Option<f64>, v: Verdict| {
-        FindingWorkload {
+    let row =
+        |name: &str, received: f64, due: f64, rules: Option<f64>, v: Verdict| FindingWorkload {
             name: name.into(),
             received,
             due,
@@ -364,8 +364,7 @@ fn suite() -> schedlab::record::suite::SuiteResults {
             throttled_pct: 0.0,
             wake_delay_us: Some(533.2),
             migrations_per_sec: Some(1.4),
-        }
-    };
+        };
     let finding = |name: &str, title: &str, workloads| FindingResult {
         name: name.into(),
         title: title.into(),
@@ -422,6 +421,8 @@ fn the_suite_report_fits_100_columns_and_reads_back() {
     insta::assert_snapshot!("suite_markdown", s.to_markdown());
     let back = schedlab::record::suite::SuiteResults::from_json(&s.to_json(), "s.json").unwrap();
     assert_eq!(back, s);
-    assert!(schedlab::record::suite::SuiteResults::is_suite(&s.to_json()));
+    assert!(schedlab::record::suite::SuiteResults::is_suite(
+        &s.to_json()
+    ));
     assert!(s.due_faults().is_empty());
 }

@@ -964,6 +964,28 @@ fn an_attached_row_shows_no_throughput_and_ends_with_its_reason() {
     let text = text_of(&screen(&app, 100, 30));
     let row = text.lines().find(|l| l.contains("build")).unwrap();
     assert!(row.contains("let go"), "{row}");
+
+    // K asks before killing what schedlab did not start; only `y` kills.
+    app.outbox.clear();
+    key(&mut app, KeyCode::Char('K'));
+    assert_eq!(app.mode, Mode::ConfirmKill(3));
+    let text = text_of(&screen(&app, 100, 30));
+    assert!(
+        text.contains("Kill the processes attached as build?"),
+        "{text}"
+    );
+    key(&mut app, KeyCode::Char('n'));
+    assert_eq!(app.mode, Mode::Normal);
+    assert!(app.outbox.is_empty(), "{:?}", app.outbox);
+    key(&mut app, KeyCode::Char('K'));
+    key(&mut app, KeyCode::Char('y'));
+    assert_eq!(app.outbox, vec![Command::KillAttached(3)]);
+    // On a row schedlab started, K kills nothing and says what does.
+    app.outbox.clear();
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Char('K'));
+    assert_eq!(app.mode, Mode::Normal);
+    assert!(app.outbox.is_empty(), "{:?}", app.outbox);
 }
 
 /// `X` promotes the busiest group of the rest that no row attaches yet: an autogroup by its

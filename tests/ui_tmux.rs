@@ -158,6 +158,15 @@ impl Tmux {
             .expect("no dashboard process")
     }
 
+    /// The dashboard started with this command line (not its terminal guardian).
+    fn dashboard_pid_of(&self, cmdline: &str) -> u32 {
+        self.tagged()
+            .into_iter()
+            .find(|(pid, cmd)| cmd.trim() == cmdline && common::comm(*pid) == "schedlab")
+            .map(|(pid, _)| pid)
+            .expect("no dashboard process")
+    }
+
     /// After the dashboard ended: prompt back, terminal sane, nothing left.
     fn assert_clean_exit(&self, how: &str) {
         self.wait_for(
@@ -473,4 +482,69 @@ fn a_crashed_workload_leaves_the_dashboard_usable_and_nothing_behind() {
     );
     t.keys(&["q"]);
     t.assert_clean_exit("q after a workload crashed");
+}
+
+/// `schedlab tui --attach pid:P` as a person would: the process schedlab did not start is a
+/// row, `]` renices it, and SIGKILL of the dashboard puts its nice back within 3 s (the
+/// restorer waiting on its pipe: src/sys/exit/undo.rs), never signalling it.
+#[test]
+fn sigkill_of_a_dashboard_that_reniced_an_attached_process_puts_its_nice_back() {
+    let Some(t) = Tmux::start("attach") else {
+        return;
+    };
+    // Outside schedlab and untagged: in a session of its own, started by this test.
+    let mut outside = Command::new("setsid")
+        .args(["sh", "-c", "while :; do sleep 0.05; done"])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = outside.id();
+    let nice = |pid: u32| -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(16)?
+            .parse()
+            .ok()
+    };
+    let name = format!("pid:{pid}");
+    t.type_text(&format!(
+        "SCHEDLAB_E2E_TAG={} {BIN} tui --attach {name}",
+        t.tag
+    ));
+    t.keys(&["Enter"]);
+    t.wait_for("the attached row", Duration::from_secs(20), |s| {
+        row(s, &name).is_some()
+    });
+    // The rows: ref-job, fork_load, then the attached one.
+    t.keys(&["Down", "Down"]);
+    t.wait_for("its details", Duration::from_secs(10), |s| {
+        s.contains(&format!("■ {name}"))
+    });
+    t.keys(&["]"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while nice(pid) != Some(1) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(nice(pid), Some(1), "{}", t.screen());
+    let dashboard = t.dashboard_pid_of(&format!("{BIN} tui --attach {name}"));
+    let _ = kill(Pid::from_raw(dashboard as i32), Signal::SIGKILL);
+    let killed = Instant::now();
+    while nice(pid) != Some(0) && killed.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let back = killed.elapsed();
+    assert_eq!(nice(pid), Some(0), "nice not put back 3 s after SIGKILL");
+    eprintln!(
+        "nice put back {:.0} ms after SIGKILL",
+        back.as_secs_f64() * 1e3
+    );
+    t.assert_clean_exit("SIGKILL");
+    // Still there, and never stopped or killed by schedlab.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let state = state.rsplit(')').next().unwrap().split_whitespace().next();
+    assert!(matches!(state, Some("S" | "R")), "{state:?}");
+    let _ = nix::sys::signal::killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    let _ = outside.wait();
 }

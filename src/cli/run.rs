@@ -73,6 +73,10 @@ pub struct Args {
     /// Start even when the size guard finds it too big for this machine.
     #[arg(long)]
     pub force: bool,
+    /// When the run ends, send SIGTERM to the processes it watched but did not start
+    /// (--attach, attach workloads): without it, schedlab never signals them.
+    #[arg(long)]
+    pub kill_attached: bool,
 }
 
 /// Parses `--attach`: a selector that matches something on this machine now.
@@ -165,6 +169,18 @@ pub fn main(args: Args) -> Result<()> {
     }
     let limit = repeat_limit(&scenario, args.duration)?;
     crate::scenario::check_scenario(&scenario, args.force)?;
+    let attached: Vec<(String, crate::probe::Selector)> = scenario
+        .workloads
+        .iter()
+        .filter_map(|w| w.kind.selector()?.ok().map(|s| (w.name.clone(), s)))
+        .collect();
+    if args.kill_attached && attached.is_empty() {
+        return Err(crate::cli::ArgumentError(
+            "--kill-attached needs something attached (--attach, or a kind = \"attach\" workload)"
+                .into(),
+        )
+        .into());
+    }
 
     // A signal or a panic kills the workloads and sweeps what they made before we exit.
     crate::engine::live::install_exit_hook();
@@ -245,7 +261,16 @@ pub fn main(args: Args) -> Result<()> {
         Format::Csv => results.to_csv(),
         Format::CsvRepeats => results.to_csv_repeats(),
     };
-    write_results(output.take(), &text)
+    write_results(output.take(), &text)?;
+    if args.kill_attached {
+        // Asked for on the command line: the one way `run` signals what it did not start.
+        for (name, sel) in &attached {
+            let n = crate::engine::lab::kill_matching(sel);
+            let s = if n == 1 { "" } else { "es" };
+            crate::errln!("schedlab run: {name}: sent SIGTERM to {n} process{s} (--kill-attached)");
+        }
+    }
+    Ok(())
 }
 
 /// The run's results from every repeat's Frames and latency.

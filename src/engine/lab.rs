@@ -376,6 +376,38 @@ impl Lab {
 
     /// The threads of an attached workload's processes now (none when it is not attached).
     pub(crate) fn attached_tids(&self, id: u32) -> Vec<u32> {
+        let mut tids = Vec::new();
+        for pid in self.attached_pids(id) {
+            match crate::sys::kernel::proc::threads(pid) {
+                Some(t) => tids.extend(t),
+                None => tids.push(pid),
+            }
+        }
+        tids
+    }
+
+    /// Sends SIGTERM to every process of an attached workload: only ever at the user's
+    /// explicit request (a confirmation in the dashboard, `run --kill-attached`), the one way
+    /// schedlab signals what it did not start. Its knobs are put back first and the row is
+    /// let go. Returns how many processes were signalled.
+    pub fn kill_attached(&mut self, id: u32) -> Result<usize> {
+        let Some(e) = self.entries.iter().find(|e| e.id == id) else {
+            anyhow::bail!("no workload {id}");
+        };
+        if !e.decl.kind.attached() {
+            anyhow::bail!(
+                "{} was started by schedlab: stop it instead (s); K is for attached rows",
+                e.decl.name
+            );
+        }
+        let pids = self.attached_pids(id);
+        self.stop(id);
+        Ok(terminate(pids))
+    }
+
+    /// The processes of an attached workload now (none when it is not attached): never
+    /// schedlab itself or what it started.
+    fn attached_pids(&self, id: u32) -> Vec<u32> {
         let Some(sel) = self
             .entries
             .iter()
@@ -391,20 +423,12 @@ impl Lab {
             .filter_map(|e| e.running.as_ref().map(|r| r.pgid()))
             .collect();
         let skip = |pid: u32, pgid: u32| pid == me || started.contains(&pgid);
-        let pids = crate::probe::attach::members_now(
+        crate::probe::attach::members_now(
             &sel,
             &self.probe.config().proc_root,
             &self.probe.held(id),
             &skip,
-        );
-        let mut tids = Vec::new();
-        for pid in pids {
-            match crate::sys::kernel::proc::threads(pid) {
-                Some(t) => tids.extend(t),
-                None => tids.push(pid),
-            }
-        }
-        tids
+        )
     }
 
     /// Changes nice, policy and affinity of every thread of an attached workload from `old`
@@ -497,6 +521,7 @@ impl Lab {
                         counters: Some(run.counters.clone()),
                         ops_unit,
                         attach: None,
+                        paced: e.decl.kind.paced(),
                     });
                 }
                 let sel = e.attached.clone()?;
@@ -512,6 +537,7 @@ impl Lab {
                     counters: None,
                     ops_unit,
                     attach: Some(sel),
+                    paced: false,
                 })
             })
             .collect()
@@ -532,6 +558,30 @@ impl Drop for Lab {
 
 /// Lets an attached workload go: the knobs schedlab changed on it are put back (threads whose
 /// start time still matches). Nothing is signalled.
+/// SIGTERM to each process; how many took it.
+fn terminate(pids: Vec<u32>) -> usize {
+    let term = |pid: u32| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+    };
+    pids.into_iter().filter(|&p| term(p).is_ok()).count()
+}
+
+/// SIGTERM to every process a selector matches now, never schedlab itself: `run
+/// --kill-attached` at the end of a run, which the user asked for. How many took it.
+pub fn kill_matching(sel: &crate::probe::Selector) -> usize {
+    let me = std::process::id();
+    let pids = crate::probe::attach::members_now(
+        sel,
+        std::path::Path::new("/proc"),
+        &std::collections::HashMap::new(),
+        &|pid, _| pid == me,
+    );
+    terminate(pids)
+}
+
 fn detach(e: &mut Entry) {
     e.attached = None;
     if e.decl.kind.attached() {

@@ -75,6 +75,18 @@ impl Backend for Lab {
         Ok(())
     }
 
+    fn kill_attached(&mut self, id: u32) -> Result<String> {
+        let name = self
+            .decl_mut(id)
+            .map(|d| d.name.clone())
+            .unwrap_or_default();
+        let n = Lab::kill_attached(self, id)?;
+        Ok(format!(
+            "{name}: sent SIGTERM to {n} process{} (you asked); let go",
+            if n == 1 { "" } else { "es" }
+        ))
+    }
+
     fn set_knobs(&mut self, id: u32, knobs: &Knobs) -> Result<String> {
         let Some(old) = Backend::knobs(self, id) else {
             bail!("no workload {id}");

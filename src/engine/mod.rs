@@ -32,6 +32,8 @@ pub enum Command {
     Restart(u32),
     Stop(u32),
     Remove(u32),
+    /// SIGTERM to an attached workload's processes, which the user confirmed; it is let go.
+    KillAttached(u32),
     /// New knobs for a workload: applied live when possible; a new placement restarts it.
     SetKnobs(u32, Knobs),
     SetInterval(Duration),
@@ -95,6 +97,10 @@ pub trait Backend: Send {
     /// The knobs a workload has now (after a refused change, the old ones).
     fn knobs(&self, id: u32) -> Option<Knobs>;
     fn set_interval(&mut self, interval: Duration);
+    /// Signals an attached workload's processes at the user's request; says what it did.
+    fn kill_attached(&mut self, _id: u32) -> Result<String> {
+        bail!("nothing attached can be killed here")
+    }
     /// Samples now and derives the Frame for the interval since the last sample.
     fn tick(&mut self) -> Frame;
     /// The Sample behind the last Frame, when the backend has one.

@@ -143,6 +143,10 @@ fn answer(backend: &mut dyn Backend, cmd: Command) -> Vec<Event> {
             Ok(()) => vec![Event::Removed(id)],
             Err(e) => vec![Event::Error(format!("cannot remove: {e:#}"))],
         },
+        Command::KillAttached(id) => match backend.kill_attached(id) {
+            Ok(what) => vec![Event::Notice(what)],
+            Err(e) => vec![Event::Error(format!("{e:#}"))],
+        },
         Command::SetKnobs(id, knobs) => match backend.set_knobs(id, &knobs) {
             Ok(what) => vec![Event::Knobs(id, knobs), Event::Notice(what)],
             Err(e) => {

@@ -152,6 +152,25 @@ pub fn wanted(o: Observed, t_ns: u64, memo: &mut TaskMemo) -> Wanted {
     out
 }
 
+/// A task paced by what wakes it (a timer, a socket) rather than by the CPU: served at once,
+/// it would have run the same bursts sooner, and at most the rest of the one it was preempted
+/// in. Its preempted wait is demand up to one burst (what it ran per sleep) when it is
+/// runnable at the read, none when it is asleep; the rest is a delay. `slept`: its voluntary
+/// switches over the interval. A task that never slept or never ran is left as it is (a hog,
+/// or one starved throughout, wants it all).
+pub fn paced(w: Wanted, run: u64, slept: Option<u64>, runnable: bool) -> Wanted {
+    let Some(n) = slept.filter(|&n| n > 0 && run > 0) else {
+        return w;
+    };
+    let burst = if runnable { run / n } else { 0 };
+    let busy = w.busy.min(run + burst);
+    Wanted {
+        busy,
+        woken_wait: w.woken_wait + (w.busy - busy),
+        ..w
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,5 +367,25 @@ mod tests {
         let mut m = TaskMemo::default();
         let w = wanted(obs(100, 50, Some(false)), 1000 * MS, &mut m);
         assert_eq!((bw(w), w.woken_wait), ((100, 50), 50 * MS));
+    }
+
+    #[test]
+    fn a_paced_task_wants_what_it_ran_and_at_most_one_burst_more() {
+        // A timer's thread woke 50 times, ran 25 ms and waited 18 ms after preemptions.
+        let w = Wanted {
+            busy: 43 * MS,
+            waited: 30 * MS,
+            woken_wait: 12 * MS,
+            wakeups: 25.0,
+        };
+        // Asleep at the read: it did its work, later.
+        let p = paced(w, 25 * MS, Some(50), false);
+        assert_eq!((p.busy, p.woken_wait), (25 * MS, 30 * MS));
+        // Runnable at the read: at most the rest of one burst (0.5 ms) is still to come.
+        let p = paced(w, 25 * MS, Some(50), true);
+        assert_eq!(p.busy, 25 * MS + MS / 2);
+        // Never slept or never ran: a hog, or a task starved throughout, keeps its demand.
+        assert_eq!(paced(w, 25 * MS, Some(0), true), w);
+        assert_eq!(paced(w, 0, Some(3), true), w);
     }
 }

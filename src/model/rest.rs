@@ -125,14 +125,12 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
     } else {
         let run = task.run_ns.min(t);
         let asleep = t.saturating_sub(run + w.waited);
-        let burst = slept.filter(|&n| n > 0).map(|n| run / n);
-        match burst {
-            Some(burst) if asleep > run + w.waited && w.busy > run + burst => {
-                let busy = run + burst;
-                (busy, w.woken_wait + (w.busy - busy), w.wakeups)
-            }
-            _ => (w.busy, w.woken_wait, w.wakeups),
-        }
+        let w = if asleep > run + w.waited {
+            demand::paced(w, run, slept, true)
+        } else {
+            w
+        };
+        (w.busy, w.woken_wait, w.wakeups)
     };
     // Children its process reaped (recordings before procs were kept): as before, with it.
     let reaped = task.reaped_ns as f64;

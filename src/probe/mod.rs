@@ -62,6 +62,8 @@ pub struct Target {
     /// Processes schedlab did not start, chosen by this selector instead of `pgid` (which is
     /// then 0; `leader` is the pid of a pid selector, else 0).
     pub attach: Option<Selector>,
+    /// Its tasks are paced by timers (the wakeup probe): waiting does not make more work.
+    pub paced: bool,
 }
 
 impl std::fmt::Debug for Target {
@@ -646,6 +648,7 @@ impl Probe {
             ops: target.counters.as_ref().map(|c| c.total()),
             ops_expected: target.counters.as_ref().and_then(|c| c.expected_total()),
             closed_loops: target.counters.as_ref().and_then(|c| c.closed_loops()),
+            paced: target.paced,
             finished: target.counters.as_ref().is_some_and(|c| c.finished()),
             processes,
             cgroup,

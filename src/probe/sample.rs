@@ -246,6 +246,10 @@ pub struct WorkloadSample {
     /// whole CPU however its tasks take turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_loops: Option<u32>,
+    /// Its tasks are paced by timers, as its kind says (the wakeup probe): served sooner they
+    /// would do the same work sooner, not more of it (model/demand.rs `paced`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub paced: bool,
     pub processes: Vec<ProcessSample>,
     pub cgroup: Option<CgroupSample>,
     pub health: Health,

@@ -63,6 +63,8 @@ pub enum Mode {
     Stderr(u32),
     /// The last messages, in full.
     Messages,
+    /// Asks before killing an attached row's processes (which schedlab did not start).
+    ConfirmKill(u32),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -495,6 +497,36 @@ impl App {
         if let Some((id, name)) = self.live_selected() {
             self.outbox.push(Command::Restart(id));
             self.notice(format!("restarting {name}"));
+        }
+    }
+
+    /// `K` on an attached row asks whether to kill its processes; anything else says why not.
+    pub(crate) fn ask_kill(&mut self) {
+        let Some((id, name)) = self.live_selected() else {
+            return;
+        };
+        if self.selected_view().is_some_and(|w| w.decl.kind.attached()) {
+            self.mode = Mode::ConfirmKill(id);
+        } else {
+            self.notice(format!(
+                "{name} was started by schedlab: s stops it; K kills only attached processes"
+            ));
+        }
+    }
+
+    /// The answer to [`Mode::ConfirmKill`]: only `y` kills.
+    pub(crate) fn confirm_kill(&mut self, id: u32, yes: bool) {
+        let name = self
+            .workloads
+            .iter()
+            .find(|w| w.id == id)
+            .map(|w| w.decl.name.clone())
+            .unwrap_or_default();
+        if yes {
+            self.outbox.push(Command::KillAttached(id));
+            self.notice(format!("killing {name}'s processes"));
+        } else {
+            self.notice(format!("{name}: not killed"));
         }
     }
 

@@ -25,6 +25,7 @@ pub(crate) const KEYS: &[(&str, &str, &str)] = &[
     ("Workloads", "s", "stop it, or start it again"),
     ("Workloads", "r", "restart it"),
     ("Workloads", "d d", "stop and remove it (press twice)"),
+    ("Workloads", "K", "kill an attached row's processes (asks first)"),
     ("Workloads", "v", "what a failed workload wrote on stderr"),
     ("Workloads", "o", "loop a finite run: restart when it finishes"),
     ("Knobs", "e  Enter", "edit nice, policy, CPUs, placement, weight"),
@@ -78,6 +79,7 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
         Mode::Normal => normal_key(app, key, pending_remove),
         // Any key closes the help, a failed workload's stderr and the messages.
         Mode::Help | Mode::Stderr(_) | Mode::Messages => {}
+        Mode::ConfirmKill(id) => app.confirm_kill(id, key.code == KeyCode::Char('y')),
         Mode::Picker(i) => {
             let n = TEMPLATES.len();
             app.mode = match key.code {
@@ -141,6 +143,7 @@ fn normal_key(app: &mut App, key: KeyEvent, pending_remove: Option<u32>) {
             app.pending_remove = pending_remove;
             app.remove();
         }
+        KeyCode::Char('K') => app.ask_kill(),
         KeyCode::Char('o') => app.toggle_loop(),
         KeyCode::Char('v') => app.open_stderr(),
         KeyCode::Char('m') => app.open_messages(),

@@ -188,6 +188,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
         Mode::EditKnobs(_, form) => popup::draw_form(f, area, app, form, "apply"),
         Mode::Stderr(id) => status::draw_stderr(f, area, app, *id),
         Mode::Messages => status::draw_messages(f, area, app),
+        Mode::ConfirmKill(id) => popup::draw_confirm_kill(f, area, app, *id),
     }
 }
 

@@ -93,3 +93,32 @@ pub(crate) fn draw_form(f: &mut TermFrame, area: Rect, app: &App, form: &Form, v
     let title = format!(" {} ", form.title);
     draw_popup(f, popup, &title, t, Paragraph::new(lines));
 }
+
+/// Asks before killing an attached row's processes: schedlab did not start them, and never
+/// signals them otherwise.
+pub(crate) fn draw_confirm_kill(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
+    let t = &app.theme;
+    let name = app
+        .workloads
+        .iter()
+        .find(|w| w.id == id)
+        .map_or("it", |w| w.decl.name.as_str());
+    let lines = vec![
+        Line::raw(format!("Kill the processes attached as {name}?")),
+        Line::raw("schedlab did not start them; their knobs are put back first."),
+        Line::raw(""),
+        Line::from(vec![
+            Span::styled("y", t.key()),
+            Span::raw(": send them SIGTERM   any other key: keep them"),
+        ]),
+    ];
+    let w = lines.iter().map(Line::width).max().unwrap_or(40) as u16 + 4;
+    let body = Paragraph::new(lines);
+    draw_popup(
+        f,
+        centered(area, w, 6),
+        " Kill what schedlab did not start ",
+        t,
+        body,
+    );
+}

@@ -527,6 +527,7 @@ pub fn target(id: u32, name: &str, pgid: u32) -> Target {
         counters: None,
         ops_unit: "unit".into(),
         attach: None,
+        paced: false,
     }
 }
 

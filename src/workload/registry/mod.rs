@@ -574,6 +574,12 @@ pub(crate) fn run_subcommand(name: &str, matches: &ArgMatches) -> Option<Result<
 }
 
 impl WorkloadKind {
+    /// Whether its tasks are paced by timers (the wakeup probe sleeps until its next period):
+    /// what it runs is its work, and a wait delays it without making more.
+    pub fn paced(&self) -> bool {
+        matches!(self, WorkloadKind::WakeupProbe { .. })
+    }
+
     /// Whether it watches processes schedlab did not start (and never signals them).
     pub fn attached(&self) -> bool {
         matches!(self, WorkloadKind::Attach { .. })
