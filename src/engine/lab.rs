@@ -573,13 +573,7 @@ fn terminate(pids: Vec<u32>) -> usize {
 /// --kill-attached` at the end of a run, which the user asked for. How many took it.
 pub fn kill_matching(sel: &crate::probe::Selector) -> usize {
     let me = std::process::id();
-    let pids = crate::probe::attach::members_now(
-        sel,
-        std::path::Path::new("/proc"),
-        &std::collections::HashMap::new(),
-        &|pid, _| pid == me,
-    );
-    terminate(pids)
+    terminate(crate::probe::attach::matching_now(sel, &|pid| pid == me))
 }
 
 fn detach(e: &mut Entry) {

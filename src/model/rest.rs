@@ -53,12 +53,11 @@ pub fn claims(
     for task in &r.tasks {
         seen.insert(task.tid);
         let tm = memo.entry(task.tid).or_default();
-        let c = task_claim(task, t, tm);
+        let (c, contended) = task_claim(task, t, tm);
         let e = ran.entry(task.pid).or_default();
         e.run += task.run_ns.min(t);
         if !task.kthread {
-            e.wanted_wait +=
-                ((c.claim.demand * t as f64) as u64).saturating_sub(task.run_ns.min(t));
+            e.wanted_wait += contended;
             e.woken_wait += c.woken_wait_ns as u64;
         }
         out.push(c);
@@ -77,8 +76,11 @@ pub fn claims(
     out
 }
 
-/// One task seen at the read.
-fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
+/// One task seen at the read, and its wait after preemptions before any bound for pacing:
+/// how contended its process's CPUs were, which its threads born and gone shared
+/// (`unseen_claims`). A churning process's spawner sleeps while its threads run; its own
+/// demand is what it ran, but its waits say what its threads waited too.
+fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> (RestClaim, u64) {
     tm.runnable = Some(task.runnable_before);
     // Its voluntary switches since its last status read (before `wanted` moves the memo).
     let slept = task
@@ -120,10 +122,15 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
     // wait is demand up to one burst (what it ran per sleep), the rest a delay. In CI's root
     // autogroup, beside 30 chat rooms, a nice -10 agent thread woke once a second, ran 4 ms,
     // was preempted and waited 200 to 340 ms: counted whole, its group read `STARVED`.
+    let run = task.run_ns.min(t);
+    let contended = if task.kthread || task.observer || caught_up {
+        0
+    } else {
+        w.busy.saturating_sub(run)
+    };
     let (busy, woken_wait, wakeups) = if task.kthread || task.observer || caught_up {
         (task.run_ns.min(t), task.wait_ns.min(t), task.slices as f64)
     } else {
-        let run = task.run_ns.min(t);
         let asleep = t.saturating_sub(run + w.waited);
         let w = if asleep > run + w.waited {
             demand::paced(w, run, slept, true)
@@ -135,7 +142,7 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
     // Children its process reaped (recordings before procs were kept): as before, with it.
     let reaped = task.reaped_ns as f64;
     let (class, weight) = class_of(task.policy, task.nice, task.rt_priority, task.dl_bw);
-    RestClaim {
+    let claim = RestClaim {
         claim: Claim {
             demand: ((busy as f64 + reaped) / t as f64).min(1.0),
             received: (task.run_ns as f64 + reaped) / t as f64,
@@ -154,7 +161,8 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> RestClaim {
         wait_ns: task.wait_ns.min(t) as f64,
         woken_wait_ns: woken_wait as f64,
         wakeups,
-    }
+    };
+    (claim, contended)
 }
 
 /// What a process's read tasks showed: ns run, wait wanted beyond it, wait after wakeups.

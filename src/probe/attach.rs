@@ -279,6 +279,13 @@ pub(super) fn members(
 /// The processes `sel` holds now, read afresh from `proc_root` (for a knob change, which may
 /// come before the first sample): what [`members`] takes, plus `held`, those the probe held at
 /// its last scan while they live. `skip` as for [`members`].
+/// The processes a selector matches now in /proc (a pid's descendants too), less `skip`.
+pub(crate) fn matching_now(sel: &Selector, skip: &dyn Fn(u32) -> bool) -> Vec<u32> {
+    members_now(sel, Path::new("/proc"), &HashMap::new(), &|pid, _| {
+        skip(pid)
+    })
+}
+
 pub(crate) fn members_now(
     sel: &Selector,
     proc_root: &Path,
