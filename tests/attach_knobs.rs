@@ -285,8 +285,9 @@ fn knobs_on_an_attached_hog_are_put_back_when_it_is_let_go() {
     hog.never_signalled();
 }
 
-/// `schedlab run` with a scenario that attaches the hog with `nice = 9` and `affinity = [0]`:
-/// SIGKILL of run (no hook runs) leaves the hog's nice and CPUs put back within 3 s by the
+/// `schedlab run` with a scenario that attaches the hog with `nice = 9`, `affinity = [0]` and a
+/// cgroup of its own with a 50% quota: SIGKILL of run (no hook runs) leaves the hog's nice,
+/// CPUs and cgroup put back (its group removed) within 3 s by the
 /// restorer, which then exits and removes the journal. SIGTERM, SIGHUP, a panic and a normal
 /// end (the exit hooks and `main` put it back themselves), the same.
 #[test]
@@ -303,10 +304,12 @@ fn a_sigkilled_run_leaves_the_attached_hog_restored_within_3_s() {
         dir.path(),
         "attach-nice.toml",
         &format!(
-            "[[workload]]\nname = \"hog\"\nkind = \"attach\"\npid = {}\nnice = 9\naffinity = [0]\n",
+            "[[workload]]\nname = \"hog\"\nkind = \"attach\"\npid = {}\nnice = 9\naffinity = [0]\n\
+             placement = \"cgroup\"\ncpu_quota = 50\n",
             hog.pid
         ),
     );
+    let home = cgroups_of(hog.pid);
 
     for (signal, what) in [
         (Some(nix::sys::signal::SIGKILL), "SIGKILL"),
@@ -350,6 +353,8 @@ fn a_sigkilled_run_leaves_the_attached_hog_restored_within_3_s() {
         })
         .unwrap_or_else(|n| panic!("{what}: run never reniced the hog (nice {n})"));
         assert_eq!(cpus_allowed(hog.pid), "0");
+        let placed = attached_dirs(&cgroups_of(hog.pid));
+        assert!(!placed.is_empty(), "{what}: placed in a group of its own");
         assert!(std::path::Path::new(&journal).exists(), "{journal}");
         let restorers = restorers_of(&journal);
         assert_eq!(restorers.len(), 1, "{what}: one restorer: {restorers:?}");
@@ -369,15 +374,19 @@ fn a_sigkilled_run_leaves_the_attached_hog_restored_within_3_s() {
         let back = common::wait::until(
             Duration::from_secs(3),
             Duration::from_millis(5),
-            || match (hog.nice(), cpus_allowed(hog.pid)) {
-                (OWN_NICE, c) if c == all_cpus => Ok(t0.elapsed()),
+            || match (hog.nice(), cpus_allowed(hog.pid), cgroups_of(hog.pid)) {
+                (OWN_NICE, c, g) if c == all_cpus && g == home => Ok(t0.elapsed()),
                 other => Err(other),
             },
         )
         .unwrap_or_else(|o| panic!("{what}: hog not restored within 3 s: {o:?}"));
         eprintln!(
-            "{what} ({status}): hog back to nice {OWN_NICE} and CPUs {all_cpus} {:.1} ms after",
+            "{what} ({status}): hog back to nice {OWN_NICE}, CPUs {all_cpus} and its cgroup {:.1} ms after",
             back.as_secs_f64() * 1e3
+        );
+        assert!(
+            placed.iter().all(|d| !d.exists()),
+            "{what}: its group is removed: {placed:?}"
         );
         common::wait::until(Duration::from_secs(3), Duration::from_millis(10), || {
             let left = restorers_of(&journal);
@@ -537,4 +546,136 @@ fn a_child_born_after_the_change_is_put_back_too() {
     assert!(!journal.exists());
     drop(lab);
     parent.never_signalled();
+}
+
+/// The groups /proc/PID/cgroup lists for a process, as one text.
+fn cgroups_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default()
+}
+
+/// The directories of the attached groups a cgroup text names.
+fn attached_dirs(cgroups: &str) -> Vec<PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    cgroups
+        .lines()
+        .filter_map(|l| l.splitn(3, ':').nth(2))
+        .filter(|p| p.contains("schedlab-attached-"))
+        .flat_map(|p| {
+            // Under every cgroup mount: the one that has it is its hierarchy's.
+            mountinfo
+                .lines()
+                .filter(|m| m.contains(" - cgroup"))
+                .filter_map(|m| m.split(' ').nth(4))
+                .map(|point| PathBuf::from(format!("{point}{p}")))
+                .filter(|d| d.is_dir())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Placed in a cgroup of its own with a 30% quota through the Lab, a hog attached by pid moves
+/// there (its old groups journalled first), is due its quota, reads throttled, and receives
+/// about 30% of a CPU; a new weight applies to the same group; letting it go puts it back in
+/// the groups it came from and removes the group.
+#[test]
+fn a_hog_placed_in_a_cgroup_is_due_its_quota_and_goes_back_where_it_was() {
+    if let Some(why) = skip() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _m = machine();
+    let hog = Hog::start("cgroup");
+    let before = cgroups_of(hog.pid);
+    let mut lab = Lab::new(Duration::from_millis(500)).unwrap();
+    let id = lab
+        .add(attach_decl("hog", hog.pid, Knobs::default()))
+        .unwrap();
+    lab.tick();
+    let knobs = Knobs {
+        nice: OWN_NICE,
+        placement: Placement::Cgroup { weight: 50 },
+        cpu_quota: Some(30),
+        ..Knobs::default()
+    };
+    let said = match Backend::set_knobs(&mut lab, id, &knobs) {
+        Ok(s) => s,
+        Err(e) if format!("{e:#}").contains("cgroup placement needs") => {
+            eprintln!("skipped: no writable cgroup hierarchy: {e:#}");
+            return;
+        }
+        Err(e) => panic!("{e:#}"),
+    };
+    eprintln!("set_knobs: {said}");
+    let inside = cgroups_of(hog.pid);
+    let dirs = attached_dirs(&inside);
+    assert!(
+        !dirs.is_empty(),
+        "the hog moved into a group of its own: {inside}"
+    );
+    let journal = schedlab::sys::exit::undo::journal_file().expect("a journal while placed");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        text.lines().any(|l| l.starts_with("group "))
+            && text
+                .lines()
+                .any(|l| l.starts_with(&format!("moved {id} {} ", hog.pid))),
+        "the group and where the hog came from are journalled: {text}"
+    );
+
+    // Settled over a 4 s window: due its quota, throttled, and given about that.
+    lab.set_verdict_window(2.0);
+    let mut last = None;
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_millis(500));
+        last = lab.tick().workloads.into_iter().find(|w| w.id == id);
+    }
+    let w = last.expect("its row");
+    eprintln!(
+        "placed: got {:.3} CPU, due {:.3}: {}; throttled {:.0}%",
+        w.cpu_received,
+        w.cpu_fair,
+        w.due.text(),
+        w.throttled_pct
+    );
+    match &w.due {
+        schedlab::model::Due::Quota { cpus, group } => {
+            assert!((cpus - 0.30).abs() < 0.01, "{cpus}");
+            assert!(group.contains("schedlab-attached-"), "{group}");
+        }
+        other => panic!("due by its quota, not {other:?}"),
+    }
+    assert!((w.cpu_received - 0.30).abs() < 0.05, "{w:?}");
+    assert!(w.throttled_pct > 20.0, "{w:?}");
+
+    // A new weight, no quota: the same group.
+    let reweighed = Knobs {
+        placement: Placement::Cgroup { weight: 200 },
+        cpu_quota: None,
+        ..knobs.clone()
+    };
+    Backend::set_knobs(&mut lab, id, &reweighed).unwrap();
+    assert_eq!(cgroups_of(hog.pid), inside, "it stays in its group");
+    let weight = dirs
+        .iter()
+        .find_map(|d| {
+            std::fs::read_to_string(d.join("cpu.weight"))
+                .or_else(|_| std::fs::read_to_string(d.join("cpu.shares")))
+                .ok()
+        })
+        .unwrap();
+    assert!(["200", "2048"].contains(&weight.trim()), "{weight}");
+
+    Backend::stop(&mut lab, id).unwrap();
+    assert_eq!(
+        cgroups_of(hog.pid),
+        before,
+        "let go, it is back where it was"
+    );
+    assert!(
+        dirs.iter().all(|d| !d.exists()),
+        "the group is removed: {dirs:?}"
+    );
+    assert!(!journal.exists(), "no journal once nothing is changed");
+    drop(lab);
+    hog.never_signalled();
 }

@@ -432,32 +432,69 @@ impl Lab {
     }
 
     /// Changes nice, policy and affinity of every thread of an attached workload from `old`
-    /// to `new`, each thread's old values saved in the undo journal first (put back on
-    /// detach and on every exit, SIGKILL included). Returns how many threads changed; a
-    /// refusal (EPERM) leaves them as they were.
+    /// to `new`, and its placement (a cgroup of its own, or back out of it), what it was
+    /// saved in the undo journal first (put back on detach and on every exit, SIGKILL
+    /// included). Returns how many threads changed; a refusal (EPERM) leaves them as they
+    /// were.
     pub(crate) fn knob_attached(
         &mut self,
         id: u32,
         old: &crate::knobs::Knobs,
         new: &crate::knobs::Knobs,
     ) -> Result<usize> {
+        use crate::knobs::Placement;
         use crate::supervisor::change::{apply, Change, Scope};
-        attached_knobs_allowed(new).map_err(|why| anyhow::anyhow!(why))?;
+        use crate::sys::exit::undo;
+        let Some(e) = self.entries.iter().find(|e| e.id == id) else {
+            anyhow::bail!("no workload {id}");
+        };
+        attached_knobs_allowed(&e.decl.kind, new).map_err(|why| anyhow::anyhow!(why))?;
+        let name = e.decl.name.clone();
         let change = Change::between(old, new);
-        if change.is_empty() {
+        let moves = (&old.placement, old.cpu_quota) != (&new.placement, new.cpu_quota);
+        if change.is_empty() && !moves {
             return Ok(0);
         }
         let tids = self.attached_tids(id);
         if tids.is_empty() {
             anyhow::bail!("nothing attached to change");
         }
-        crate::sys::exit::undo::remember(id, &tids)
-            .context("nothing changed: what to undo could not be saved")?;
+        // Placement first: the group and each process's old groups are journalled before a
+        // process moves, and a refusal leaves nothing moved.
+        if moves {
+            match new.placement {
+                Placement::Cgroup { weight } => {
+                    let pids = self.attached_pids(id);
+                    undo::place(id, &name, &pids, weight, new.cpu_quota)
+                        .context("placement unchanged")?;
+                }
+                _ => {
+                    undo::unplace(id);
+                }
+            }
+        }
+        let undo_placement = || match old.placement {
+            Placement::Cgroup { weight } if moves => {
+                let _ = undo::place(id, &name, &[], weight, old.cpu_quota);
+            }
+            _ if moves => {
+                undo::unplace(id);
+            }
+            _ => {}
+        };
+        if change.is_empty() {
+            return Ok(tids.len());
+        }
+        if let Err(err) = undo::remember(id, &tids) {
+            undo_placement();
+            return Err(err.context("nothing changed: what to undo could not be saved"));
+        }
         match apply(&Scope::Threads(&tids), &change) {
             Ok(n) => Ok(n),
             Err(err) => {
                 // Back to what it was before this change (a first thread refused: nothing).
                 let _ = apply(&Scope::Threads(&tids), &Change::between(new, old));
+                undo_placement();
                 Err(err)
             }
         }
@@ -622,7 +659,7 @@ fn attach(
     sel: std::result::Result<Selector, String>,
     proc_root: &std::path::Path,
 ) -> Result<()> {
-    if let Err(why) = attached_knobs_allowed(&e.decl.knobs) {
+    if let Err(why) = attached_knobs_allowed(&e.decl.kind, &e.decl.knobs) {
         e.life = Life::Failed(why.clone());
         anyhow::bail!(why);
     }
@@ -649,17 +686,27 @@ fn attach(
     }
 }
 
-/// Only nice, policy and CPU affinity change on an attached workload: where its processes
-/// sit (session, cgroup, quota) is not schedlab's to move.
-pub(crate) fn attached_knobs_allowed(k: &crate::knobs::Knobs) -> std::result::Result<(), String> {
-    let d = crate::knobs::Knobs::default();
-    if k.placement != d.placement || k.cpu_quota != d.cpu_quota {
-        return Err(
-            "attached (not started by schedlab): only nice, policy and affinity can change, not its placement or quota"
+/// What can change on an attached workload: nice, policy, CPU affinity, and a cgroup of its
+/// own (weight, quota) for its processes. Not a session of its own: only a process can start
+/// one. Not a cgroup for what is attached by its cgroup: that group is the user's to weigh,
+/// and moved out of it, the row would match nothing.
+pub(crate) fn attached_knobs_allowed(
+    kind: &crate::workload::registry::WorkloadKind,
+    k: &crate::knobs::Knobs,
+) -> std::result::Result<(), String> {
+    use crate::knobs::Placement;
+    use crate::workload::registry::WorkloadKind;
+    match k.placement {
+        Placement::OwnSession => Err(
+            "attached (not started by schedlab): it cannot get a session of its own (only a process can start one); placement = \"cgroup\" can"
                 .into(),
-        );
+        ),
+        Placement::Cgroup { .. } if matches!(kind, WorkloadKind::Attach { cgroup: Some(_), .. }) => Err(
+            "attached by its cgroup: that cgroup is yours to weigh (cpu.weight, cpu.max); schedlab moves only processes it attached by pid, comm or session"
+                .into(),
+        ),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

@@ -95,12 +95,16 @@ impl Backend for Lab {
             .decl_mut(id)
             .map(|d| d.name.clone())
             .unwrap_or_default();
-        if self.decl_mut(id).is_some_and(|d| d.kind.attached()) {
+        let attached = self
+            .decl_mut(id)
+            .map(|d| d.kind.clone())
+            .filter(|k| k.attached());
+        if let Some(kind) = attached {
             // What schedlab did not start: each thread's old values are saved first, and put
             // back on detach and on every exit (src/sys/exit/undo.rs).
             if self.attached_tids(id).is_empty() {
                 // Nothing live (let go, ended, pending): its next attach applies them.
-                crate::engine::lab::attached_knobs_allowed(knobs)
+                crate::engine::lab::attached_knobs_allowed(&kind, knobs)
                     .map_err(|why| anyhow::anyhow!("{name}: {why}"))?;
                 set_decl_knobs(self, id, knobs.clone());
                 return Ok(format!("{name}: new knobs from its next attach"));

@@ -1,5 +1,9 @@
 //! Undoing the knobs schedlab changed on processes it did not start (an attached row's nice,
-//! policy and CPU affinity), on every exit path.
+//! policy and CPU affinity, and the cgroup it was placed in), on every exit path.
+//!
+//! A placement is journalled as the group (before it holds anything) and each process's
+//! groups before its move: putting it back empties the group to where they came from and
+//! removes it (src/sys/kernel/cgroup_attached.rs).
 //!
 //! Before a change, each thread's old values are written to a journal file, with the thread's
 //! start time (/proc/TID/stat) so that a reused tid is never touched. Detaching a row
@@ -11,7 +15,7 @@
 //! is this process. When this process is gone however it went, the read returns EOF and the
 //! restorer replays the journal (if it is still there), removes it and exits. It never
 //! signals anything: it only sets nice, policy and affinity back on threads whose start time
-//! still matches. Once the journal is empty, it is removed, the pipe is closed and the
+//! still matches, and moves processes back to their cgroups. Once the journal is empty, it is removed, the pipe is closed and the
 //! restorer is reaped: a normal exit leaves neither behind.
 
 use std::io::{Read, Write};
@@ -24,6 +28,8 @@ use anyhow::{Context, Result};
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
+use crate::sys::kernel::cgroup::WorkloadCgroup;
+use crate::sys::kernel::cgroup_attached::{self as placed, Origin};
 use crate::sys::kernel::proc;
 
 /// The hidden first argument that makes `schedlab` the restorer.
@@ -138,11 +144,102 @@ impl Saved {
     }
 }
 
+/// A cgroup an attached row was placed in: `group OWNER DIR..`, and each process moved into
+/// it: `moved OWNER PID START DIR..` (its groups before, one per hierarchy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Placed {
+    Group { owner: u32, dirs: Vec<PathBuf> },
+    Moved { owner: u32, origin: Origin },
+}
+
+impl Placed {
+    fn owner(&self) -> u32 {
+        match self {
+            Placed::Group { owner, .. } | Placed::Moved { owner, .. } => *owner,
+        }
+    }
+
+    fn line(&self) -> String {
+        let dirs = |d: &[PathBuf]| {
+            d.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match self {
+            Placed::Group { owner, dirs: d } => format!("group {owner} {}", dirs(d)),
+            Placed::Moved { owner, origin } => format!(
+                "moved {owner} {} {} {}",
+                origin.pid,
+                origin.start,
+                dirs(&origin.from)
+            ),
+        }
+    }
+
+    fn parse(line: &str) -> Option<Placed> {
+        let mut f = line.split_whitespace();
+        let kind = f.next()?;
+        let owner = f.next()?.parse().ok()?;
+        match kind {
+            "group" => Some(Placed::Group {
+                owner,
+                dirs: f.map(PathBuf::from).collect(),
+            }),
+            "moved" => Some(Placed::Moved {
+                owner,
+                origin: Origin {
+                    pid: f.next()?.parse().ok()?,
+                    start: f.next()?.parse().ok()?,
+                    from: f.map(PathBuf::from).collect(),
+                },
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Empties the groups of `placed` back to where their processes came from (per owner).
+/// Returns how many groups were emptied and removed.
+fn put_back_placed(placed: &[Placed]) -> usize {
+    placed
+        .iter()
+        .filter_map(|p| match p {
+            Placed::Group { owner, dirs } => Some((*owner, dirs)),
+            Placed::Moved { .. } => None,
+        })
+        .filter(|(owner, dirs)| {
+            let origins: Vec<Origin> = placed
+                .iter()
+                .filter_map(|p| match p {
+                    Placed::Moved { owner: o, origin } if o == owner => Some(origin.clone()),
+                    _ => None,
+                })
+                .collect();
+            placed::put_back(dirs, &origins)
+        })
+        .count()
+}
+
 struct Journal {
     path: PathBuf,
     saved: Vec<Saved>,
+    placed: Vec<Placed>,
+    /// The groups of `placed`, to change their weight and quota (never dropped whole: that
+    /// would kill what is inside; see `unplace`).
+    groups: Vec<(u32, WorkloadCgroup)>,
     /// The restorer and the write end of its pipe (this process is its only writer).
     restorer: Option<(Child, ChildStdin)>,
+}
+
+impl Journal {
+    fn is_empty(&self) -> bool {
+        self.saved.is_empty() && self.placed.is_empty()
+    }
+
+    fn write(&self) -> std::io::Result<()> {
+        write(&self.path, &self.saved, &self.placed)
+    }
 }
 
 static JOURNAL: Mutex<Option<Journal>> = Mutex::new(None);
@@ -191,11 +288,14 @@ fn start_restorer(path: &Path) -> Result<(Child, ChildStdin)> {
 
 /// Writes the journal whole, then renames it over the old one: a SIGKILL mid-write leaves the
 /// old journal, never half a new one.
-fn write(path: &Path, saved: &[Saved]) -> std::io::Result<()> {
+fn write(path: &Path, saved: &[Saved], placed: &[Placed]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp)?;
     for s in saved {
         writeln!(f, "{}", s.line())?;
+    }
+    for p in placed {
+        writeln!(f, "{}", p.line())?;
     }
     f.sync_all()?;
     std::fs::rename(&tmp, path)
@@ -205,18 +305,7 @@ fn write(path: &Path, saved: &[Saved]) -> std::io::Result<()> {
 /// restorer with the first. An error means nothing may be changed.
 pub(crate) fn remember(owner: u32, tids: &[u32]) -> Result<()> {
     let mut guard = lock();
-    if guard.is_none() {
-        let path = journal_path();
-        let restorer = start_restorer(&path)?;
-        *guard = Some(Journal {
-            path,
-            saved: Vec::new(),
-            restorer: Some(restorer),
-        });
-        static HOOK: std::sync::Once = std::sync::Once::new();
-        HOOK.call_once(|| crate::sys::exit::lifeline::on_exit(restore_all));
-    }
-    let j = guard.as_mut().expect("journal set above");
+    let j = opened(&mut guard)?;
     let before = j.saved.len();
     for &tid in tids {
         if j.saved.iter().any(|s| s.tid == tid) {
@@ -227,10 +316,154 @@ pub(crate) fn remember(owner: u32, tids: &[u32]) -> Result<()> {
         }
     }
     if j.saved.len() != before || !j.path.exists() {
-        write(&j.path, &j.saved)
+        j.write()
             .with_context(|| format!("writing the undo journal {}", j.path.display()))?;
     }
     Ok(())
+}
+
+/// The journal, started (with its restorer and exit hook) when there is none yet.
+fn opened(guard: &mut Option<Journal>) -> Result<&mut Journal> {
+    if guard.is_none() {
+        let path = journal_path();
+        let restorer = start_restorer(&path)?;
+        *guard = Some(Journal {
+            path,
+            saved: Vec::new(),
+            placed: Vec::new(),
+            groups: Vec::new(),
+            restorer: Some(restorer),
+        });
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| crate::sys::exit::lifeline::on_exit(restore_all));
+    }
+    Ok(guard.as_mut().expect("journal set above"))
+}
+
+/// Places the processes `pids` of `owner` (an attached row named `name`) in a cgroup of
+/// their own with `weight` and `quota` (% of one CPU); when it has one, sets its weight and
+/// quota. The group and each process's groups before its move are journalled first. An
+/// error (EACCES when not root, a process that will not move) puts back what moved and
+/// leaves nothing changed. Returns how many processes moved.
+pub(crate) fn place(
+    owner: u32,
+    name: &str,
+    pids: &[u32],
+    weight: u32,
+    quota: Option<u32>,
+) -> Result<usize> {
+    let mut guard = lock();
+    let j = opened(&mut guard)?;
+    if let Some((_, group)) = j.groups.iter_mut().find(|(o, _)| *o == owner) {
+        group.set_weight(weight)?;
+        group.set_quota(quota)?;
+        return Ok(0);
+    }
+    let result = place_new(j, owner, name, pids, (weight, quota));
+    if result.is_err() && j.is_empty() {
+        finish(guard.take().expect("journal"));
+    }
+    result
+}
+
+/// `place` for an owner without a group yet; `(weight, quota)` as there.
+fn place_new(
+    j: &mut Journal,
+    owner: u32,
+    name: &str,
+    pids: &[u32],
+    (weight, quota): (u32, Option<u32>),
+) -> Result<usize> {
+    let mut group = WorkloadCgroup::create_attached(name, weight)?;
+    let dirs = group.dirs().to_vec();
+    if let Err(e) = group.set_quota(quota) {
+        // Empty: removing it kills nothing.
+        let _ = group.remove(Duration::from_millis(500));
+        return Err(e);
+    }
+    j.groups.push((owner, group));
+    j.placed.push(Placed::Group {
+        owner,
+        dirs: dirs.clone(),
+    });
+    let mut moved = 0;
+    let mut failed = None;
+    for &pid in pids {
+        let (Some(from), Some(st)) = (
+            crate::sys::kernel::cgroup::dirs_of_pid(pid),
+            proc::read_stat(pid),
+        ) else {
+            continue; // gone meanwhile
+        };
+        if from
+            .iter()
+            .any(|d| d.to_string_lossy().contains(char::is_whitespace))
+        {
+            failed = Some(anyhow::anyhow!(
+                "{pid} is in a cgroup whose path has a space: schedlab cannot note where to put it back"
+            ));
+            break;
+        }
+        j.placed.push(Placed::Moved {
+            owner,
+            origin: Origin {
+                pid,
+                start: st.start,
+                from,
+            },
+        });
+        let written = j
+            .write()
+            .with_context(|| format!("writing the undo journal {}", j.path.display()));
+        if let Err(e) = written.and_then(|()| {
+            placed::move_into(pid, &dirs)
+                .with_context(|| format!("moving process {pid} into {}", dirs[0].display()))
+        }) {
+            failed = Some(e);
+            break;
+        }
+        moved += 1;
+    }
+    match failed {
+        None => Ok(moved),
+        Some(e) => {
+            unplace_in(j, owner);
+            Err(e)
+        }
+    }
+}
+
+/// Puts the processes of `owner`'s group back where they came from and removes the group.
+/// Whether it had one.
+pub(crate) fn unplace(owner: u32) -> bool {
+    let mut guard = lock();
+    let Some(j) = guard.as_mut() else {
+        return false;
+    };
+    let had = unplace_in(j, owner);
+    if j.is_empty() {
+        finish(guard.take().expect("journal"));
+    }
+    had
+}
+
+fn unplace_in(j: &mut Journal, owner: u32) -> bool {
+    let (mine, rest): (Vec<Placed>, Vec<Placed>) =
+        j.placed.drain(..).partition(|p| p.owner() == owner);
+    j.placed = rest;
+    if let Some(k) = j.groups.iter().position(|(o, _)| *o == owner) {
+        // Emptied below: the value must not kill what is inside when it goes.
+        j.groups.remove(k).1.disown();
+    }
+    if mine.is_empty() {
+        return false;
+    }
+    if put_back_placed(&mine) == 0 {
+        // Something would not leave: keep it journalled, for the restorer or a sweep.
+        j.placed.extend(mine);
+    }
+    let _ = j.write();
+    true
 }
 
 /// Whether anything is saved for `owner` (its knobs were changed and not yet put back).
@@ -294,7 +527,7 @@ pub(crate) fn adopt(owner: u32, pids: &[u32]) -> usize {
         }
     }
     if added > 0 {
-        let _ = write(&j.path, &j.saved);
+        let _ = j.write();
     }
     added
 }
@@ -308,10 +541,11 @@ pub(crate) fn restore(owner: u32) -> usize {
     let (mine, rest): (Vec<Saved>, Vec<Saved>) = j.saved.drain(..).partition(|s| s.owner == owner);
     j.saved = rest;
     let n = mine.iter().filter(|s| s.put_back()).count();
-    if j.saved.is_empty() {
+    let placed = unplace_in(j, owner);
+    if j.is_empty() {
         finish(guard.take().expect("journal"));
-    } else if !mine.is_empty() {
-        let _ = write(&j.path, &j.saved);
+    } else if !mine.is_empty() || placed {
+        let _ = j.write();
     }
     n
 }
@@ -325,16 +559,24 @@ pub fn restore_all() {
         Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().take(),
         Err(std::sync::TryLockError::WouldBlock) => return,
     };
-    if let Some(j) = journal {
+    if let Some(mut j) = journal {
         for s in &j.saved {
             s.put_back();
         }
+        for (_, group) in j.groups.drain(..) {
+            group.disown();
+        }
+        put_back_placed(&j.placed);
         finish(j);
     }
 }
 
 /// Removes the journal, closes the restorer's pipe and reaps it (it finds no journal and exits).
 fn finish(mut j: Journal) {
+    // Emptied by now; dropped whole, a group would kill what is inside.
+    for (_, group) in j.groups.drain(..) {
+        group.disown();
+    }
     let _ = std::fs::remove_file(&j.path);
     if let Some((mut child, stdin)) = j.restorer.take() {
         drop(stdin);
@@ -404,6 +646,8 @@ pub(crate) fn replay(journal: &Path) -> usize {
         .filter_map(Saved::parse)
         .filter(|s| s.put_back())
         .count();
+    let placed: Vec<Placed> = text.lines().filter_map(Placed::parse).collect();
+    put_back_placed(&placed);
     let _ = std::fs::remove_file(journal);
     let _ = std::fs::remove_file(journal.with_extension("tmp"));
     n
@@ -427,6 +671,30 @@ mod tests {
         assert_eq!(s.line(), "3 1234 998877 -5 1073741827 0 0-1,3");
         assert_eq!(Saved::parse(&s.line()), Some(s));
         assert_eq!(Saved::parse("3 x"), None);
+    }
+
+    #[test]
+    fn a_placement_round_trips_and_is_not_taken_for_a_thread() {
+        let group = Placed::Group {
+            owner: 2,
+            dirs: vec!["/sys/fs/cgroup/cpu/schedlab-attached-9-0-db".into()],
+        };
+        let moved = Placed::Moved {
+            owner: 2,
+            origin: Origin {
+                pid: 4321,
+                start: 77,
+                from: vec![
+                    "/sys/fs/cgroup/cpu/user.slice".into(),
+                    "/sys/fs/cgroup/cpuacct".into(),
+                ],
+            },
+        };
+        for p in [group, moved] {
+            assert_eq!(Placed::parse(&p.line()), Some(p.clone()));
+            assert_eq!(Saved::parse(&p.line()), None);
+        }
+        assert_eq!(Placed::parse("3 1234 998877 -5 0 0 0-1"), None);
     }
 
     #[test]

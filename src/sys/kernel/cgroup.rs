@@ -174,6 +174,42 @@ fn find_hierarchy(mountinfo: &str, self_cgroup: &str) -> Result<Hierarchy> {
     }
 }
 
+/// The directories of the groups `cgroup` (a /proc/PID/cgroup text) names, in the hierarchies
+/// [`find_hierarchy`] picks from `mountinfo`: v2's group, or v1's `cpu` group and its
+/// `cpuacct` group when mounted apart. Where a process moved into a workload group came from.
+fn find_dirs(mountinfo: &str, cgroup: &str) -> Option<Vec<PathBuf>> {
+    let mounts = parse_mountinfo(mountinfo);
+    let paths = parse_self_cgroup(cgroup);
+    let path_of =
+        |pred: &dyn Fn(&str) -> bool| paths.iter().find(|(c, _)| pred(c)).map(|(_, p)| p.clone());
+    if let Some(m) = mounts.iter().find(|m| m.v2 && v2_has_cpu(&m.point)) {
+        return Some(vec![dir_of(m, &path_of(&|c| c.is_empty())?)]);
+    }
+    let v1 = |name: &str| {
+        let m = mounts
+            .iter()
+            .find(|m| !m.v2 && m.controllers.iter().any(|c| c == name))?;
+        let path = path_of(&|c| c.split(',').any(|x| x == name))?;
+        Some((m.point.clone(), dir_of(m, &path)))
+    };
+    let (cpu_point, cpu) = v1("cpu")?;
+    let mut dirs = vec![cpu];
+    dirs.extend(
+        v1("cpuacct")
+            .filter(|(point, _)| *point != cpu_point)
+            .map(|(_, dir)| dir),
+    );
+    Some(dirs)
+}
+
+/// The directories of the groups process `pid` is in now, one per hierarchy a workload group
+/// spans (see [`find_dirs`]); None when it is gone or the hierarchy is not found.
+pub(crate) fn dirs_of_pid(pid: u32) -> Option<Vec<PathBuf>> {
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let cgroup = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    find_dirs(&mountinfo, &cgroup)
+}
+
 /// Where the cpu controller's hierarchy is mounted, as the probe reads tasks' groups.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CpuMount {
@@ -228,6 +264,9 @@ pub(crate) fn weight_to_shares(weight: u32) -> u64 {
 }
 
 const PREFIX: &str = "schedlab-";
+/// Groups holding processes schedlab did not start (an attached row placed in a cgroup):
+/// never killed, only emptied back to where their processes came from.
+pub(crate) const ATTACHED_PREFIX: &str = "schedlab-attached-";
 
 /// A workload's own cgroup. Dropping it kills whatever is still inside and removes it.
 #[derive(Debug)]
@@ -244,13 +283,23 @@ impl WorkloadCgroup {
         Self::create_in(&hierarchy()?, name, weight)
     }
 
+    /// A group for processes schedlab did not start, named so that no sweep kills them. Its
+    /// owner must [`disown`](Self::disown) it once emptied: dropping it kills what is inside.
+    pub(crate) fn create_attached(name: &str, weight: u32) -> Result<Self> {
+        Self::create_named(&hierarchy()?, ATTACHED_PREFIX, name, weight)
+    }
+
     pub(crate) fn create_in(hierarchy: &Hierarchy, name: &str, weight: u32) -> Result<Self> {
+        Self::create_named(hierarchy, PREFIX, name, weight)
+    }
+
+    fn create_named(hierarchy: &Hierarchy, prefix: &str, name: &str, weight: u32) -> Result<Self> {
         if !(1..=10_000).contains(&weight) {
             bail!("cgroup weight must be 1..10000, not {weight}");
         }
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let leaf = format!(
-            "{PREFIX}{}-{}-{}",
+            "{prefix}{}-{}-{}",
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed),
             sanitize(name)
@@ -393,6 +442,12 @@ impl WorkloadCgroup {
         read_ids(&self.dirs[0].join("cgroup.procs"))
     }
 
+    /// Its directories, leaving them and what is inside alone: the group is no longer this
+    /// value's to kill or remove.
+    pub(crate) fn disown(mut self) -> Vec<PathBuf> {
+        std::mem::take(&mut self.dirs)
+    }
+
     /// Kills everything inside, waits (up to `patience`) for it to go, and removes the group.
     pub fn remove(mut self, patience: Duration) -> Result<()> {
         self.teardown(patience)
@@ -476,7 +531,7 @@ fn kill_whole_group(dir: &Path) -> bool {
 }
 
 /// A removed group still busy for a moment (its last task exiting) answers EBUSY.
-fn rmdir_patiently(dir: &Path, deadline: Instant) -> Result<()> {
+pub(crate) fn rmdir_patiently(dir: &Path, deadline: Instant) -> Result<()> {
     loop {
         match fs::remove_dir(dir) {
             Ok(()) => return Ok(()),
@@ -491,7 +546,7 @@ fn rmdir_patiently(dir: &Path, deadline: Instant) -> Result<()> {
     }
 }
 
-fn read_ids(path: &Path) -> Vec<u32> {
+pub(crate) fn read_ids(path: &Path) -> Vec<u32> {
     fs::read_to_string(path)
         .map(|s| {
             s.split_whitespace()
@@ -546,6 +601,11 @@ fn owner_of(leaf: &str) -> Option<i32> {
     leaf.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
 }
 
+/// Whether process `pid` exists. Signal 0 only asks (EPERM: it does, as another user's).
+fn alive(pid: i32) -> bool {
+    matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
+}
+
 /// Removes groups left by schedlab supervisors that no longer exist (a SIGKILLed dashboard
 /// cannot clean up after itself). Returns how many were removed.
 pub fn sweep_orphans() -> usize {
@@ -561,12 +621,21 @@ pub fn sweep_orphans() -> usize {
         };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(owner) = name
+                .strip_prefix(ATTACHED_PREFIX)
+                .and_then(|rest| rest.split('-').next()?.parse().ok())
+            {
+                // What an attached row was placed in, left by a supervisor whose restorer
+                // could not empty it: its processes go back to the parent group, unharmed.
+                if !alive(owner) && super::cgroup_attached::release_orphan(&e.path()) {
+                    removed += 1;
+                }
+                continue;
+            }
             let Some(owner) = owner_of(&name) else {
                 continue;
             };
-            // Signal 0 only asks whether the owner exists (EPERM: it does, as another user's).
-            let alive = matches!(kill(Pid::from_raw(owner), None), Ok(()) | Err(Errno::EPERM));
-            if alive {
+            if alive(owner) {
                 continue;
             }
             let dir = e.path();

@@ -3,6 +3,7 @@
 //! sampling thread (`priority`), and room in the descriptor table (`fdtable`).
 
 pub mod cgroup;
+pub(crate) mod cgroup_attached;
 pub mod cpuset;
 pub mod fdtable;
 pub mod guard;
