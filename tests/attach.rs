@@ -642,3 +642,97 @@ fn attach_selector_errors_point_at_the_scenario() {
         WorkloadKind::attach(&Selector::Pid(1))
     );
 }
+
+/// A container as the user set it up: a cpu cgroup of its own with weight 50 and a 20% quota,
+/// a hog inside. Attached by that cgroup, its row is due its quota, reads throttled and gets
+/// about 20%; with the quota lifted and another hog on its CPU outside, it is due its weight's
+/// part (50 against the other's 100 on v2, 512 against 1024 on v1: a third of CPU 0).
+#[test]
+fn an_attached_cgroup_shows_its_weight_quota_and_throttled_time() {
+    if !root() {
+        eprintln!("NOT CHECKED: making a cpu cgroup needs root (CI runs as root)");
+        return;
+    }
+    let _m = machine();
+    let group = match schedlab::sys::kernel::cgroup::WorkloadCgroup::create("container", 50) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("NOT CHECKED: no writable cpu cgroup hierarchy: {e:#}");
+            return;
+        }
+    };
+    let v2 = group.version() == schedlab::sys::kernel::cgroup::Version::V2;
+    let quota = |q: Option<u64>| {
+        let (file, value) = match (v2, q) {
+            (true, Some(us)) => ("cpu.max", format!("{us} 100000")),
+            (true, None) => ("cpu.max", "max 100000".into()),
+            (false, Some(us)) => ("cpu.cfs_quota_us", us.to_string()),
+            (false, None) => ("cpu.cfs_quota_us", "-1".into()),
+        };
+        std::fs::write(group.dir().join(file), value).unwrap();
+    };
+    quota(Some(20_000));
+    let hog = Outside::hog("container-hog", Some(0));
+    for d in group.dirs() {
+        std::fs::write(d.join("cgroup.procs"), hog.pid.to_string()).unwrap();
+    }
+    let mut lab = Lab::new(Duration::from_millis(500)).unwrap();
+    lab.set_verdict_window(2.0);
+    let id = lab
+        .add(attach_decl(
+            "container",
+            Selector::Cgroup(group.dir().to_path_buf()),
+        ))
+        .unwrap();
+    let settle = |lab: &mut Lab| {
+        let mut last = None;
+        for _ in 0..8 {
+            std::thread::sleep(Duration::from_millis(500));
+            last = lab.tick().workloads.into_iter().find(|w| w.id == id);
+        }
+        last.expect("its row")
+    };
+    let w = settle(&mut lab);
+    eprintln!(
+        "quota 20%: got {:.3}, due {:.3}: {}; throttled {:.0}%; group {}",
+        w.cpu_received,
+        w.cpu_fair,
+        w.due.text(),
+        w.throttled_pct,
+        w.group
+    );
+    match &w.due {
+        schedlab::model::Due::Quota { cpus, .. } => assert!((cpus - 0.2).abs() < 0.01, "{cpus}"),
+        other => panic!("due by its quota, not {other:?}"),
+    }
+    assert!(w.due.text().contains("quota"), "{}", w.due.text());
+    assert!((w.cpu_received - 0.2).abs() < 0.04, "{w:?}");
+    assert!(w.throttled_pct > 50.0, "{w:?}");
+
+    quota(None);
+    let other = Outside::hog("container-other", Some(0));
+    let w = settle(&mut lab);
+    eprintln!(
+        "no quota, beside a hog on CPU 0: got {:.3}, due {:.3}: {}; throttled {:.0}%",
+        w.cpu_received,
+        w.cpu_fair,
+        w.due.text(),
+        w.throttled_pct
+    );
+    match &w.due {
+        schedlab::model::Due::Share {
+            weight, of_weight, ..
+        } => assert!(
+            (weight / of_weight - 1.0 / 3.0).abs() < 0.02,
+            "{weight}/{of_weight}"
+        ),
+        other => panic!("due its weight's part, not {other:?}"),
+    }
+    assert!((w.cpu_fair - 1.0 / 3.0).abs() < 0.05, "{w:?}");
+    assert!(w.throttled_pct < 1.0, "{w:?}");
+    drop(lab);
+    hog.never_signalled().unwrap();
+    other.never_signalled().unwrap();
+    drop(hog);
+    drop(group);
+}

@@ -348,7 +348,7 @@ impl WorkloadCgroup {
     }
 
     /// Every directory of the group: v2's one, or v1's `cpu` and `cpuacct` ones.
-    pub(crate) fn dirs(&self) -> &[PathBuf] {
+    pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
     }
 
