@@ -306,9 +306,13 @@ fn a_fifo_hog_leaves_a_normal_one_only_the_fair_reserve_and_it_is_never_idle() {
         let n = row(f, "normal");
         assert!(
             n.cpu_demand >= 0.9,
-            "at {:.2} s the normal hog wanted only {:.2}",
+            "at {:.2} s the normal hog wanted only {:.2} (got {:.2}, interval {:.3} s, {:?}, {:?})",
             f.t,
-            n.cpu_demand
+            n.cpu_demand,
+            n.cpu_received,
+            f.interval,
+            n.cause,
+            n.state
         );
         // Unless a host stall held it (the case then ran on until it came back).
         if !matches!(n.cause, Cause::HostStall { .. }) {
