@@ -5,6 +5,7 @@ pub mod atomic;
 pub mod latency;
 pub mod machine;
 pub mod metrics;
+pub mod other_tasks;
 pub mod plot;
 pub mod recording;
 pub mod results;
