@@ -68,6 +68,7 @@ pub fn run(
     let mut session = terminal::Session::enter()?;
     crate::engine::live::install_exit_hook();
     crate::sys::kernel::cgroup::sweep_orphans();
+    crate::sys::kernel::cgroup_attached::sweep_orphans();
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let (cmd_tx, cmd_rx) = mpsc::channel::<Command>();

@@ -602,34 +602,23 @@ fn owner_of(leaf: &str) -> Option<i32> {
 }
 
 /// Whether process `pid` exists. Signal 0 only asks (EPERM: it does, as another user's).
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     matches!(kill(Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
 }
 
 /// Removes groups left by schedlab supervisors that no longer exist (a SIGKILLed dashboard
 /// cannot clean up after itself). Returns how many were removed.
 pub fn sweep_orphans() -> usize {
-    let Ok(h) = hierarchy() else { return 0 };
-    let bases = match h {
-        Hierarchy::V2 { base } => vec![base],
-        Hierarchy::V1 { cpu, cpuacct } => std::iter::once(cpu).chain(cpuacct).collect(),
-    };
     let mut removed = 0;
-    for base in bases {
+    for base in bases() {
         let Ok(entries) = fs::read_dir(&base) else {
             continue;
         };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(owner) = name
-                .strip_prefix(ATTACHED_PREFIX)
-                .and_then(|rest| rest.split('-').next()?.parse().ok())
-            {
-                // What an attached row was placed in, left by a supervisor whose restorer
-                // could not empty it: its processes go back to the parent group, unharmed.
-                if !alive(owner) && super::cgroup_attached::release_orphan(&e.path()) {
-                    removed += 1;
-                }
+            // What an attached row was placed in holds processes schedlab did not start:
+            // cgroup_attached::sweep_orphans puts them back, never killing.
+            if attached_owner(&name).is_some() {
                 continue;
             }
             let Some(owner) = owner_of(&name) else {
@@ -646,6 +635,24 @@ pub fn sweep_orphans() -> usize {
         }
     }
     removed
+}
+
+/// The roots schedlab's groups are made under: v2's, or v1's cpu and cpuacct hierarchies.
+pub(crate) fn bases() -> Vec<PathBuf> {
+    match hierarchy() {
+        Ok(Hierarchy::V2 { base }) => vec![base],
+        Ok(Hierarchy::V1 { cpu, cpuacct }) => std::iter::once(cpu).chain(cpuacct).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The supervisor that made an attached row's group, from the group's name.
+pub(crate) fn attached_owner(name: &str) -> Option<i32> {
+    name.strip_prefix(ATTACHED_PREFIX)?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

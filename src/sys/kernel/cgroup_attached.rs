@@ -9,10 +9,10 @@
 
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::cgroup::{read_ids, rmdir_patiently};
+use super::cgroup::{self, read_ids, rmdir_patiently};
 use super::proc;
 
 /// Where one moved process came from.
@@ -83,10 +83,22 @@ pub(crate) fn put_back(group: &[PathBuf], origins: &[Origin]) -> bool {
         == 0
 }
 
-/// An attached group a dead supervisor left: its processes go to its parent group, then it is
-/// removed. Whether it was.
-pub(crate) fn release_orphan(dir: &Path) -> bool {
-    put_back(&[dir.to_path_buf()], &[])
+/// The attached groups dead supervisors left whose restorer could not empty them: their
+/// processes go back to the parent group, unharmed, and the groups are removed. How many were.
+pub fn sweep_orphans() -> usize {
+    let mut removed = 0;
+    for base in cgroup::bases() {
+        let Ok(entries) = fs::read_dir(&base) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let owner = cgroup::attached_owner(&e.file_name().to_string_lossy());
+            if owner.is_some_and(|o| !cgroup::alive(o)) && put_back(&[e.path()], &[]) {
+                removed += 1;
+            }
+        }
+    }
+    removed
 }
 
 #[cfg(test)]
@@ -114,5 +126,38 @@ mod tests {
         let reused = [origins[0].clone(), origin(me, start(me) + 1, "/b")];
         assert_eq!(home_of(me, &reused, 0), Some(PathBuf::from("/a")));
         assert_eq!(home_of(me, &[], 0), None);
+    }
+
+    #[test]
+    fn an_orphaned_attached_group_is_emptied_into_its_parent_unharmed() {
+        // SAFETY: geteuid takes nothing.
+        if unsafe { libc::geteuid() } != 0 {
+            return eprintln!("skipped: cgroups need root");
+        }
+        let Some(base) = cgroup::bases().into_iter().next() else {
+            return eprintln!("skipped: no cpu hierarchy");
+        };
+        // A dead owner: a child that ran and was reaped.
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let owner = gone.id();
+        gone.wait().unwrap();
+        let dir = base.join(format!("{}{owner}-0-orphan-test", cgroup::ATTACHED_PREFIX));
+        if fs::create_dir(&dir).is_err() {
+            return eprintln!("skipped: {} is not writable", base.display());
+        }
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        fs::write(dir.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+        let removed = sweep_orphans();
+        let alive = sleeper.try_wait().unwrap().is_none();
+        let groups = fs::read_to_string(format!("/proc/{}/cgroup", sleeper.id())).unwrap();
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        let _ = fs::remove_dir(&dir);
+        assert!(removed >= 1 && !dir.exists(), "{removed} removed");
+        assert!(alive, "the sweep signalled what it did not start");
+        assert!(!groups.contains("orphan-test"), "{groups}");
     }
 }
