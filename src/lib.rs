@@ -12,6 +12,8 @@
 //! - [`model`]: pure maths from Samples to Frames: rates, CPU shares, fair share, statistics.
 //! - [`engine`]: the Lab, the Backend/Command/Event contract, the engine thread, and replay.
 //! - [`record`]: what leaves the terminal: recordings, result files, OpenMetrics, plots.
+//! - [`explain`]: counterfactual variants of a scenario and what their runs say about a
+//!   workload's deviation from its fair share.
 //! - [`ui`]: the ratatui dashboard: draws Frames and turns keys into Commands.
 //! - [`cli`]: one file per command: tui, run, contest, compare, replay, plot, cleanup.
 //! - [`sys`]: host plumbing under them all: the kernel's interfaces, the shared-memory format
@@ -23,6 +25,7 @@
 
 pub mod cli;
 pub mod engine;
+pub mod explain;
 pub mod finding;
 pub mod knobs;
 pub mod model;

@@ -1,11 +1,12 @@
 //! The commands, one file each: `tui` opens the dashboard on the live engine, `replay` on a
-//! recording; the others (run, contest, compare, plot, cleanup) print or write their results.
+//! recording; the others (run, contest, compare, suite, explain, plot, cleanup) print or write their results.
 //! The workloads' own subcommands come from the registry; [`command`] puts them all on one
 //! command line and [`run`] runs the one clap found.
 
 pub mod cleanup;
 pub mod compare;
 pub mod contest;
+pub mod explain;
 pub mod plot;
 pub mod replay;
 pub mod run;
@@ -46,6 +47,9 @@ enum Cmd {
     Compare(compare::Args),
     /// Run the findings (known scheduler behaviours) and report what this kernel did.
     Suite(suite::Args),
+    /// Explain a workload's deviation from its fair share: the scenario as it is against
+    /// variants that each change one thing, with repeats, and the mechanism they point to.
+    Explain(explain::Args),
     /// Play a recording back.
     Replay(replay::ReplayArgs),
     /// Draw a recording as a picture: throughput, CPU share vs fair share, context switches.
@@ -73,6 +77,7 @@ pub fn run(matches: &ArgMatches) -> Result<()> {
         Some(Cmd::Contest(a)) => contest::main(a),
         Some(Cmd::Compare(a)) => compare::main(a),
         Some(Cmd::Suite(a)) => suite::main(a),
+        Some(Cmd::Explain(a)) => explain::main(a),
         Some(Cmd::Replay(a)) => replay::replay_main(a),
         Some(Cmd::Plot(a)) => plot::plot_main(a),
         Some(Cmd::Cleanup) => cleanup::main(),

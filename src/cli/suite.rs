@@ -229,8 +229,8 @@ fn unmet(sc: &Scenario, here: Machine) -> Option<String> {
     sc.finding.as_ref().and_then(|f| f.unmet(here))
 }
 
-/// A bar over the whole suite, with the time left; none when stderr is not a terminal.
-fn progress_bar(total_secs: f64) -> ProgressBar {
+/// A bar over a whole set of runs, with the time left; none when stderr is not a terminal.
+pub(crate) fn progress_bar(total_secs: f64) -> ProgressBar {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();

@@ -1,0 +1,260 @@
+//! `schedlab explain SCENARIO [--workload NAME]`: runs the scenario as it is and then
+//! counterfactual variants of it, each changing one thing about the workload (its session,
+//! its cgroup, its tasks long-lived, SCHED_BATCH, its affinity), with repeats, and reports
+//! which variants remove the deviation and the mechanism they point to (docs/explain.md).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use indicatif::ProgressBar;
+
+use crate::cli::run::{parse_duration, run_once, write_results, Plan};
+use crate::cli::ArgumentError;
+use crate::explain::conclusion::{self, Outcome, RepeatFigures};
+use crate::explain::report::{ExplainReport, EXPLAIN_SCHEMA_VERSION};
+use crate::explain::variant::{self, Allowed, Change, Variant, KEYS};
+use crate::finding::Machine;
+use crate::model::Frame;
+use crate::record::atomic::AtomicFile;
+use crate::record::machine;
+use crate::record::results::Host;
+use crate::scenario::Scenario;
+use crate::sys::kernel::priority::SamplerPriority;
+
+/// Repeats of each row without --repeat: enough for Welch's test to say something.
+const DEFAULT_REPEATS: u32 = 3;
+/// Seconds of settled figures each run gives without --duration, after its settling time.
+const SETTLED_SECONDS: f64 = 6.0;
+
+/// Arguments of `schedlab explain`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Example, the 2002 contest question on one CPU:\n  \
+    schedlab explain contest-one-cpu --workload fork_load\n\n\
+    SCENARIO is a scenario file, a preset or a finding of `schedlab suite --list`.")]
+pub struct Args {
+    /// The scenario: a file, a preset or a finding, by name.
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: String,
+    /// The workload to explain (default: the one furthest from its due as it is).
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+    /// Only these variants (comma-separated): own-session, shared-session, own-cgroup,
+    /// long-lived, batch, unpinned (default: every one that fits the workload here).
+    #[arg(long, value_name = "KEY", value_delimiter = ',')]
+    pub variant: Vec<String>,
+    /// Repeats of the scenario as it is and of each variant (2 or more: a test needs a spread).
+    #[arg(long, default_value_t = DEFAULT_REPEATS,
+          value_parser = clap::value_parser!(u32).range(2..=100))]
+    pub repeat: u32,
+    /// How long each run lasts (e.g. 12, 12s, 1m); default: the scenario's verdict window
+    /// plus 8 s (2 s of start-up and 6 s of settled figures).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write the report to FILE (whole or not at all) instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Markdown,
+    Json,
+}
+
+/// A scenario file, a preset, or a finding of the catalogue, by name.
+fn open(arg: &str) -> Result<Scenario> {
+    let stem = arg.strip_suffix(".toml").unwrap_or(arg);
+    if !std::path::Path::new(arg).exists() {
+        if let Some((name, src)) = crate::finding::CATALOGUE.iter().find(|(n, _)| *n == stem) {
+            return Ok(Scenario::from_toml(
+                src,
+                &format!("assets/findings/{name}.toml"),
+            )?);
+        }
+    }
+    Ok(Scenario::open(arg)?.0)
+}
+
+pub fn main(args: Args) -> Result<()> {
+    let sc = open(&args.scenario)?;
+    if let Some(bad) = args.variant.iter().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(ArgumentError(format!(
+            "no variant `{bad}`; the variants are {}",
+            KEYS.join(", ")
+        ))
+        .into());
+    }
+    let here = Machine::here();
+    let allowed = Allowed {
+        cgroups: here.root && crate::sys::kernel::cgroup::hierarchy().is_ok(),
+        autogroup: here.autogroup,
+    };
+    if let Some(w) = &args.workload {
+        // Before anything runs: a wrong name or a variant that does not fit is one line.
+        variant::choose(&sc, w, allowed, &args.variant).map_err(ArgumentError)?;
+    }
+    let settle = sc.verdict_window.unwrap_or(5.0) + 2.0;
+    let duration = args.duration.unwrap_or(settle + SETTLED_SECONDS);
+    if duration <= settle {
+        return Err(ArgumentError(format!(
+            "--duration {duration} leaves no settled figures: runs settle for {settle} s \
+             (the verdict window and 2 s)"
+        ))
+        .into());
+    }
+    crate::engine::live::install_exit_hook();
+    let mut output = args.output.as_deref().map(AtomicFile::create).transpose()?;
+    if let Some(out) = &output {
+        let tmp = out.tmp_path().to_owned();
+        crate::sys::exit::lifeline::on_exit(move || {
+            let _ = std::fs::remove_file(&tmp);
+        });
+    }
+    let started = machine::now_utc();
+    let mut runner = Runner {
+        repeats: args.repeat,
+        duration,
+        progress: crate::cli::suite::progress_bar(0.0),
+        done: 0.0,
+        host: None,
+    };
+    // The bar's length is known once the variants are: as it is first, then at most these.
+    let at_most = if args.variant.is_empty() {
+        KEYS.len()
+    } else {
+        args.variant.len()
+    };
+    runner.set_rows(1 + at_most);
+    let as_is_frames = runner.rows("as it is", &sc)?;
+    let workload = match &args.workload {
+        Some(w) => w.clone(),
+        None => furthest(&sc, &as_is_frames, settle)
+            .context("no workload was due enough CPU to explain (0.02 CPU or more)")?,
+    };
+    let figures = |frames: &[Vec<Frame>]| -> Vec<RepeatFigures> {
+        frames
+            .iter()
+            .filter_map(|f| conclusion::repeat_figures(f, &workload, settle))
+            .collect()
+    };
+    let as_is = Outcome::new(Change::none(), &figures(&as_is_frames), None)
+        .with_context(|| format!("{workload} was never due enough CPU for a ratio"))?;
+    let mut outcomes = vec![as_is.clone()];
+    let variants: Vec<Variant> = if conclusion::deviates(as_is.ratio.mean) {
+        variant::choose(&sc, &workload, allowed, &args.variant).map_err(ArgumentError)?
+    } else {
+        Vec::new()
+    };
+    runner.set_rows(1 + variants.len());
+    for v in &variants {
+        let frames = runner.rows(&v.what.key, &v.scenario)?;
+        if let Some(o) = Outcome::new(v.what.clone(), &figures(&frames), Some(&as_is)) {
+            outcomes.push(o);
+        }
+    }
+    runner.progress.finish_and_clear();
+    let report = ExplainReport {
+        explain_schema_version: EXPLAIN_SCHEMA_VERSION,
+        schedlab_version: env!("CARGO_PKG_VERSION").into(),
+        schedlab_commit: machine::GIT_COMMIT.into(),
+        started_utc: started,
+        command_line: machine::command_line(),
+        host: runner
+            .host
+            .unwrap_or_else(|| Host::here(crate::supervisor::usable_cpus(), here.autogroup)),
+        scenario_arg: args.scenario.clone(),
+        scenario: sc.name.clone(),
+        workload: workload.clone(),
+        repeats: args.repeat,
+        duration,
+        settle,
+        conclusion: conclusion::conclude(&workload, &as_is, &outcomes[1..]),
+        outcomes,
+        not_tried: not_tried(allowed, variants.is_empty()),
+    };
+    let text = match args.format {
+        Format::Text => report.to_text(),
+        Format::Markdown => report.to_markdown(),
+        Format::Json => report.to_json(),
+    };
+    write_results(output.take(), &text)
+}
+
+/// What this run could not try, so the reader knows the conclusion's limits.
+fn not_tried(allowed: Allowed, no_variants: bool) -> Vec<String> {
+    if no_variants {
+        return Vec::new();
+    }
+    let mut out = vec![
+        "a custom slice (sched_attr.sched_runtime, kernel 6.12 and later): schedlab has no \
+         knob for it yet"
+            .to_string(),
+        "the kernel's own events (sched_switch, sched_wakeup) as evidence: not built yet".into(),
+    ];
+    if !allowed.cgroups {
+        out.push("own-cgroup: needs root and a writable cpu controller".into());
+    }
+    if !allowed.autogroup {
+        out.push("own-session: autogroup is off, so a session of its own changes nothing".into());
+    }
+    out
+}
+
+/// The workload furthest from its due as it is (on a log scale), among those due enough for
+/// a ratio.
+fn furthest(sc: &Scenario, repeats: &[Vec<Frame>], settle: f64) -> Option<String> {
+    sc.workloads
+        .iter()
+        .filter_map(|w| {
+            let fs: Vec<RepeatFigures> = repeats
+                .iter()
+                .filter_map(|f| conclusion::repeat_figures(f, &w.name, settle))
+                .collect();
+            let mean = fs.iter().map(|f| f.received / f.due).sum::<f64>() / fs.len() as f64;
+            (!fs.is_empty()).then(|| (w.name.clone(), mean.ln().abs()))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(name, _)| name)
+}
+
+/// Runs rows of repeats one after the other on one progress bar.
+struct Runner {
+    repeats: u32,
+    duration: f64,
+    progress: ProgressBar,
+    /// Seconds run so far.
+    done: f64,
+    host: Option<Host>,
+}
+
+impl Runner {
+    /// Sizes the bar for `rows` rows in all (those run so far included).
+    fn set_rows(&self, rows: usize) {
+        let total = rows as f64 * self.repeats as f64 * self.duration;
+        self.progress.set_length((total * 10.0).round() as u64);
+    }
+
+    /// Every repeat of one row; each repeat's Frames.
+    fn rows(&mut self, label: &str, sc: &Scenario) -> Result<Vec<Vec<Frame>>> {
+        let mut out = Vec::new();
+        for r in 1..=self.repeats {
+            self.progress
+                .set_message(format!("{label}, repeat {r}/{}", self.repeats));
+            let plan = Plan {
+                scenario: sc,
+                limit: Some(self.duration),
+                sampler: SamplerPriority::Realtime,
+                progress_from: (self.done * 10.0) as u64,
+            };
+            let (frames, _) = run_once(&plan, r, &mut None, None, &self.progress, &mut self.host)
+                .with_context(|| format!("{label}, repeat {r}"))?;
+            out.push(frames);
+            self.done += self.duration;
+        }
+        Ok(out)
+    }
+}
