@@ -200,53 +200,55 @@ pub fn conclude(workload: &str, as_is: &Outcome, variants: &[Outcome]) -> String
                 .map(|v| v.what.gist.clone()),
         )
     };
-    let mut out = String::new();
-    match supported.as_slice() {
-        [m] => {
-            let removing =
-                changes(&|v| v.what.mechanism == Some(*m) && v.effect == Effect::Removes);
-            out.push_str(&format!(
-                "The {what} disappears with {removing}: {} ({}).",
-                m.words(),
-                m.rule()
-            ));
-            if ruled_out.is_empty() {
-                out.push_str(" No other candidate was ruled out by these variants.");
-            } else {
-                let leaving = variants
-                    .iter()
-                    .filter(|v| v.what.mechanism.is_some_and(|x| ruled_out.contains(&x)))
-                    .filter(|v| v.effect == Effect::Leaves)
-                    .map(|v| format!("{} (ratio {:.2})", v.what.gist, v.ratio.mean));
-                out.push_str(&format!(
-                    " It stays with {}: {} ruled out.",
-                    join(leaving),
-                    join(ruled_out.iter().map(|m| m.words().to_string()))
-                ));
-            }
-        }
+    let removing = changes(&|v| v.effect == Effect::Removes);
+    let mut out = match supported.as_slice() {
+        [m] => format!(
+            "The {what} disappears with {}: {} ({}).",
+            changes(&|v| v.what.mechanism == Some(*m) && v.effect == Effect::Removes),
+            m.words(),
+            m.rule()
+        ),
+        [] if !removing.is_empty() => format!(
+            "The {what} disappears with {removing} but stays with {}, which test the same \
+             mechanism: the variants do not separate the candidates.",
+            changes(&|v| {
+                v.effect == Effect::Leaves
+                    && v.what.mechanism.is_some_and(|m| !ruled_out.contains(&m))
+            })
+        ),
         [] => {
             let partly = changes(&|v| matches!(v.effect, Effect::Reduces | Effect::Reverses));
             if partly.is_empty() {
-                out.push_str(&format!(
+                format!(
                     "None of the variants removes the {what}: they do not separate the candidates."
-                ));
+                )
             } else {
-                out.push_str(&format!(
+                format!(
                     "{} changes the {what} but no variant removes it: the variants do not \
                      separate the candidates.",
                     capitalise(&partly)
-                ));
+                )
             }
         }
-        several => {
-            out.push_str(&format!(
-                "The {what} disappears with {}, which test {}: the variants do not separate \
-                 these candidates.",
-                changes(&|v| v.effect == Effect::Removes),
-                join(several.iter().map(|m| m.words().to_string()))
-            ));
-        }
+        several => format!(
+            "The {what} disappears with {removing}, which test {}: the variants do not separate \
+             these candidates.",
+            join(several.iter().map(|m| m.words().to_string()))
+        ),
+    };
+    if !ruled_out.is_empty() {
+        let leaving = variants
+            .iter()
+            .filter(|v| v.what.mechanism.is_some_and(|x| ruled_out.contains(&x)))
+            .filter(|v| v.effect == Effect::Leaves)
+            .map(|v| format!("{} (ratio {:.2})", v.what.gist, v.ratio.mean));
+        out.push_str(&format!(
+            " It stays with {}: {} ruled out.",
+            join(leaving),
+            join(ruled_out.iter().map(|m| m.words().to_string()))
+        ));
+    } else if supported.len() == 1 {
+        out.push_str(" No other candidate was ruled out by these variants.");
     }
     out
 }
@@ -356,6 +358,17 @@ mod tests {
         ];
         let c = conclude("w", &a, &split);
         assert!(!c.contains("new-task placement ("), "{c}");
+        assert!(
+            c.starts_with(
+                "The excess disappears with own session but stays with long-lived, which test \
+                 the same mechanism"
+            ),
+            "{c}"
+        );
+        assert!(
+            c.ends_with("It stays with batch (ratio 2.80): wakeup preemption ruled out."),
+            "{c}"
+        );
         // Halfway there: changes it, removes nothing.
         let half = [row("batch", Mechanism::WakeupPreemption, 1.4, &a)];
         assert_eq!(half[0].effect, Effect::Reduces);

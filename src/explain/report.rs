@@ -170,3 +170,75 @@ impl ExplainReport {
         serde_json::to_string_pretty(self).expect("a report serialises") + "\n"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::conclusion::RepeatFigures;
+    use crate::explain::variant::{Change, Mechanism};
+
+    fn report() -> ExplainReport {
+        let figures = |ratio: f64| -> Vec<RepeatFigures> {
+            [0.97, 1.0, 1.03]
+                .iter()
+                .map(|k| RepeatFigures {
+                    received: 0.2 * ratio * k,
+                    due: 0.2,
+                    demand: 1.0,
+                })
+                .collect()
+        };
+        let as_is = Outcome::new(Change::none(), &figures(2.13), None).unwrap();
+        let batch = Change {
+            key: "batch".into(),
+            change: "a workload with a long name as SCHED_BATCH (no wakeup preemption)".into(),
+            gist: "SCHED_BATCH".into(),
+            mechanism: Some(Mechanism::WakeupPreemption),
+        };
+        let b = Outcome::new(batch, &figures(2.25), Some(&as_is)).unwrap();
+        let conclusion = crate::explain::conclusion::conclude("fork_load", &as_is, &[b.clone()]);
+        ExplainReport {
+            explain_schema_version: EXPLAIN_SCHEMA_VERSION,
+            schedlab_version: "0.1.0".into(),
+            schedlab_commit: "f3eef41".into(),
+            started_utc: "2026-12-06T20:35:54Z".into(),
+            command_line: vec!["schedlab".into(), "explain".into()],
+            host: Host {
+                kernel: "6.18.44".into(),
+                cpus: 2,
+                autogroup: true,
+                ..Host::here(2, true)
+            },
+            scenario_arg: "contest-one-cpu".into(),
+            scenario: "contest-one-cpu".into(),
+            workload: "fork_load".into(),
+            repeats: 3,
+            duration: 12.0,
+            settle: 6.0,
+            outcomes: vec![as_is, b],
+            conclusion,
+            not_tried: vec!["a custom slice".into()],
+        }
+    }
+
+    #[test]
+    fn the_text_fits_100_columns_but_for_the_commands_to_copy() {
+        let r = report();
+        let text = r.to_text();
+        for l in text
+            .lines()
+            .filter(|l| !l.starts_with("schedlab explain contest"))
+        {
+            assert!(l.chars().count() <= text::COLUMNS, "{l}");
+        }
+        assert!(text.contains("leaves it"), "{text}");
+        assert!(text.contains(
+            "schedlab explain contest-one-cpu --workload fork_load --variant batch --repeat 3 \
+             --duration 12\n"
+        ));
+        let md = r.to_markdown();
+        assert!(md.contains("| batch | a workload with a long name"), "{md}");
+        let back: ExplainReport = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(back, r);
+    }
+}
