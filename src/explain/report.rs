@@ -196,7 +196,8 @@ mod tests {
             mechanism: Some(Mechanism::WakeupPreemption),
         };
         let b = Outcome::new(batch, &figures(2.25), Some(&as_is)).unwrap();
-        let conclusion = crate::explain::conclusion::conclude("fork_load", &as_is, &[b.clone()]);
+        let conclusion =
+            crate::explain::conclusion::conclude("fork_load", &as_is, std::slice::from_ref(&b));
         ExplainReport {
             explain_schema_version: EXPLAIN_SCHEMA_VERSION,
             schedlab_version: "0.1.0".into(),
