@@ -25,6 +25,7 @@ use nix::sys::resource::{getrlimit, setrlimit, Resource};
 
 use crate::model::latency::Distribution;
 use crate::sys::kernel::guard::Demand;
+use crate::sys::kernel::raw_io;
 use crate::sys::shared::counters::{
     self, now_ns, CounterRegion, CounterSlot, Histogram, LatencyTotals, Sampler,
 };
@@ -379,30 +380,13 @@ fn ready(ready_w: RawFd, wake_r: RawFd) -> bool {
     }
 }
 
-// The message loop calls read(2) and write(2) through `syscall` rather than glibc's
-// wrappers: those take pthread's asynchronous-cancellation path (about 30 more instructions
-// a call) once a process has ever had a second thread, and that mark survives fork. The
-// original's children never had one; ours inherit it from the lifeline's signal thread. The
-// kernel sees the very same calls.
-#[inline]
-fn sys_read(fd: RawFd, buf: &mut [u8]) -> isize {
-    // SAFETY: `buf` is live and writable for buf.len() bytes, exclusively borrowed; read(2) writes
-    // at most that many.
-    unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) as isize }
-}
-
-#[inline]
-fn sys_write(fd: RawFd, buf: &[u8]) -> isize {
-    // SAFETY: `buf` is live for buf.len() bytes; write(2) only reads them.
-    unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) as isize }
-}
-
+// The message loop calls read(2) and write(2) raw (sys::kernel::raw_io says why).
 /// Reads exactly `buf.len()` bytes: Ok(true), or Ok(false) on end of file.
 #[inline]
 fn read_full(fd: RawFd, buf: &mut [u8]) -> std::result::Result<bool, i32> {
     let mut done = 0;
     while done < buf.len() {
-        let n = sys_read(fd, &mut buf[done..]);
+        let n = raw_io::read(fd, &mut buf[done..]);
         if n > 0 {
             done += n as usize;
         } else if n == 0 {
@@ -422,7 +406,7 @@ fn read_full(fd: RawFd, buf: &mut [u8]) -> std::result::Result<bool, i32> {
 fn write_full(fd: RawFd, buf: &[u8]) -> bool {
     let mut done = 0;
     while done < buf.len() {
-        let n = sys_write(fd, &buf[done..]);
+        let n = raw_io::write(fd, &buf[done..]);
         if n > 0 {
             done += n as usize;
         } else if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {

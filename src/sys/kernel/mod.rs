@@ -1,6 +1,7 @@
 //! The kernel's interfaces outside the probe's sampling: /proc (`proc`), cgroups, CPU lists
 //! (`cpuset`), SysV IPC and its ledger (`sysv`), the machine's limits (`guard`), a prompt
-//! sampling thread (`priority`), and room in the descriptor table (`fdtable`).
+//! sampling thread (`priority`), room in the descriptor table (`fdtable`), and raw read and write
+//! for the measured message loops (`raw_io`).
 
 pub mod cgroup;
 pub(crate) mod cgroup_attached;
@@ -9,4 +10,5 @@ pub mod fdtable;
 pub mod guard;
 pub mod priority;
 pub mod proc;
+pub(crate) mod raw_io;
 pub mod sysv;

@@ -6,12 +6,13 @@
 //! write/read on two pipes). Nothing else happens per round trip but a relaxed load of the
 //! stop flag and a plain store to the pinger's counter; one round trip in 16 is also timed
 //! (two vDSO clock readings and plain stores to the pinger's histogram). The calls are raw
-//! libc on purpose: these loops were measured against the C originals, and a wrapper's error
+//! libc (the pipe's through `syscall`, as hackbench's: sys::kernel::raw_io) on purpose: these loops were measured against the C originals, and a wrapper's error
 //! conversion and descriptor borrowing are code the originals did not run.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
 
+use crate::sys::kernel::raw_io;
 use crate::sys::shared::counters::{now_ns, CounterSlot, Histogram, Sampler};
 
 /// Bytes carried by each message (as `perf bench sched pipe`'s int).
@@ -229,20 +230,12 @@ fn whole_token(call: Call, mut io: impl FnMut() -> isize) -> Result<(), TaskErro
 impl Endpoint for PipeEnd {
     #[inline]
     fn send(&mut self) -> Result<(), TaskError> {
-        whole_token(Call::Write, || {
-            // SAFETY: `token` is TOKEN_LEN bytes, live for the call; write only reads them. A
-            // closed fd is an error, not undefined behaviour.
-            unsafe { libc::write(self.write_fd, self.token.as_ptr().cast(), TOKEN_LEN) }
-        })
+        whole_token(Call::Write, || raw_io::write(self.write_fd, &self.token))
     }
 
     #[inline]
     fn recv(&mut self) -> Result<(), TaskError> {
-        whole_token(Call::Read, || {
-            // SAFETY: `token` is TOKEN_LEN writable bytes, exclusively borrowed; read writes at
-            // most that many.
-            unsafe { libc::read(self.read_fd, self.token.as_mut_ptr().cast(), TOKEN_LEN) }
-        })
+        whole_token(Call::Read, || raw_io::read(self.read_fd, &mut self.token))
     }
 }
 
