@@ -8,14 +8,13 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 
-use crate::cli::run::{parse_duration, run_once, write_results, Plan};
+use crate::cli::run::{output_file, parse_duration, run_once, write_results, Plan};
 use crate::cli::ArgumentError;
 use crate::explain::conclusion::{self, Outcome, RepeatFigures};
 use crate::explain::report::{ExplainReport, EXPLAIN_SCHEMA_VERSION};
 use crate::explain::variant::{self, Allowed, Change, Variant, KEYS};
 use crate::finding::Machine;
 use crate::model::Frame;
-use crate::record::atomic::AtomicFile;
 use crate::record::machine;
 use crate::record::results::Host;
 use crate::scenario::Scenario;
@@ -107,13 +106,7 @@ pub fn main(args: Args) -> Result<()> {
         .into());
     }
     crate::engine::live::install_exit_hook();
-    let mut output = args.output.as_deref().map(AtomicFile::create).transpose()?;
-    if let Some(out) = &output {
-        let tmp = out.tmp_path().to_owned();
-        crate::sys::exit::lifeline::on_exit(move || {
-            let _ = std::fs::remove_file(&tmp);
-        });
-    }
+    let mut output = output_file(args.output.as_deref())?;
     let started = machine::now_utc();
     let mut runner = Runner {
         repeats: args.repeat,

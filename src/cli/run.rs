@@ -185,14 +185,7 @@ pub fn main(args: Args) -> Result<()> {
     // A signal or a panic kills the workloads and sweeps what they made before we exit.
     crate::engine::live::install_exit_hook();
     // Everything that can fail on the user's input fails before any workload starts.
-    let mut output = args.output.as_deref().map(AtomicFile::create).transpose()?;
-    if let Some(out) = &output {
-        // Ctrl-C exits through the lifeline: take the half-written temp file with it.
-        let tmp = out.tmp_path().to_owned();
-        crate::sys::exit::lifeline::on_exit(move || {
-            let _ = std::fs::remove_file(&tmp);
-        });
-    }
+    let mut output = output_file(args.output.as_deref())?;
     let metrics = args
         .metrics_addr
         .as_deref()
@@ -308,6 +301,19 @@ pub(crate) fn results_of(
     );
     results.add_latency(latencies);
     results
+}
+
+/// The file `-o` names, written whole or not at all; a signal's exit through the lifeline takes
+/// the half-written temporary file with it.
+pub(crate) fn output_file(path: Option<&std::path::Path>) -> Result<Option<AtomicFile>> {
+    let output = path.map(AtomicFile::create).transpose()?;
+    if let Some(out) = &output {
+        let tmp = out.tmp_path().to_owned();
+        crate::sys::exit::lifeline::on_exit(move || {
+            let _ = std::fs::remove_file(&tmp);
+        });
+    }
+    Ok(output)
 }
 
 /// Writes the results to the output file (whole, or not at all) or to stdout.

@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::run::{parse_duration, results_of, run_once, write_results, Plan};
+use crate::cli::run::{output_file, parse_duration, results_of, run_once, write_results, Plan};
 use crate::cli::ArgumentError;
 use crate::finding::{self, Machine};
-use crate::record::atomic::AtomicFile;
 use crate::record::machine;
 use crate::record::results::Host;
 use crate::record::suite::{FindingResult, SuiteResults, SUITE_SCHEMA_VERSION};
@@ -146,13 +145,7 @@ pub fn main(args: Args) -> Result<()> {
     };
     let here = Machine::here();
     crate::engine::live::install_exit_hook();
-    let mut output = args.output.as_deref().map(AtomicFile::create).transpose()?;
-    if let Some(out) = &output {
-        let tmp = out.tmp_path().to_owned();
-        crate::sys::exit::lifeline::on_exit(move || {
-            let _ = std::fs::remove_file(&tmp);
-        });
-    }
+    let mut output = output_file(args.output.as_deref())?;
     let started = machine::now_utc();
     let runnable = findings.iter().filter(|s| unmet(s, here).is_none());
     let total: f64 = runnable.map(|s| seconds(s) * repeats as f64).sum();
