@@ -1,8 +1,9 @@
 #!/bin/sh
 # Benchmark (not a test): schedlab's hackbench and fork-load against their peers, side by
 # side, alternating, N times each; prints medians and the ratio of medians as a Markdown table.
-#   hackbench: `perf bench sched messaging` with the same groups and loops, in process/socket,
-#              pipe and thread modes, and bench/c/hackbench.c, a C program of the same shape
+#   hackbench: rt-tests' `hackbench` (Debian's rt-tests, installed when missing) and `perf bench
+#              sched messaging` with the same groups and loops, in process/socket, pipe and
+#              thread modes, and bench/c/hackbench.c, a C program of the same shape
 #              (ratios = schedlab time / peer time: below 1 is faster; "paired" is the median
 #              of each round's schedlab / C, with its 95% bootstrap interval: one run varies by
 #              10-20% from the next here, so tell a gap from noise by that interval).
@@ -23,6 +24,13 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet --bins
 SL=target/release/schedlab
 command -v perf >/dev/null || { echo "perf not found: install linux-perf" >&2; exit 1; }
+# rt-tests' hackbench, the one users run; /usr/bin/hackbench is Debian's rt-tests.
+if ! [ -x /usr/bin/hackbench ]; then
+    echo "installing rt-tests (apt-get) for its hackbench" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rt-tests; } >/dev/null 2>&1 ||
+        { echo "rt-tests could not be installed: its hackbench is needed" >&2; exit 1; }
+fi
+RT_HACKBENCH=/usr/bin/hackbench
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT INT TERM
 cc -O2 -o "$TMP/forkloop" bench/c/forkloop.c
@@ -37,25 +45,25 @@ cell() { echo "$(median < "$1") ($(bench_spread %.3f < "$1"))"; }
 
 echo "Machine: $(nproc) CPUs, kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'); $RUNS runs each, alternating"
 echo
-echo "| hackbench -g $GROUPS -l $LOOPS, time (s), median (min..max) | schedlab | C hackbench | perf messaging | schedlab / C | schedlab / C, paired [95% interval] | schedlab / perf |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| hackbench -g $GROUPS -l $LOOPS, time (s), median (min..max) | schedlab | C hackbench | rt-tests hackbench | perf messaging | schedlab / C, paired [95% interval] | schedlab / rt-tests, paired [95% interval] | schedlab / perf, paired [95% interval] |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for mode in $MODES; do
     case $mode in
-        process) sflag=""; pflag="" ;;
-        pipe) sflag="--pipe"; pflag="-p" ;;
-        thread) sflag="--threads"; pflag="-t" ;;
+        process) sflag=""; pflag=""; rflag="" ;;
+        pipe) sflag="--pipe"; pflag="-p"; rflag="-p" ;;
+        thread) sflag="--threads"; pflag="-t"; rflag="-T" ;;
     esac
-    : > "$TMP/s"; : > "$TMP/c"; : > "$TMP/p"
+    : > "$TMP/s"; : > "$TMP/c"; : > "$TMP/p"; : > "$TMP/r"
     i=0
     while [ $i -lt "$RUNS" ]; do
         $SL hackbench -g "$GROUPS" -l "$LOOPS" $sflag | awk '/^Time:/ {print $2}' >> "$TMP/s"
         "$TMP/hackbench" "$GROUPS" "$LOOPS" $mode | awk '/^Time:/ {print $2}' >> "$TMP/c"
+        "$RT_HACKBENCH" -g "$GROUPS" -l "$LOOPS" $rflag | awk '/^Time:/ {print $2}' >> "$TMP/r"
         perf bench sched messaging -g "$GROUPS" -l "$LOOPS" $pflag | awk '/Total time:/ {print $3}' >> "$TMP/p"
         i=$((i + 1))
     done
-    s=$(median < "$TMP/s"); c=$(median < "$TMP/c"); p=$(median < "$TMP/p")
-    bench_paired "$TMP/s" "$TMP/c"
-    echo "| $mode | $(cell "$TMP/s") | $(cell "$TMP/c") | $(cell "$TMP/p") | $(echo "$s $c" | awk '{printf "%.3f", $1/$2}') | $(printf %.3f "$PAIRED") [$PAIRED_LO..$PAIRED_HI] | $(echo "$s $p" | awk '{printf "%.3f", $1/$2}') |"
+    paired() { bench_paired "$TMP/s" "$1"; echo "$(printf %.3f "$PAIRED") [$PAIRED_LO..$PAIRED_HI]"; }
+    echo "| $mode | $(cell "$TMP/s") | $(cell "$TMP/c") | $(cell "$TMP/r") | $(cell "$TMP/p") | $(paired "$TMP/c") | $(paired "$TMP/r") | $(paired "$TMP/p") |"
 done
 [ "$FORK" = 0 ] && exit 0
 echo
