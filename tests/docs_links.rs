@@ -80,7 +80,7 @@ fn without_code_spans(line: &str) -> String {
         }
         match close {
             Some(end) => {
-                out.extend(std::iter::repeat(' ').take(end - i));
+                out.extend(std::iter::repeat_n(' ', end - i));
                 i = end;
             }
             None => {

@@ -129,7 +129,11 @@ impl Rng {
 
     /// A kill instant: a quarter within 50 ms, the rest within WINDOW_MS.
     fn instant(&mut self) -> Duration {
-        let limit = if self.next() % 4 == 0 { 50 } else { WINDOW_MS };
+        let limit = if self.next().is_multiple_of(4) {
+            50
+        } else {
+            WINDOW_MS
+        };
         Duration::from_micros(self.next() % (limit * 1000))
     }
 }

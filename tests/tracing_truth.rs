@@ -974,7 +974,7 @@ fn the_rests_waits_agree_with_the_tracepoints() {
                 traced as f64 / 1e6
             );
         }
-        if worst.map_or(true, |(_, s, t)| s.abs_diff(t) < off) {
+        if worst.is_none_or(|(_, s, t)| s.abs_diff(t) < off) {
             worst = Some((*tid, sched, traced));
         }
     }

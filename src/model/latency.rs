@@ -191,10 +191,7 @@ impl Distribution {
     /// The merged distribution of `samples` of one unit (all of them when `unit` is None).
     pub fn of(samples: &[LatencySample], unit: Option<&str>) -> Option<Distribution> {
         let mut all: Option<Distribution> = None;
-        for s in samples
-            .iter()
-            .filter(|s| unit.map_or(true, |u| s.unit == u))
-        {
+        for s in samples.iter().filter(|s| unit.is_none_or(|u| s.unit == u)) {
             all.get_or_insert_with(Distribution::default)
                 .merge(&Distribution::cumulative(s));
         }

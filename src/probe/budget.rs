@@ -195,7 +195,7 @@ impl Suspects {
     /// Whether this suspect's turn is now.
     pub fn turn(&mut self) -> Turn {
         let always = self.here < ALWAYS_PER_TARGET;
-        let mine = (self.seen + self.phase) % self.every.max(1) == 0;
+        let mine = (self.seen + self.phase).is_multiple_of(self.every.max(1));
         self.here += 1;
         self.seen += 1;
         match (always, mine) {

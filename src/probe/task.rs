@@ -333,7 +333,7 @@ impl ProcState {
             // A big workload is read in rotation (the budget of reads a second): a thread
             // skipped this sweep keeps its last values, untouched (its Sample says it was not
             // read: `sample_of`).
-            if sweep.stride > 1 && tid != pid && (tid + sweep.phase) % sweep.stride != 0 {
+            if sweep.stride > 1 && tid != pid && !(tid + sweep.phase).is_multiple_of(sweep.stride) {
                 return true;
             }
             let thread = Thread {

@@ -47,7 +47,7 @@ pub fn interval(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms}ms")
-    } else if ms % 1000 == 0 {
+    } else if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{:.1}s", d.as_secs_f64())
@@ -60,7 +60,7 @@ pub fn span(secs: f64) -> String {
     if s < 60 {
         format!("{s}s")
     } else if s < 3600 {
-        if s % 60 == 0 {
+        if s.is_multiple_of(60) {
             format!("{}m", s / 60)
         } else {
             format!("{}m{:02}s", s / 60, s % 60)

@@ -350,7 +350,7 @@ fn report_on_exit(control: &Arc<Control>, region: &CounterRegion, start: Instant
 /// OOM), and the run must say so rather than carry on short of a forker.
 fn wait_for_forkers(deadline: Option<Instant>, n: usize, control: &Control) -> Result<i32> {
     let mut early = None;
-    while deadline.map_or(true, |d| Instant::now() < d) {
+    while deadline.is_none_or(|d| Instant::now() < d) {
         let mut status = 0;
         // Raw waitpid: the status word says which signal killed a forker, which nix cannot
         // represent for a real-time one.

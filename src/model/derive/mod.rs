@@ -556,7 +556,7 @@ impl Claimants {
     fn rt_on(&self, allowed: &CpuSet) -> f64 {
         (0..self.tasks.len())
             .filter(|&i| self.tasks[i].class != Class::Fair)
-            .filter(|&i| allowed.is_empty() || self.cpu_of[i].map_or(true, |c| allowed.contains(c)))
+            .filter(|&i| allowed.is_empty() || self.cpu_of[i].is_none_or(|c| allowed.contains(c)))
             .map(|i| self.received[i])
             .sum()
     }

@@ -95,7 +95,7 @@ pub(crate) struct Headroom {
 pub(crate) fn headroom() -> Headroom {
     let mut tasks = free_tasks();
     if let Some(n) = nproc_headroom() {
-        if tasks.as_ref().map_or(true, |(t, _)| n.0 < *t) {
+        if tasks.as_ref().is_none_or(|(t, _)| n.0 < *t) {
             tasks = Some(n);
         }
     }
@@ -176,7 +176,7 @@ pub(crate) fn free_tasks() -> Option<(u64, String)> {
     let total = proc::task_count()?;
     let mut best: Option<(u64, String)> = None;
     let mut consider = |free: u64, why: String| {
-        if best.as_ref().map_or(true, |(b, _)| free < *b) {
+        if best.as_ref().is_none_or(|(b, _)| free < *b) {
             best = Some((free, why));
         }
     };

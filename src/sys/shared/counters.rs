@@ -63,7 +63,7 @@ struct Slot {
 
 const _: () = assert!(std::mem::size_of::<Header>() == LINE);
 const _: () = assert!(std::mem::size_of::<Slot>() == LINE);
-const _: () = assert!(HISTOGRAM_BYTES % LINE == 0);
+const _: () = assert!(HISTOGRAM_BYTES.is_multiple_of(LINE));
 
 // SAFETY: Header is repr(C) and made of atomics only: valid for any bits, accessed atomically.
 unsafe impl Shareable for Header {}
@@ -562,7 +562,7 @@ impl LatencyMerge {
         }
         let stride = stride.max(1) as usize;
         for i in 0..claimed {
-            let turn = (i + phase as usize) % stride == 0;
+            let turn = (i + phase as usize).is_multiple_of(stride);
             if !(turn || self.last[i].unit.is_none()) {
                 continue;
             }

@@ -117,7 +117,7 @@ trait RunsLeft {
 
 impl RunsLeft for Option<u64> {
     fn is_none_or_more(&self, done: u64) -> bool {
-        self.map_or(true, |n| done < n)
+        self.is_none_or(|n| done < n)
     }
 }
 

@@ -199,7 +199,7 @@ fn lock_unless_alive(file: &OwnedFd, path: &Path) -> Result<bool> {
         }
         // The owner's pid and start time, from the header (fixed before the file had a name).
         let owner = read_words(file)?.map(|w| (w[H_PID] as u32, w[H_START]));
-        let owner_alive = owner.map_or(true, |(pid, start)| {
+        let owner_alive = owner.is_none_or(|(pid, start)| {
             match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
                 Ok(stat) => stat_says_alive(&stat, start),
                 Err(err) => err.kind() != io::ErrorKind::NotFound,
@@ -310,9 +310,8 @@ fn legacy_owner_alive(pid: u32, start: u64) -> bool {
 
 pub(super) fn stat_says_alive(stat: &str, start: u64) -> bool {
     // A line we cannot read counts as alive: a wrong "dead" would sweep a live process's objects.
-    crate::sys::kernel::proc::stat(stat.as_bytes()).map_or(true, |s| {
-        !matches!(s.state, b'Z' | b'X') && s.start == start
-    })
+    crate::sys::kernel::proc::stat(stat.as_bytes())
+        .is_none_or(|s| !matches!(s.state, b'Z' | b'X') && s.start == start)
 }
 
 fn sweep_legacy(path: &Path) -> Result<usize> {
