@@ -229,7 +229,17 @@ fn three_pinned_hogs_and_a_free_one_get_a_third_each_and_a_cpu() {
         row(frames.last().unwrap(), "free").window_fair,
         row(frames.last().unwrap(), "free").cpu_demand
     );
-    assert!(matches!(due_of(&frames, "pinned"), Due::Share { .. }));
+    // CPU 0's share, or what real-time tasks left of it where one ran there meanwhile (in
+    // the root autogroup, as CI runs, the machine's own real-time threads share CPU 0 too).
+    let pinned_due = due_of(&frames, "pinned");
+    assert!(
+        match &pinned_due {
+            Due::Share { .. } => true,
+            Due::RealTime { taken, .. } => *taken < 0.05,
+            _ => false,
+        },
+        "pinned: due for {pinned_due:?}"
+    );
     let jain = frames.last().unwrap().jain_index;
     assert!(jain > 0.98, "Jain {jain}");
 }
