@@ -38,7 +38,7 @@ impl Tmux {
             socket: format!("schedlab-e2e-{}-{name}-{nanos}", std::process::id()),
             tag: format!("{}-{name}-{nanos}", std::process::id()),
         };
-        let shell = format!("env -i PATH=/usr/bin:/bin TERM=xterm-256color HOME=/tmp PS1='{PROMPT}' bash --norc --noprofile");
+        let shell = format!("env -i PATH=/usr/bin:/bin TERM=xterm-256color HOME=/tmp HISTFILE=/dev/null PS1='{PROMPT}' bash --norc --noprofile");
         let ok = Command::new("tmux")
             .args([
                 "-L",
