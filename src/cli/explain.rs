@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 
 use crate::cli::run::{output_file, parse_duration, run_once, write_results, Plan};
+use crate::cli::suite::{catalogue, Format};
 use crate::cli::ArgumentError;
 use crate::explain::conclusion::{self, Outcome, RepeatFigures};
 use crate::explain::report::{ExplainReport, EXPLAIN_SCHEMA_VERSION};
@@ -57,22 +58,12 @@ pub struct Args {
     pub output: Option<PathBuf>,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Text,
-    Markdown,
-    Json,
-}
-
 /// A scenario file, a preset, or a finding of the catalogue, by name.
 fn open(arg: &str) -> Result<Scenario> {
     let stem = arg.strip_suffix(".toml").unwrap_or(arg);
     if !std::path::Path::new(arg).exists() {
-        if let Some((name, src)) = crate::finding::CATALOGUE.iter().find(|(n, _)| *n == stem) {
-            return Ok(Scenario::from_toml(
-                src,
-                &format!("assets/findings/{name}.toml"),
-            )?);
+        if let Some(sc) = catalogue().find(|s| s.name == stem) {
+            return Ok(sc);
         }
     }
     Ok(Scenario::open(arg)?.0)
@@ -80,13 +71,7 @@ fn open(arg: &str) -> Result<Scenario> {
 
 pub fn main(args: Args) -> Result<()> {
     let sc = open(&args.scenario)?;
-    if let Some(bad) = args.variant.iter().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(ArgumentError(format!(
-            "no variant `{bad}`; the variants are {}",
-            KEYS.join(", ")
-        ))
-        .into());
-    }
+    variant::check_keys(&args.variant).map_err(ArgumentError)?;
     let here = Machine::here();
     let allowed = Allowed {
         cgroups: here.root && crate::sys::kernel::cgroup::hierarchy().is_ok(),

@@ -73,17 +73,20 @@ pub enum Format {
     Json,
 }
 
+/// The findings shipped with schedlab (assets/findings/), as scenarios; each one's name is its
+/// file's stem.
+pub(crate) fn catalogue() -> impl Iterator<Item = Scenario> {
+    finding::CATALOGUE.iter().map(|(name, src)| {
+        Scenario::from_toml(src, &format!("assets/findings/{name}.toml"))
+            .expect("the catalogue parses (tested)")
+    })
+}
+
 /// The findings to choose from: the catalogue, or every scenario with a [finding] table in
 /// a directory, by name.
 fn available(dir: Option<&Path>) -> Result<Vec<Scenario>> {
     let Some(dir) = dir else {
-        return Ok(finding::CATALOGUE
-            .iter()
-            .map(|(name, src)| {
-                Scenario::from_toml(src, &format!("assets/findings/{name}.toml"))
-                    .expect("the catalogue parses (tested)")
-            })
-            .collect());
+        return Ok(catalogue().collect());
     };
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read the findings directory {}", dir.display()))?

@@ -90,6 +90,17 @@ pub const KEYS: [&str; 6] = [
     "unpinned",
 ];
 
+/// Err names the first of `keys` that is no variant's.
+pub fn check_keys(keys: &[String]) -> Result<(), String> {
+    match keys.iter().find(|k| !KEYS.contains(&k.as_str())) {
+        Some(bad) => Err(format!(
+            "no variant `{bad}`; the variants are {}",
+            KEYS.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
 /// What the machine allows a variant to change.
 #[derive(Clone, Copy, Debug)]
 pub struct Allowed {
@@ -195,12 +206,7 @@ pub fn choose(
             &|s| s.workloads[i].knobs.affinity = None,
         );
     }
-    if let Some(bad) = only.iter().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "no variant `{bad}`; the variants are {}",
-            KEYS.join(", ")
-        ));
-    }
+    check_keys(only)?;
     if !only.is_empty() {
         if let Some(unfit) = only.iter().find(|k| !out.iter().any(|v| &v.what.key == *k)) {
             return Err(format!(
