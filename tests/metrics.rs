@@ -536,7 +536,19 @@ fn the_grafana_dashboard_asks_only_for_series_that_exist() {
     let dashboard: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
 
+    // Beside the common Frames, one with what they lack: the rest's groups and PSI.
     let server = server_with_latency();
+    let mut last = common::frames().pop().unwrap();
+    last.t += last.interval;
+    last.machine.psi_some_avg10 = Some(12.5);
+    last.machine.rest_groups = vec![schedlab::model::RestGroup {
+        name: "session 9 (make)".into(),
+        key: "autogroup-9".into(),
+        received: 0.5,
+        fair: 0.6,
+        ..Default::default()
+    }];
+    server.publish(&last);
     let (_, body) = get(server.local_addr(), "/metrics", "text/plain");
     let exposed: BTreeSet<String> = parse(&body, false)
         .values()
@@ -559,7 +571,7 @@ fn the_grafana_dashboard_asks_only_for_series_that_exist() {
         }
     }
     walk(&dashboard, &mut exprs);
-    assert!(exprs.len() >= 4, "{exprs:?}");
+    assert!(exprs.len() >= 10, "{exprs:?}");
     for e in &exprs {
         let mut rest = e.as_str();
         while let Some(i) = rest.find("schedlab_") {
@@ -572,22 +584,68 @@ fn the_grafana_dashboard_asks_only_for_series_that_exist() {
         }
     }
 
-    // Four panels per host: a row repeated for each host, holding them.
+    // The variables: hosts, their kernels, then the scenarios run on those.
+    let variables: Vec<_> = dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(variables, ["datasource", "host", "kernel", "scenario"]);
+
+    // A row repeated for each host, holding the charts.
     let panels = dashboard["panels"].as_array().unwrap();
     let rows: Vec<_> = panels.iter().filter(|p| p["type"] == "row").collect();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["repeat"], "host");
-    let charts: Vec<_> = panels
-        .iter()
-        .filter(|p| p["type"] == "timeseries")
-        .collect();
-    assert_eq!(charts.len(), 4);
+    let charts: Vec<_> = panels.iter().filter(|p| p["type"] != "row").collect();
     let titles: Vec<_> = charts
         .iter()
         .map(|p| p["title"].as_str().unwrap())
         .collect();
-    assert!(titles[0].starts_with("Throughput"), "{titles:?}");
-    assert!(titles[1].starts_with("CPU share"), "{titles:?}");
-    assert!(titles[2].starts_with("Context switches"), "{titles:?}");
-    assert!(titles[3].starts_with("Latency"), "{titles:?}");
+    let want = [
+        "Throughput",
+        "CPU share",
+        "Context switches",
+        "Latency",
+        "Fairness ratio",
+        "Verdict",
+        "Other tasks",
+        "Run-queue wait",
+        "CPU pressure",
+    ];
+    assert_eq!(titles.len(), want.len(), "{titles:?}");
+    for (t, w) in titles.iter().zip(want) {
+        assert!(t.starts_with(w), "{titles:?}");
+    }
+
+    // Every series a chart asks for is filtered by the host, kernel and scenario chosen, so
+    // a fleet's kernels can be told apart.
+    for chart in &charts {
+        let targets = chart["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{}", chart["title"]);
+        for t in targets {
+            let e = t["expr"].as_str().unwrap();
+            let mut rest = e;
+            let mut selectors = 0;
+            while let Some(i) = rest.find("schedlab_") {
+                rest =
+                    rest[i..].trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+                let labels = rest
+                    .strip_prefix('{')
+                    .and_then(|r| r.split_once('}'))
+                    .map(|(labels, _)| labels)
+                    .unwrap_or_else(|| panic!("a series without labels in `{e}`"));
+                for want in [
+                    r#"host=~"$host""#,
+                    r#"kernel=~"$kernel""#,
+                    r#"scenario=~"$scenario""#,
+                ] {
+                    assert!(labels.split(',').any(|l| l == want), "{want} in `{e}`");
+                }
+                selectors += 1;
+            }
+            assert!(selectors > 0, "`{e}` asks for no series");
+        }
+    }
 }
