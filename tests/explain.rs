@@ -1,6 +1,9 @@
 //! `schedlab explain` on the real kernel: the 2002 contest fork loop on one CPU, whose excess
 //! the variants pin on new-task placement and not on wakeup preemption; a fair control case
-//! with nothing to explain; and bad arguments as one line each, before anything runs.
+//! with nothing to explain; and bad arguments as one line each, before anything runs. As root,
+//! the kernel's events are checked against both known setups: the loop's new tasks first run
+//! within a base slice and take the CPU from the reference job; two pinned hogs preempt each
+//! other and no other workload. Without root, the report says the events are missing.
 
 mod common;
 
@@ -10,7 +13,9 @@ use std::time::Duration;
 
 use schedlab::engine::lab::Lab;
 use schedlab::explain::conclusion::{Effect, Outcome};
+use schedlab::explain::evidence::OwnerEvidence;
 use schedlab::explain::report::ExplainReport;
+use schedlab::explain::tracer::Evidence;
 
 static MACHINE: Mutex<()> = Mutex::new(());
 
@@ -46,6 +51,49 @@ fn row<'a>(r: &'a ExplainReport, key: &str) -> &'a Outcome {
         .iter()
         .find(|o| o.what.key == key)
         .unwrap_or_else(|| panic!("no row {key}: {}", r.to_text()))
+}
+
+/// The kernel's events the report holds: as root, there must be some; else it says why not.
+fn evidence(r: &ExplainReport) -> Option<&Evidence> {
+    let traced = r.traced.as_ref().expect("a traced run by default");
+    if !is_root() {
+        eprintln!("\n*** explain: the kernel's events SKIPPED: tracefs needs root ***\n");
+        assert!(traced.missing.is_some(), "{traced:?}");
+        return None;
+    }
+    let e = traced
+        .evidence
+        .as_ref()
+        .unwrap_or_else(|| panic!("no events as root: {:?}", traced.missing));
+    assert_eq!(e.lost, 0, "events lost");
+    assert!(e.seconds > 1.0, "recorded {} s", e.seconds);
+    Some(e)
+}
+
+fn owner<'a>(e: &'a Evidence, name: &str) -> &'a OwnerEvidence {
+    e.owners
+        .iter()
+        .find(|o| o.owner == name)
+        .unwrap_or_else(|| panic!("no events for {name}: {e:?}"))
+}
+
+/// Who preempted `o` how often, by name.
+fn by(o: &OwnerEvidence, who: &str) -> u64 {
+    o.preempted_by
+        .iter()
+        .find(|(w, _)| w == who)
+        .map_or(0, |(_, n)| *n)
+}
+
+/// Instances of tracefs schedlab left (none: each is removed when its run ends).
+fn instances_left() -> usize {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("schedlab-"))
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 fn left_behind() -> (usize, usize) {
@@ -132,7 +180,23 @@ fn the_contest_fork_loop_excess_is_new_task_placement_not_wakeup_preemption() {
         "{}",
         r.conclusion
     );
+    if let Some(e) = evidence(&r) {
+        let fork = owner(e, "fork_load");
+        assert!(fork.new_tasks.count > 100, "{fork:?}");
+        let first_run = fork.new_tasks.p50_us.unwrap();
+        assert!(
+            first_run < e.base_slice_us,
+            "new tasks first ran after p50 {first_run} µs; a base slice is {} µs",
+            e.base_slice_us
+        );
+        let job = owner(e, "ref-job");
+        assert!(
+            by(job, "fork_load") > 0,
+            "the loop never took the CPU from the job: {job:?}"
+        );
+    }
     assert_eq!(left_behind(), (0, 0), "processes, cgroups");
+    assert_eq!(instances_left(), 0, "tracefs instances");
 }
 
 /// Two CPU hogs at nice 0 on one CPU share it evenly: nothing to explain, and no variant runs.
@@ -172,7 +236,23 @@ fn a_fair_control_case_has_no_deviation_to_explain() {
         "{:?}",
         r.outcomes[0]
     );
+    if let Some(e) = evidence(&r) {
+        // Each hog is preempted, mostly by the other; the machine's own threads (kernel
+        // threads, the observer) may take a turn, no other workload can.
+        for (me, other) in [("a", "b"), ("b", "a")] {
+            let o = owner(e, me);
+            assert!(o.preempted > 10, "{o:?}");
+            assert!(
+                by(o, other) as f64 >= 0.75 * o.preempted as f64,
+                "{me} preempted by {other} {} of {} times: {o:?}",
+                by(o, other),
+                o.preempted
+            );
+            assert_eq!(o.migrations, 0, "pinned, {me} moved: {o:?}");
+        }
+    }
     assert_eq!(left_behind(), (0, 0), "processes, cgroups");
+    assert_eq!(instances_left(), 0, "tracefs instances");
 }
 
 #[test]

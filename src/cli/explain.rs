@@ -3,6 +3,7 @@
 //! its cgroup, its tasks long-lived, SCHED_BATCH, its affinity), with repeats, and reports
 //! which variants remove the deviation and the mechanism they point to (docs/explain.md).
 
+use std::cell::Cell;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -12,10 +13,12 @@ use crate::cli::run::{output_file, parse_duration, run_once, write_results, Plan
 use crate::cli::suite::{catalogue, Format};
 use crate::cli::ArgumentError;
 use crate::explain::conclusion::{self, Outcome, RepeatFigures};
-use crate::explain::report::{ExplainReport, EXPLAIN_SCHEMA_VERSION};
+use crate::explain::report::{ExplainReport, TracedRun, TracingCost, EXPLAIN_SCHEMA_VERSION};
+use crate::explain::tracer::{Evidence, Tracer};
 use crate::explain::variant::{self, Allowed, Change, Variant, KEYS};
 use crate::finding::Machine;
 use crate::model::Frame;
+use crate::probe::sample::Sample;
 use crate::record::machine;
 use crate::record::results::Host;
 use crate::scenario::Scenario;
@@ -50,6 +53,10 @@ pub struct Args {
     /// plus 8 s (2 s of start-up and 6 s of settled figures).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<f64>,
+    /// No traced run: skip recording the kernel's scheduler events (as root, one more run as
+    /// it is, with sched_switch, sched_wakeup, fork and migration events read from tracefs).
+    #[arg(long)]
+    pub no_evidence: bool,
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -106,8 +113,17 @@ pub fn main(args: Args) -> Result<()> {
     } else {
         args.variant.len()
     };
-    runner.set_rows(1 + at_most);
+    // The traced run is a row of one repeat.
+    let traced_row = if args.no_evidence {
+        0.0
+    } else {
+        1.0 / args.repeat as f64
+    };
+    runner.set_rows(1.0 + traced_row + at_most as f64);
     let as_is_frames = runner.rows("as it is", &sc)?;
+    let traced = (!args.no_evidence)
+        .then(|| runner.traced(&sc, settle, &as_is_frames))
+        .transpose()?;
     let workload = match &args.workload {
         Some(w) => w.clone(),
         None => furthest(&sc, &as_is_frames, settle)
@@ -127,7 +143,7 @@ pub fn main(args: Args) -> Result<()> {
     } else {
         Vec::new()
     };
-    runner.set_rows(1 + variants.len());
+    runner.set_rows(1.0 + traced_row + variants.len() as f64);
     for v in &variants {
         let frames = runner.rows(&v.what.key, &v.scenario)?;
         if let Some(o) = Outcome::new(v.what.clone(), &figures(&frames), Some(&as_is)) {
@@ -153,6 +169,7 @@ pub fn main(args: Args) -> Result<()> {
         conclusion: conclusion::conclude(&workload, &as_is, &outcomes[1..]),
         outcomes,
         not_tried: not_tried(allowed, variants.is_empty()),
+        traced,
     };
     let text = match args.format {
         Format::Text => report.to_text(),
@@ -171,7 +188,6 @@ fn not_tried(allowed: Allowed, no_variants: bool) -> Vec<String> {
         "a custom slice (sched_attr.sched_runtime, kernel 6.12 and later): schedlab has no \
          knob for it yet"
             .to_string(),
-        "the kernel's own events (sched_switch, sched_wakeup) as evidence: not built yet".into(),
     ];
     if !allowed.cgroups {
         out.push("own-cgroup: needs root and a writable cpu controller".into());
@@ -211,8 +227,8 @@ struct Runner {
 
 impl Runner {
     /// Sizes the bar for `rows` rows in all (those run so far included).
-    fn set_rows(&self, rows: usize) {
-        let total = rows as f64 * self.repeats as f64 * self.duration;
+    fn set_rows(&self, rows: f64) {
+        let total = rows * self.repeats as f64 * self.duration;
         self.progress.set_length((total * 10.0).round() as u64);
     }
 
@@ -222,17 +238,107 @@ impl Runner {
         for r in 1..=self.repeats {
             self.progress
                 .set_message(format!("{label}, repeat {r}/{}", self.repeats));
-            let plan = Plan {
-                scenario: sc,
-                limit: Some(self.duration),
-                sampler: SamplerPriority::Realtime,
-                progress_from: (self.done * 10.0) as u64,
-            };
-            let (frames, _) = run_once(&plan, r, &mut None, None, &self.progress, &mut self.host)
-                .with_context(|| format!("{label}, repeat {r}"))?;
-            out.push(frames);
-            self.done += self.duration;
+            out.push(self.one(label, sc, r, None)?);
         }
         Ok(out)
     }
+
+    fn one(
+        &mut self,
+        label: &str,
+        sc: &Scenario,
+        repeat: u32,
+        on_sample: Option<&dyn Fn(&Sample)>,
+    ) -> Result<Vec<Frame>> {
+        let plan = Plan {
+            scenario: sc,
+            limit: Some(self.duration),
+            sampler: SamplerPriority::Realtime,
+            progress_from: (self.done * 10.0) as u64,
+            on_sample,
+        };
+        let (frames, _) = run_once(
+            &plan,
+            repeat,
+            &mut None,
+            None,
+            &self.progress,
+            &mut self.host,
+        )
+        .with_context(|| format!("{label}, repeat {repeat}"))?;
+        self.done += self.duration;
+        Ok(frames)
+    }
+
+    /// One more run as it is, with the kernel's scheduler events recorded from `settle` on
+    /// (when the figures count), and its throughput against the untraced runs'.
+    fn traced(&mut self, sc: &Scenario, settle: f64, untraced: &[Vec<Frame>]) -> Result<TracedRun> {
+        self.progress
+            .set_message("as it is, with the kernel's events recorded");
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let tracer = Tracer::open(cpus);
+        let first = Cell::new(None::<u64>);
+        let see = |s: &Sample| {
+            let Ok(t) = &tracer else { return };
+            // Frame times count from the session's start, when the Sample says it.
+            let t0 = match s.epoch_ns {
+                0 => first.get().unwrap_or(s.t_ns),
+                epoch => epoch,
+            };
+            first.set(Some(t0));
+            t.set_workloads(s.workloads.iter().map(|w| (w.pgid, w.name.clone())));
+            if s.t_ns.saturating_sub(t0) as f64 / 1e9 >= settle {
+                t.go();
+            }
+        };
+        let frames = self.one("as it is, traced", sc, self.repeats + 1, Some(&see))?;
+        let (evidence, missing): (Option<Evidence>, Option<String>) = match tracer {
+            Ok(t) => match t.finish() {
+                Some(e) if e.seconds > 0.0 => (Some(e), None),
+                Some(_) => (
+                    None,
+                    Some("the run ended before its figures settled".into()),
+                ),
+                None => (None, Some("the recording thread failed".into())),
+            },
+            Err(why) => (None, Some(why)),
+        };
+        let cost = if evidence.is_some() {
+            sc.workloads
+                .iter()
+                .filter_map(|w| {
+                    let rate = |f: &[Frame]| mean_rate(f, &w.name, settle);
+                    let runs: Vec<(f64, String)> =
+                        untraced.iter().filter_map(|f| rate(f)).collect();
+                    let (traced, unit) = rate(&frames)?;
+                    (!runs.is_empty()).then(|| TracingCost {
+                        workload: w.name.clone(),
+                        ops_unit: unit,
+                        untraced: runs.iter().map(|r| r.0).sum::<f64>() / runs.len() as f64,
+                        traced,
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(TracedRun {
+            missing,
+            evidence,
+            cost,
+        })
+    }
+}
+
+/// A workload's mean throughput over the Frames from `settle` on, and its unit; None when it
+/// counts nothing.
+fn mean_rate(frames: &[Frame], workload: &str, settle: f64) -> Option<(f64, String)> {
+    let rows: Vec<_> = frames
+        .iter()
+        .filter(|f| f.t >= settle)
+        .filter_map(|f| f.workloads.iter().find(|w| w.name == workload))
+        .collect();
+    let unit = rows.first()?.ops_unit.clone();
+    let mean = rows.iter().map(|w| w.ops_per_sec).sum::<f64>() / rows.len() as f64;
+    (mean > 0.0).then_some((mean, unit))
 }

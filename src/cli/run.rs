@@ -216,6 +216,7 @@ pub fn main(args: Args) -> Result<()> {
                     limit,
                     sampler: args.sampler_priority,
                     progress_from: 0,
+                    on_sample: None,
                 },
                 k,
                 &mut recording,
@@ -392,6 +393,8 @@ pub(crate) struct Plan<'a> {
     /// Where the progress bar stands when it starts, in tenths of a second (a suite's bar
     /// covers all its runs).
     pub progress_from: u64,
+    /// Sees every Sample as it comes (explain's tracer learns the workloads' groups from it).
+    pub on_sample: Option<&'a dyn Fn(&Sample)>,
 }
 
 /// One repeat: starts the workloads, and has the engine tick them until the limit or until
@@ -496,6 +499,9 @@ impl Repeat<'_, '_> {
     /// The Sample behind the Frame just taken: recorded, and its workloads' lives decide
     /// whether the repeat goes on.
     fn sample(&mut self, s: &Sample) -> Result<bool> {
+        if let Some(see) = self.plan.on_sample {
+            see(s);
+        }
         self.latency.add(s);
         if let Some(rec) = self.recording.as_mut() {
             rec.sample(s)?;

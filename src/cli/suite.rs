@@ -177,6 +177,7 @@ pub fn main(args: Args) -> Result<()> {
                 limit: Some(limit),
                 sampler: SamplerPriority::Realtime,
                 progress_from: (done * 10.0) as u64,
+                on_sample: None,
             };
             let (fr, lat) = run_once(&plan, r, &mut None, None, &progress, &mut host)
                 .with_context(|| format!("finding {}, repeat {r}", sc.name))?;

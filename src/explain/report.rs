@@ -7,11 +7,13 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::conclusion::{Effect, Outcome};
+use super::evidence::{Delays, OwnerEvidence};
+use super::tracer::Evidence;
 use crate::record::machine::Host;
 use crate::record::text;
 
-/// The report's own version.
-pub const EXPLAIN_SCHEMA_VERSION: u32 = 1;
+/// The report's own version: 2 added the traced run.
+pub const EXPLAIN_SCHEMA_VERSION: u32 = 2;
 
 /// A whole explain run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,6 +38,226 @@ pub struct ExplainReport {
     pub conclusion: String,
     /// Variants this run did not try, and why.
     pub not_tried: Vec<String>,
+    /// One more run as it is with the kernel's events recorded; none with --no-evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced: Option<TracedRun>,
+}
+
+/// The run as it is once more, with the kernel's scheduler events recorded over its settled
+/// span: the evidence, or why there is none, and what recording cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TracedRun {
+    /// Why the kernel's events are missing (not root, no tracefs), when they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+    /// Each workload's throughput traced against its mean as it is (untraced).
+    pub cost: Vec<TracingCost>,
+}
+
+/// What recording the events cost one workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TracingCost {
+    pub workload: String,
+    pub ops_unit: String,
+    /// Operations a second, untraced (the mean of the runs as it is) and traced.
+    pub untraced: f64,
+    pub traced: f64,
+}
+
+impl TracingCost {
+    pub fn ratio(&self) -> Option<f64> {
+        (self.untraced > 0.0).then(|| self.traced / self.untraced)
+    }
+}
+
+/// A count per second.
+fn per_s(n: u64, seconds: f64) -> String {
+    let r = n as f64 / seconds.max(1e-9);
+    if r >= 100.0 {
+        format!("{r:.0}/s")
+    } else {
+        format!("{r:.1}/s")
+    }
+}
+
+fn us(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+    }
+}
+
+/// What the events say of the explained workload, in one or two sentences: the preemptions it
+/// caused and suffered, and how soon its new tasks first ran against a base slice.
+fn reading(workload: &str, e: &Evidence) -> Option<String> {
+    let me = e.owners.iter().find(|o| o.owner == workload)?;
+    let s = e.seconds;
+    let mut said = Vec::new();
+    let victims: Vec<String> = e
+        .owners
+        .iter()
+        .filter(|o| o.owner != workload && o.workload && o.preempted > 0)
+        .filter_map(|o| {
+            let n = o.preempted_by.iter().find(|(who, _)| who == workload)?.1;
+            Some(format!(
+                "{} of {}'s {} preemptions ({:.0}%)",
+                per_s(n, s),
+                o.owner,
+                per_s(o.preempted, s),
+                100.0 * n as f64 / o.preempted as f64
+            ))
+        })
+        .collect();
+    if !victims.is_empty() {
+        said.push(format!(
+            "{workload}'s tasks took the CPU in {}",
+            victims.join(" and ")
+        ));
+    }
+    if me.preempted > 0 {
+        let top = me
+            .preempted_by
+            .first()
+            .map(|(who, n)| {
+                format!(
+                    ", {:.0}% of them by {who}",
+                    100.0 * *n as f64 / me.preempted as f64
+                )
+            })
+            .unwrap_or_default();
+        said.push(format!("it was preempted {}{top}", per_s(me.preempted, s)));
+    }
+    if let Some(p50) = me.new_tasks.p50_us {
+        said.push(format!(
+            "its new tasks ({}) first ran after p50 {} µs, {} a base slice ({:.0} µs), and ran \
+             p50 {} µs",
+            per_s(me.new_tasks.count, s),
+            us(Some(p50)),
+            if p50 < e.base_slice_us {
+                "within"
+            } else {
+                "longer than"
+            },
+            e.base_slice_us,
+            us(me.first_run.p50_us)
+        ));
+    }
+    (!said.is_empty()).then(|| format!("In the kernel's events, {}.", said.join("; ")))
+}
+
+impl TracedRun {
+    /// The section as lines of prose (text and Markdown alike), `workload` read first.
+    fn lines(&self, workload: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(why) = &self.missing {
+            out.push(format!(
+                "The kernel's events: not recorded ({why}); the variants alone explain."
+            ));
+        }
+        let Some(e) = &self.evidence else {
+            return out;
+        };
+        let share = if e.recorded_share < 0.99 {
+            format!(
+                " (recorded {:.0}% of the time, in windows: the events came too fast to record whole)",
+                100.0 * e.recorded_share
+            )
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "The kernel's events, one more run as it is, traced over {:.1} s of settled \
+             figures{share}: {} events, {} lost; the reader took {:.1}% of a CPU.",
+            e.seconds, e.events, e.lost, e.reader_cpu_pct
+        ));
+        if e.lost > 0 {
+            out.push(
+                "  Events were lost: the counts below are short, the delays may be long.".into(),
+            );
+        }
+        out.extend(reading(workload, e));
+        let shown: Vec<&OwnerEvidence> = e
+            .owners
+            .iter()
+            .filter(|o| o.workload)
+            .chain(e.owners.iter().filter(|o| !o.workload).take(4))
+            .collect();
+        for o in shown {
+            out.push(owner_line(o));
+        }
+        let costs: Vec<String> = self
+            .cost
+            .iter()
+            .filter_map(|c| {
+                c.ratio().map(|r| {
+                    format!(
+                        "{} {r:.3} ({:.0} {} a second traced, {:.0} untraced)",
+                        c.workload, c.traced, c.ops_unit, c.untraced
+                    )
+                })
+            })
+            .collect();
+        if !costs.is_empty() {
+            out.push(format!(
+                "Tracing cost, throughput traced over untraced: {}.",
+                costs.join("; ")
+            ));
+        }
+        out
+    }
+}
+
+/// One owner's evidence on one line (wrapped by the caller).
+fn owner_line(o: &OwnerEvidence) -> String {
+    let s = o.seconds;
+    let by: Vec<String> = o
+        .preempted_by
+        .iter()
+        .take(4)
+        .map(|(who, n)| {
+            format!(
+                "{who} {:.0}%",
+                100.0 * *n as f64 / o.preempted.max(1) as f64
+            )
+        })
+        .collect();
+    let mut parts = vec![format!(
+        "preempted {}{}",
+        per_s(o.preempted, s),
+        if by.is_empty() {
+            String::new()
+        } else {
+            format!(" (by {})", by.join(", "))
+        }
+    )];
+    let delays = |d: &Delays| format!("p50 {} µs, p99 {} µs", us(d.p50_us), us(d.p99_us));
+    if o.wakeups.count > 0 {
+        parts.push(format!(
+            "woken {}, ran after {}",
+            per_s(o.wakeups.count, s),
+            delays(&o.wakeups)
+        ));
+    }
+    if o.new_tasks.count > 0 {
+        parts.push(format!(
+            "new tasks {}, first ran after {}, for {}",
+            per_s(o.new_tasks.count, s),
+            delays(&o.new_tasks),
+            delays(&o.first_run)
+        ));
+    }
+    parts.push(format!("migrated {}", per_s(o.migrations, s)));
+    format!(
+        "  {}{}: {}.",
+        if o.workload { "" } else { "the rest's " },
+        o.owner,
+        parts.join("; ")
+    )
 }
 
 impl ExplainReport {
@@ -117,6 +339,12 @@ impl ExplainReport {
         for n in &self.not_tried {
             line(&mut out, &format!("Not tried: {n}"), 4);
         }
+        if let Some(t) = &self.traced {
+            let _ = writeln!(out);
+            for l in t.lines(&self.workload) {
+                line(&mut out, &l, 6);
+            }
+        }
         if self.outcomes.len() > 1 {
             // Whole lines, however long: they are for copying.
             let _ = writeln!(out, "Rerun a variant by hand:");
@@ -156,6 +384,20 @@ impl ExplainReport {
         let _ = writeln!(out, "\n**Conclusion.** {}", self.conclusion);
         for n in &self.not_tried {
             let _ = writeln!(out, "\nNot tried: {n}");
+        }
+        if let Some(t) = &self.traced {
+            let _ = writeln!(out);
+            for l in t.lines(&self.workload) {
+                // Owner lines as a list.
+                match l.strip_prefix("  ") {
+                    Some(item) => {
+                        let _ = writeln!(out, "- {item}");
+                    }
+                    None => {
+                        let _ = writeln!(out, "\n{l}\n");
+                    }
+                }
+            }
         }
         if self.outcomes.len() > 1 {
             let _ = writeln!(out, "\nRerun a variant by hand:\n");
@@ -219,6 +461,46 @@ mod tests {
             outcomes: vec![as_is, b],
             conclusion,
             not_tried: vec!["a custom slice".into()],
+            traced: Some(TracedRun {
+                missing: None,
+                evidence: Some(Evidence {
+                    seconds: 8.0,
+                    recorded_share: 1.0,
+                    events: 412_345,
+                    lost: 0,
+                    reader_cpu_pct: 1.2,
+                    base_slice_us: 1500.0,
+                    owners: vec![OwnerEvidence {
+                        owner: "fork_load".into(),
+                        workload: true,
+                        seconds: 8.0,
+                        preempted: 8000,
+                        preempted_by: vec![("ref-job".into(), 6000), ("itself".into(), 2000)],
+                        wakeups: Delays::default(),
+                        new_tasks: Delays {
+                            count: 16_000,
+                            mean_us: Some(40.0),
+                            p50_us: Some(30.5),
+                            p99_us: Some(900.0),
+                            max_us: Some(2000.0),
+                        },
+                        first_run: Delays {
+                            count: 16_000,
+                            mean_us: Some(300.0),
+                            p50_us: Some(250.0),
+                            p99_us: Some(1400.0),
+                            max_us: Some(3000.0),
+                        },
+                        migrations: 0,
+                    }],
+                }),
+                cost: vec![TracingCost {
+                    workload: "fork_load".into(),
+                    ops_unit: "forks".into(),
+                    untraced: 2000.0,
+                    traced: 1950.0,
+                }],
+            }),
         }
     }
 
@@ -239,6 +521,23 @@ mod tests {
         ));
         let md = r.to_markdown();
         assert!(md.contains("| batch | a workload with a long name"), "{md}");
+        assert!(
+            text.contains("fork_load: preempted 1000/s (by ref-job 75%, itself 25%)"),
+            "{text}"
+        );
+        assert!(
+            md.contains("new tasks 2000/s, first ran after p50 30.5 µs"),
+            "{md}"
+        );
+        assert!(
+            text.contains("fork_load 0.975 (1950 forks a second traced"),
+            "{text}"
+        );
+        assert!(md.contains("- fork_load: preempted 1000/s"), "{md}");
+        assert!(
+            md.contains("its new tasks (2000/s) first ran after p50 30.5 µs, within a base slice"),
+            "{md}"
+        );
         let back: ExplainReport = serde_json::from_str(&r.to_json()).unwrap();
         assert_eq!(back, r);
     }

@@ -6,7 +6,7 @@
 
 use super::frame::Latency;
 use crate::probe::LatencySample;
-use crate::sys::shared::histogram::{bucket_range, BUCKETS, TOP_NS};
+use crate::sys::shared::histogram::{bucket_of, bucket_range, BUCKETS, TOP_NS};
 
 /// Counts of one kind of latency, one per bucket (overflow last), with the recorded sum.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +69,13 @@ impl Distribution {
             sum_ns: now.sum_ns.wrapping_sub(before.sum_ns),
             rejected: now.rejected - before.rejected,
         }
+    }
+
+    /// Counts one value, in ns (the kernel's events timed by schedlab itself).
+    pub(crate) fn record(&mut self, ns: u64) {
+        self.counts[bucket_of(ns)] += 1;
+        self.samples += 1;
+        self.sum_ns = self.sum_ns.wrapping_add(ns);
     }
 
     /// Adds `other`'s counts to these.

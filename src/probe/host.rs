@@ -53,6 +53,15 @@ pub fn cpufreq_governor() -> Option<String> {
 /// Where debugfs shows EEVDF's base slice (root only, when debugfs is mounted).
 const BASE_SLICE: &str = "/sys/kernel/debug/sched/base_slice_ns";
 
+/// EEVDF's base slice in ns: debugfs's figure where it can be read, else the kernel's default
+/// for this many CPUs (0.75 ms times 1 + log2 of the CPUs, counted up to 8).
+pub fn base_slice_ns(cpus: usize) -> u64 {
+    fs::read_to_string(BASE_SLICE)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| 750_000 * (1 + cpus.clamp(1, 8).ilog2() as u64))
+}
+
 /// The scheduler settings this user can read, by name, sorted: every readable
 /// `/proc/sys/kernel/sched_*` file as its sysctl name (`kernel.sched_rt_runtime_us`), and
 /// `debug/sched/base_slice_ns` where debugfs lets this user read it.

@@ -1,7 +1,7 @@
 //! The kernel's interfaces outside the probe's sampling: /proc (`proc`), cgroups, CPU lists
 //! (`cpuset`), SysV IPC and its ledger (`sysv`), the machine's limits (`guard`), a prompt
 //! sampling thread (`priority`), room in the descriptor table (`fdtable`), and raw read and write
-//! for the measured message loops (`raw_io`).
+//! for the measured message loops (`raw_io`), and the scheduler's tracepoints (`tracefs`).
 
 pub mod cgroup;
 pub(crate) mod cgroup_attached;
@@ -12,3 +12,4 @@ pub mod priority;
 pub mod proc;
 pub(crate) mod raw_io;
 pub mod sysv;
+pub mod tracefs;

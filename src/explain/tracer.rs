@@ -1,0 +1,318 @@
+//! Records the kernel's scheduler events during a run, on a thread of its own: it drains the
+//! tracefs instance's per-CPU buffers every 100 ms, puts the events in time order and hands
+//! them to the [`Ledger`]. Who owns a task is read once per task from /proc (its process
+//! group: a workload's; else its session), children inherit their parent's owner at fork,
+//! so a fork loop's short-lived tasks are its own however fast they die.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::evidence::{Ledger, Owner, OwnerEvidence, Resolve};
+use crate::probe::monotonic_ns;
+use crate::sys::kernel::tracefs::{Instance, Stamped};
+
+/// How often the buffers are drained.
+const DRAIN_EVERY: Duration = Duration::from_millis(100);
+/// Recording is judged, and stopped or started, in windows this long.
+const WINDOW_NS: u64 = 100_000_000;
+/// Events a second the kernel writes at full recording before recording is cut to a share of
+/// the time: each costs the task that hits the tracepoint about 150 ns (a pinned ping-pong
+/// writes 1.5 million a second, and lost 23% of its throughput recorded whole).
+const EVENT_BUDGET: f64 = 100_000.0;
+/// The least share of the time recorded.
+const MIN_DUTY: f64 = 0.05;
+/// Events this recent wait for the next drain: another CPU's events of the same instants may
+/// not have been read yet.
+const HOLD_BACK_NS: u64 = 5_000_000;
+/// Ring buffer per CPU, in KiB: 100 ms of a pinned ping-pong pair's events (about 600,000 a
+/// second, 40 bytes each) with room to spare; less on a machine of many CPUs.
+fn buffer_kb(cpus: usize) -> u32 {
+    (262_144 / cpus.max(1)).clamp(1024, 8192) as u32
+}
+
+/// Who owns the tasks: the workloads by process group, else the rest by session.
+struct ProcResolver {
+    workloads: Arc<Mutex<HashMap<u32, String>>>,
+    me: u32,
+}
+
+impl Resolve for ProcResolver {
+    fn owner_of(&mut self, tid: u32) -> Owner {
+        let rest = |name: String| Owner {
+            name,
+            workload: false,
+        };
+        if std::path::Path::new(&format!("/proc/{}/task/{tid}", self.me)).exists() {
+            return rest("schedlab's observer".into());
+        }
+        let Some((pgrp, session)) = groups_of(tid) else {
+            return rest("tasks gone before they were seen".into());
+        };
+        let named = self
+            .workloads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&pgrp)
+            .cloned();
+        if let Some(name) = named {
+            return Owner {
+                name,
+                workload: true,
+            };
+        }
+        if session == 0 {
+            return rest("kernel threads".into());
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{session}/comm"))
+            .map(|c| c.trim().to_string())
+            .unwrap_or_else(|_| "gone".into());
+        rest(format!("session {session} ({comm})"))
+    }
+}
+
+/// A task's process group and session, from /proc/TID/stat.
+fn groups_of(tid: u32) -> Option<(u32, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    // Past the comm, which may hold anything: state, ppid, pgrp, session.
+    let mut f = stat.get(stat.rfind(')')? + 2..)?.split_whitespace();
+    let (_, _, pgrp, session) = (f.next()?, f.next()?, f.next()?, f.next()?);
+    Some((pgrp.parse().ok()?, session.parse().ok()?))
+}
+
+/// What a traced run gives: the owners' evidence, and what tracing cost and lost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Seconds recorded, and their share of the span: recording is cut to windows when the
+    /// events come faster than the budget (a ping-pong, hackbench).
+    pub seconds: f64,
+    pub recorded_share: f64,
+    pub events: u64,
+    /// Events the ring buffers lost: a figure over them would be short.
+    pub lost: u64,
+    /// The reader's own CPU (this thread), in % of one CPU over the recording. The kernel's
+    /// cost of writing each event is the workloads' and shows in their throughput.
+    pub reader_cpu_pct: f64,
+    /// EEVDF's base slice here, in µs: the yardstick for a new task's delay to its first run.
+    pub base_slice_us: f64,
+    pub owners: Vec<OwnerEvidence>,
+}
+
+/// The recording thread; dropping it stops it and removes the instance.
+pub struct Tracer {
+    go: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    workloads: Arc<Mutex<HashMap<u32, String>>>,
+    thread: Option<JoinHandle<Evidence>>,
+}
+
+impl Tracer {
+    /// Makes ready to record (which takes a while: the buffers are allocated), or says why it
+    /// cannot here (not root, no tracefs). Recording starts with [`Tracer::go`].
+    pub fn open(cpus: usize) -> Result<Tracer, String> {
+        let instance = Instance::open(buffer_kb(cpus))?;
+        let go = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let workloads = Arc::new(Mutex::new(HashMap::new()));
+        let resolver = ProcResolver {
+            workloads: workloads.clone(),
+            me: std::process::id(),
+        };
+        let (going, stopping) = (go.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("schedlab-tracer".into())
+            .spawn(move || record(instance, resolver, cpus, &going, &stopping))
+            .map_err(|e| format!("no tracing thread: {e}"))?;
+        Ok(Tracer {
+            go,
+            stop,
+            workloads,
+            thread: Some(thread),
+        })
+    }
+
+    /// Starts recording (within 100 ms).
+    pub fn go(&self) {
+        self.go.store(true, Ordering::Relaxed);
+    }
+
+    /// The workloads' process groups and names, as the latest Sample gives them.
+    pub fn set_workloads(&self, groups: impl IntoIterator<Item = (u32, String)>) {
+        let mut w = self.workloads.lock().unwrap_or_else(|e| e.into_inner());
+        w.clear();
+        w.extend(groups);
+    }
+
+    /// Stops recording and gives what it found.
+    pub fn finish(mut self) -> Option<Evidence> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take()?.join().ok()
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Where recording stands.
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Not yet told to go.
+    Waiting,
+    /// Recording since then, with the ledger at that many events.
+    On { since: u64, events: u64 },
+    /// Cut until then (the events came too fast).
+    Off { until: u64 },
+}
+
+/// The thread: records once told to go, until told to stop, and sums up. Every window it
+/// judges the event rate: past the budget, recording stops for as long as keeps the average
+/// within it, and the ledger forgets what it cannot know across the gap.
+fn record(
+    mut instance: Instance,
+    mut resolver: ProcResolver,
+    cpus: usize,
+    go: &AtomicBool,
+    stop: &AtomicBool,
+) -> Evidence {
+    let cpu0 = thread_cpu_ns();
+    let mut started = None;
+    let mut ledger = Ledger::default();
+    let mut pending: Vec<Stamped> = Vec::new();
+    let mut recorded_ns = 0;
+    let mut phase = Phase::Waiting;
+    loop {
+        let last = stop.load(Ordering::Relaxed);
+        let now = monotonic_ns();
+        match phase {
+            Phase::Waiting | Phase::Off { .. } if last => {}
+            Phase::Waiting if go.load(Ordering::Relaxed) => {
+                started = Some(now);
+                if instance.set_recording(true).is_ok() {
+                    phase = Phase::On {
+                        since: now,
+                        events: ledger.events(),
+                    };
+                }
+            }
+            Phase::Waiting => {}
+            Phase::Off { until } if now >= until => {
+                if instance.set_recording(true).is_ok() {
+                    phase = Phase::On {
+                        since: now,
+                        events: ledger.events(),
+                    };
+                }
+            }
+            Phase::Off { .. } => {}
+            Phase::On { since, events } => {
+                let horizon = now.saturating_sub(HOLD_BACK_NS);
+                take(
+                    &mut instance,
+                    &mut pending,
+                    horizon,
+                    &mut ledger,
+                    &mut resolver,
+                );
+                if last || now.saturating_sub(since) >= WINDOW_NS {
+                    let span = now.saturating_sub(since).max(1) as f64;
+                    let rate = (ledger.events() - events) as f64 * 1e9 / span;
+                    let duty = (EVENT_BUDGET / rate.max(1.0)).clamp(MIN_DUTY, 1.0);
+                    if last || duty < 1.0 {
+                        // Off first, then everything it wrote.
+                        let _ = instance.set_recording(false);
+                        let off = monotonic_ns();
+                        take(
+                            &mut instance,
+                            &mut pending,
+                            u64::MAX,
+                            &mut ledger,
+                            &mut resolver,
+                        );
+                        recorded_ns += off.saturating_sub(since);
+                        ledger.gap();
+                        phase = Phase::Off {
+                            until: off + (WINDOW_NS as f64 * (1.0 / duty - 1.0)) as u64,
+                        };
+                    } else {
+                        recorded_ns += now.saturating_sub(since);
+                        phase = Phase::On {
+                            since: now,
+                            events: ledger.events(),
+                        };
+                    }
+                }
+            }
+        }
+        if last {
+            break;
+        }
+        std::thread::sleep(DRAIN_EVERY);
+    }
+    let span = started.map_or(1, |s| monotonic_ns().saturating_sub(s).max(1));
+    let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    let seconds = recorded_ns as f64 / 1e9;
+    Evidence {
+        seconds,
+        recorded_share: recorded_ns as f64 / span as f64,
+        events: ledger.events(),
+        lost: instance.lost(),
+        reader_cpu_pct: 100.0 * cpu as f64 / span as f64,
+        base_slice_us: crate::probe::host::base_slice_ns(cpus) as f64 / 1e3,
+        owners: ledger.report(seconds),
+    }
+}
+
+/// Reads what the buffers hold and gives the ledger, in time order, the events up to
+/// `horizon`; later ones wait in `pending` for the other CPUs' of the same instants.
+fn take(
+    instance: &mut Instance,
+    pending: &mut Vec<Stamped>,
+    horizon: u64,
+    ledger: &mut Ledger,
+    resolver: &mut ProcResolver,
+) {
+    instance.drain(pending);
+    // Runs sorted per CPU: the sort merges them.
+    pending.sort_by_key(|e| e.ns);
+    let ready = pending.partition_point(|e| e.ns <= horizon);
+    for e in pending.drain(..ready) {
+        ledger.take(&e, resolver);
+    }
+}
+
+fn thread_cpu_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tasks_groups_come_from_its_stat() {
+        let me = std::process::id();
+        let (pgrp, session) = groups_of(me).unwrap();
+        assert_eq!(pgrp, nix::unistd::getpgrp().as_raw() as u32);
+        assert_eq!(session, nix::unistd::getsid(None).unwrap().as_raw() as u32);
+        assert_eq!(groups_of(u32::MAX), None);
+    }
+
+    #[test]
+    fn buffers_shrink_on_many_cpus_within_bounds() {
+        assert_eq!(buffer_kb(2), 8192);
+        assert_eq!(buffer_kb(64), 4096);
+        assert_eq!(buffer_kb(1024), 1024);
+    }
+}
