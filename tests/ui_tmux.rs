@@ -548,3 +548,40 @@ fn sigkill_of_a_dashboard_that_reniced_an_attached_process_puts_its_nice_back() 
     let _ = nix::sys::signal::killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
     let _ = outside.wait();
 }
+
+/// `E` on the fork loop's row: as root, the kernel's events for 3 s in a box, with the command
+/// that runs the counterfactual variants; the tracefs instance is gone once the box shows.
+/// Without root, one line says why not.
+#[test]
+fn e_shows_the_kernels_events_for_the_selected_row() {
+    let Some(t) = Tmux::start("evidence") else {
+        return;
+    };
+    t.start_dashboard();
+    t.wait_for("the fork loop's row", Duration::from_secs(10), |s| {
+        row(s, "fork_load").is_some()
+    });
+    t.keys(&["j", "E"]);
+    // SAFETY: geteuid takes nothing and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        t.wait_for("why not", Duration::from_secs(10), |s| {
+            s.contains("cannot be recorded here")
+        });
+    } else {
+        let s = t.wait_for("the events' box", Duration::from_secs(15), |s| {
+            s.contains("the kernel's events") && s.contains("schedlab explain contest-fork-load")
+        });
+        assert!(s.contains("fork_load: preempted"), "{s}");
+        let left = std::fs::read_dir("/sys/kernel/tracing/instances")
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("schedlab-"))
+                    .count()
+            })
+            .unwrap_or(0);
+        assert_eq!(left, 0, "a tracefs instance left");
+        t.keys(&["Escape"]);
+    }
+    t.keys(&["q"]);
+    t.assert_clean_exit("q");
+}

@@ -42,7 +42,8 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub workload: Option<String>,
     /// Only these variants (comma-separated): own-session, shared-session, own-cgroup,
-    /// long-lived, batch, unpinned (default: every one that fits the workload here).
+    /// long-lived, batch, unpinned (default: every one that fits the workload here); `none`
+    /// for the scenario as it is and its traced run only.
     #[arg(long, value_name = "KEY", value_delimiter = ',')]
     pub variant: Vec<String>,
     /// Repeats of the scenario as it is and of each variant (2 or more: a test needs a spread).
@@ -110,6 +111,8 @@ pub fn main(args: Args) -> Result<()> {
     // The bar's length is known once the variants are: as it is first, then at most these.
     let at_most = if args.variant.is_empty() {
         KEYS.len()
+    } else if args.variant.iter().any(|k| k == variant::NONE) {
+        0
     } else {
         args.variant.len()
     };

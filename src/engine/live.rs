@@ -45,6 +45,15 @@ fn kill_live_groups() {
     crate::sys::exit::groups::wait_then_sweep(&pgids, Duration::from_millis(1500));
 }
 
+/// The live workloads' process groups and names, as last published.
+pub(crate) fn live_workloads() -> Vec<(u32, String)> {
+    LIVE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|g| (g.pgid, g.name.clone()))
+        .collect()
+}
+
 /// Tells the exit hook which workloads are live now (the engine thread after every command
 /// and sample; `run` after every sample).
 pub(crate) fn publish_live(backend: &dyn Backend) {
@@ -178,10 +187,11 @@ impl Backend for Lab {
     fn live_groups(&self) -> Vec<LiveGroup> {
         self.workloads()
             .iter()
-            .filter_map(|w| self.running(w.id))
-            .map(|r| LiveGroup {
+            .filter_map(|w| Some((w, self.running(w.id)?)))
+            .map(|(w, r)| LiveGroup {
                 pgid: r.pgid(),
                 cgroup_dirs: r.cgroup().map(|g| g.dirs().to_vec()).unwrap_or_default(),
+                name: w.name.clone(),
             })
             .collect()
     }

@@ -129,4 +129,6 @@ pub trait Backend: Send {
 pub struct LiveGroup {
     pub pgid: u32,
     pub cgroup_dirs: Vec<PathBuf>,
+    /// The workload's name (the dashboard's `E` tells the kernel's events apart by it).
+    pub name: String,
 }

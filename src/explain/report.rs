@@ -150,6 +150,19 @@ fn reading(workload: &str, e: &Evidence) -> Option<String> {
     (!said.is_empty()).then(|| format!("In the kernel's events, {}.", said.join("; ")))
 }
 
+/// The evidence as lines: the reading of `workload`, then each workload's line and the four
+/// groups of the rest preempted most (the dashboard's `E` shows the same).
+pub fn evidence_lines(workload: &str, e: &Evidence) -> Vec<String> {
+    let mut out: Vec<String> = reading(workload, e).into_iter().collect();
+    let shown = e
+        .owners
+        .iter()
+        .filter(|o| o.workload)
+        .chain(e.owners.iter().filter(|o| !o.workload).take(4));
+    out.extend(shown.map(owner_line));
+    out
+}
+
 impl TracedRun {
     /// The section as lines of prose (text and Markdown alike), `workload` read first.
     fn lines(&self, workload: &str) -> Vec<String> {
@@ -180,16 +193,7 @@ impl TracedRun {
                 "  Events were lost: the counts below are short, the delays may be long.".into(),
             );
         }
-        out.extend(reading(workload, e));
-        let shown: Vec<&OwnerEvidence> = e
-            .owners
-            .iter()
-            .filter(|o| o.workload)
-            .chain(e.owners.iter().filter(|o| !o.workload).take(4))
-            .collect();
-        for o in shown {
-            out.push(owner_line(o));
-        }
+        out.extend(evidence_lines(workload, e));
         let costs: Vec<String> = self
             .cost
             .iter()

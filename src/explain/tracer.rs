@@ -168,8 +168,8 @@ impl Drop for Tracer {
 enum Phase {
     /// Not yet told to go.
     Waiting,
-    /// Recording since then, with the ledger at that many events.
-    On { since: u64, events: u64 },
+    /// Recording since then, with that many events read so far.
+    On { since: u64, read: u64 },
     /// Cut until then (the events came too fast).
     Off { until: u64 },
 }
@@ -190,6 +190,8 @@ fn record(
     let mut pending: Vec<Stamped> = Vec::new();
     let mut recorded_ns = 0;
     let mut phase = Phase::Waiting;
+    // Events read from the buffers so far (the ledger takes them up to the hold-back).
+    let mut read = 0;
     loop {
         let last = stop.load(Ordering::Relaxed);
         let now = monotonic_ns();
@@ -198,25 +200,19 @@ fn record(
             Phase::Waiting if go.load(Ordering::Relaxed) => {
                 started = Some(now);
                 if instance.set_recording(true).is_ok() {
-                    phase = Phase::On {
-                        since: now,
-                        events: ledger.events(),
-                    };
+                    phase = Phase::On { since: now, read };
                 }
             }
             Phase::Waiting => {}
             Phase::Off { until } if now >= until => {
                 if instance.set_recording(true).is_ok() {
-                    phase = Phase::On {
-                        since: now,
-                        events: ledger.events(),
-                    };
+                    phase = Phase::On { since: now, read };
                 }
             }
             Phase::Off { .. } => {}
-            Phase::On { since, events } => {
+            Phase::On { since, read: read0 } => {
                 let horizon = now.saturating_sub(HOLD_BACK_NS);
-                take(
+                read += take(
                     &mut instance,
                     &mut pending,
                     horizon,
@@ -225,13 +221,13 @@ fn record(
                 );
                 if last || now.saturating_sub(since) >= WINDOW_NS {
                     let span = now.saturating_sub(since).max(1) as f64;
-                    let rate = (ledger.events() - events) as f64 * 1e9 / span;
+                    let rate = (read - read0) as f64 * 1e9 / span;
                     let duty = (EVENT_BUDGET / rate.max(1.0)).clamp(MIN_DUTY, 1.0);
                     if last || duty < 1.0 {
                         // Off first, then everything it wrote.
                         let _ = instance.set_recording(false);
                         let off = monotonic_ns();
-                        take(
+                        read += take(
                             &mut instance,
                             &mut pending,
                             u64::MAX,
@@ -245,10 +241,7 @@ fn record(
                         };
                     } else {
                         recorded_ns += now.saturating_sub(since);
-                        phase = Phase::On {
-                            since: now,
-                            events: ledger.events(),
-                        };
+                        phase = Phase::On { since: now, read };
                     }
                 }
             }
@@ -273,21 +266,25 @@ fn record(
 }
 
 /// Reads what the buffers hold and gives the ledger, in time order, the events up to
-/// `horizon`; later ones wait in `pending` for the other CPUs' of the same instants.
+/// `horizon`; later ones wait in `pending` for the other CPUs' of the same instants. How many
+/// events it read.
 fn take(
     instance: &mut Instance,
     pending: &mut Vec<Stamped>,
     horizon: u64,
     ledger: &mut Ledger,
     resolver: &mut ProcResolver,
-) {
+) -> u64 {
+    let before = pending.len();
     instance.drain(pending);
+    let read = (pending.len() - before) as u64;
     // Runs sorted per CPU: the sort merges them.
     pending.sort_by_key(|e| e.ns);
     let ready = pending.partition_point(|e| e.ns <= horizon);
     for e in pending.drain(..ready) {
         ledger.take(&e, resolver);
     }
+    read
 }
 
 fn thread_cpu_ns() -> u64 {

@@ -81,6 +81,9 @@ pub struct Variant {
 }
 
 /// Every key a variant can have, in the order they run.
+/// The key that asks for no variant: the scenario as it is and its traced run only.
+pub const NONE: &str = "none";
+
 pub const KEYS: [&str; 6] = [
     "own-session",
     "shared-session",
@@ -92,6 +95,12 @@ pub const KEYS: [&str; 6] = [
 
 /// Err names the first of `keys` that is no variant's.
 pub fn check_keys(keys: &[String]) -> Result<(), String> {
+    if keys.iter().any(|k| k == NONE) {
+        return match keys.len() {
+            1 => Ok(()),
+            _ => Err(format!("variant `{NONE}` goes alone: it runs no variant")),
+        };
+    }
     match keys.iter().find(|k| !KEYS.contains(&k.as_str())) {
         Some(bad) => Err(format!(
             "no variant `{bad}`; the variants are {}",
@@ -207,6 +216,9 @@ pub fn choose(
         );
     }
     check_keys(only)?;
+    if only.iter().any(|k| k == NONE) {
+        return Ok(Vec::new());
+    }
     if !only.is_empty() {
         if let Some(unfit) = only.iter().find(|k| !out.iter().any(|v| &v.what.key == *k)) {
             return Err(format!(
@@ -270,6 +282,16 @@ mod tests {
             WorkloadKind::CpuHog { threads: 1 }
         );
         assert_eq!(long.scenario.workloads[1].knobs, sc.workloads[1].knobs);
+    }
+
+    #[test]
+    fn none_runs_no_variant_and_goes_alone() {
+        let sc = contest_one_cpu();
+        let none = vec![NONE.to_string()];
+        assert!(choose(&sc, "fork_load", ALL, &none).unwrap().is_empty());
+        let mixed = vec![NONE.to_string(), "batch".to_string()];
+        assert!(check_keys(&mixed).unwrap_err().contains("goes alone"));
+        assert!(choose(&sc, "nope", ALL, &none).is_err());
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub enum Mode {
     Messages,
     /// Asks before killing an attached row's processes (which schedlab did not start).
     ConfirmKill(u32),
+    /// What the kernel's events said of a row (`E`), as lines.
+    Evidence(Vec<String>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -84,6 +86,10 @@ pub struct TableGeometry {
 
 pub struct App {
     pub title: String,
+    /// The scenario's name, as `schedlab explain` takes it.
+    pub scenario_name: String,
+    /// The kernel's events being recorded for a row (`E`).
+    pub(crate) evidence: Option<super::evidence::EvidenceRun>,
     /// What the scenario reproduces, when it is a finding: the help overlay shows its text.
     pub finding: Option<crate::finding::Finding>,
     pub theme: Theme,
@@ -140,8 +146,11 @@ pub(crate) fn latency_beside(width: u16) -> bool {
 
 impl App {
     pub fn new(title: impl Into<String>, interval: Duration, cpus: usize, theme: Theme) -> Self {
+        let title = title.into();
         App {
-            title: title.into(),
+            scenario_name: title.clone(),
+            evidence: None,
+            title,
             finding: None,
             theme,
             interval,
@@ -302,6 +311,7 @@ impl App {
     }
 
     pub(crate) fn on_frame(&mut self, frame: Frame) {
+        self.poll_evidence();
         // A replay never goes back by Frames, only by History; a Frame seen already would
         // count its operations twice.
         if self.replay.is_some() && self.latest.as_ref().is_some_and(|l| frame.t <= l.t) {

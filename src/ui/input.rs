@@ -25,7 +25,7 @@ pub(crate) const KEYS: &[(&str, &str, &str)] = &[
     ("Workloads", "s", "stop it, or start it again"),
     ("Workloads", "r", "restart it"),
     ("Workloads", "d d  K", "remove it (twice) / kill attached processes (asks)"),
-    ("Workloads", "v", "what a failed workload wrote on stderr"),
+    ("Workloads", "v  E", "its stderr if it failed / the kernel's events, 3 s (root)"),
     ("Workloads", "o", "loop a finite run: restart when it finishes"),
     ("Knobs", "e  Enter", "edit nice, policy, CPUs, placement, weight"),
     ("Knobs", "[  ]", "nice -1 / +1 (also F7 / F8)"),
@@ -77,7 +77,7 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
     match std::mem::take(&mut app.mode) {
         Mode::Normal => normal_key(app, key, pending_remove),
         // Any key closes the help, a failed workload's stderr and the messages.
-        Mode::Help | Mode::Stderr(_) | Mode::Messages => {}
+        Mode::Help | Mode::Stderr(_) | Mode::Messages | Mode::Evidence(_) => {}
         Mode::ConfirmKill(id) => app.confirm_kill(id, key.code == KeyCode::Char('y')),
         Mode::Picker(i) => {
             let n = TEMPLATES.len();
@@ -145,6 +145,7 @@ fn normal_key(app: &mut App, key: KeyEvent, pending_remove: Option<u32>) {
         KeyCode::Char('K') => app.ask_kill(),
         KeyCode::Char('o') => app.toggle_loop(),
         KeyCode::Char('v') => app.open_stderr(),
+        KeyCode::Char('E') => app.record_evidence(),
         KeyCode::Char('m') => app.open_messages(),
         KeyCode::Char('e') | KeyCode::Enter => app.open_knob_editor(),
         KeyCode::Char('[') | KeyCode::F(7) => app.nice_step(-1),

@@ -15,6 +15,7 @@
 pub mod app;
 pub mod charts;
 pub mod cpus;
+pub(crate) mod evidence;
 pub(crate) mod fmt;
 pub mod form;
 pub mod help;
@@ -189,6 +190,7 @@ pub fn draw(f: &mut TermFrame, app: &App) {
         Mode::EditKnobs(_, form) => popup::draw_form(f, area, app, form, "apply"),
         Mode::Stderr(id) => status::draw_stderr(f, area, app, *id),
         Mode::Messages => status::draw_messages(f, area, app),
+        Mode::Evidence(lines) => status::draw_evidence(f, area, app, lines),
         Mode::ConfirmKill(id) => popup::draw_confirm_kill(f, area, app, *id),
     }
 }

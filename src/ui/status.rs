@@ -478,6 +478,12 @@ pub(crate) fn draw_messages(f: &mut TermFrame, area: Rect, app: &App) {
     draw_lines(f, area, app, " the last messages ", lines);
 }
 
+/// What the kernel's events said of a row (`E`).
+pub(crate) fn draw_evidence(f: &mut TermFrame, area: Rect, app: &App, lines: &[String]) {
+    let lines = lines.iter().map(|l| Line::raw(l.clone())).collect();
+    draw_lines(f, area, app, " the kernel's events ", lines);
+}
+
 /// `lines` in a box over the dashboard, long ones wrapped, with a closing hint.
 fn draw_lines(f: &mut TermFrame, area: Rect, app: &App, title: &str, mut lines: Vec<Line>) {
     use ratatui::widgets::Wrap;

@@ -1,0 +1,83 @@
+//! `E` on a row: the kernel's own scheduler events for a few seconds of the live lab (as
+//! root), read as `schedlab explain` reads them (src/explain/tracer.rs), then shown in a box:
+//! who preempted the selected workload and whom it preempted, its wakeup-to-run delays, its
+//! new tasks' first runs, its migrations; and the command that runs the counterfactual
+//! variants, which need the machine to themselves and so run headless, not beside the
+//! dashboard's own workloads.
+
+use std::time::{Duration, Instant};
+
+use super::app::{App, Mode};
+use crate::explain::tracer::Tracer;
+
+/// How long the events are recorded.
+const RECORD_FOR: Duration = Duration::from_secs(3);
+
+/// A recording under way.
+pub(crate) struct EvidenceRun {
+    workload: String,
+    tracer: Tracer,
+    until: Instant,
+}
+
+impl App {
+    /// Starts recording the events for the selected row.
+    pub(crate) fn record_evidence(&mut self) {
+        if self.replay.is_some() {
+            self.error("a replay shows what was recorded: the kernel's events are live only");
+            return;
+        }
+        let Some(name) = self.selected_view().map(|w| w.decl.name.clone()) else {
+            return;
+        };
+        if let Some(run) = &self.evidence {
+            self.notice(format!(
+                "already recording the kernel's events for {}",
+                run.workload
+            ));
+            return;
+        }
+        match Tracer::open(self.cpus) {
+            Err(why) => self.error(format!(
+                "the kernel's events cannot be recorded here: {why} (tracefs needs root)"
+            )),
+            Ok(tracer) => {
+                tracer.set_workloads(crate::engine::live::live_workloads());
+                tracer.go();
+                self.notice(format!(
+                    "recording the kernel's events for {} s ({name} selected)",
+                    RECORD_FOR.as_secs()
+                ));
+                self.evidence = Some(EvidenceRun {
+                    workload: name,
+                    tracer,
+                    until: Instant::now() + RECORD_FOR,
+                });
+            }
+        }
+    }
+
+    /// At every Frame: keeps the recording's workloads current, and shows what it found once
+    /// it is done.
+    pub(crate) fn poll_evidence(&mut self) {
+        let Some(run) = &self.evidence else { return };
+        run.tracer
+            .set_workloads(crate::engine::live::live_workloads());
+        if Instant::now() < run.until {
+            return;
+        }
+        let run = self.evidence.take().expect("checked above");
+        let Some(e) = run.tracer.finish() else {
+            self.error("recording the kernel's events failed");
+            return;
+        };
+        let mut lines = crate::explain::report::evidence_lines(&run.workload, &e);
+        lines.push(String::new());
+        lines.push(format!(
+            "Which mechanism: the counterfactual variants need the machine to themselves. \
+             Quit, then: schedlab explain {} --workload {}",
+            self.scenario_name, run.workload
+        ));
+        self.mode = Mode::Evidence(lines);
+    }
+}
