@@ -170,6 +170,13 @@ pub fn conclude(workload: &str, as_is: &Outcome, variants: &[Outcome]) -> String
         );
     }
     let what = if r0 > 1.0 { "excess" } else { "shortfall" };
+    if variants.is_empty() {
+        return format!(
+            "{workload} received {r0:.2} of its due ({}); no variant ran, so no mechanism is \
+             named or ruled out.",
+            Verdict::from_shares(as_is.received, as_is.due).word()
+        );
+    }
     let tested: Vec<Mechanism> = {
         let mut m: Vec<Mechanism> = variants
             .iter()
@@ -323,6 +330,16 @@ mod tests {
         assert!(
             c.contains("It stays with SCHED_BATCH (ratio 2.56): wakeup preemption ruled out."),
             "{c}"
+        );
+    }
+
+    #[test]
+    fn with_no_variant_run_nothing_is_named_or_ruled_out() {
+        let c = conclude("fork_load", &as_is(2.9), &[]);
+        assert_eq!(
+            c,
+            "fork_load received 2.90 of its due (ahead); no variant ran, so no mechanism is \
+             named or ruled out."
         );
     }
 

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::evidence::{Ledger, Owner, OwnerEvidence, Resolve};
 use crate::probe::monotonic_ns;
+use crate::sys::kernel::proc;
 use crate::sys::kernel::tracefs::{Instance, Stamped};
 
 /// How often the buffers are drained.
@@ -38,7 +39,6 @@ fn buffer_kb(cpus: usize) -> u32 {
 /// Who owns the tasks: the workloads by process group, else the rest by session.
 struct ProcResolver {
     workloads: Arc<Mutex<HashMap<u32, String>>>,
-    me: u32,
 }
 
 impl Resolve for ProcResolver {
@@ -47,17 +47,17 @@ impl Resolve for ProcResolver {
             name,
             workload: false,
         };
-        if std::path::Path::new(&format!("/proc/{}/task/{tid}", self.me)).exists() {
+        if proc::own_thread(tid) {
             return rest("schedlab's observer".into());
         }
-        let Some((pgrp, session)) = groups_of(tid) else {
+        let Some(stat) = proc::read_stat(tid) else {
             return rest("tasks gone before they were seen".into());
         };
         let named = self
             .workloads
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&pgrp)
+            .get(&stat.pgrp)
             .cloned();
         if let Some(name) = named {
             return Owner {
@@ -65,23 +65,12 @@ impl Resolve for ProcResolver {
                 workload: true,
             };
         }
-        if session == 0 {
+        if stat.kthread || stat.session == 0 {
             return rest("kernel threads".into());
         }
-        let comm = std::fs::read_to_string(format!("/proc/{session}/comm"))
-            .map(|c| c.trim().to_string())
-            .unwrap_or_else(|_| "gone".into());
-        rest(format!("session {session} ({comm})"))
+        let comm = proc::comm(stat.session).unwrap_or_else(|| "gone".into());
+        rest(format!("session {} ({comm})", stat.session))
     }
-}
-
-/// A task's process group and session, from /proc/TID/stat.
-fn groups_of(tid: u32) -> Option<(u32, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
-    // Past the comm, which may hold anything: state, ppid, pgrp, session.
-    let mut f = stat.get(stat.rfind(')')? + 2..)?.split_whitespace();
-    let (_, _, pgrp, session) = (f.next()?, f.next()?, f.next()?, f.next()?);
-    Some((pgrp.parse().ok()?, session.parse().ok()?))
 }
 
 /// What a traced run gives: the owners' evidence, and what tracing cost and lost.
@@ -120,7 +109,6 @@ impl Tracer {
         let workloads = Arc::new(Mutex::new(HashMap::new()));
         let resolver = ProcResolver {
             workloads: workloads.clone(),
-            me: std::process::id(),
         };
         let (going, stopping) = (go.clone(), stop.clone());
         let thread = std::thread::Builder::new()
@@ -298,12 +286,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tasks_groups_come_from_its_stat() {
-        let me = std::process::id();
-        let (pgrp, session) = groups_of(me).unwrap();
-        assert_eq!(pgrp, nix::unistd::getpgrp().as_raw() as u32);
-        assert_eq!(session, nix::unistd::getsid(None).unwrap().as_raw() as u32);
-        assert_eq!(groups_of(u32::MAX), None);
+    fn owners_are_the_workloads_by_group_then_the_observer_and_the_rest() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut r = ProcResolver {
+            workloads: Arc::new(Mutex::new(HashMap::from([(pid, "w".to_string())]))),
+        };
+        let as_workload = r.owner_of(pid);
+        let me = r.owner_of(nix::unistd::gettid().as_raw() as u32);
+        let kthreadd = r.owner_of(2);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(
+            as_workload,
+            Owner {
+                name: "w".into(),
+                workload: true
+            }
+        );
+        assert_eq!(me.name, "schedlab's observer");
+        assert_eq!(kthreadd.name, "kernel threads");
+        assert_eq!(
+            r.owner_of(u32::MAX).name,
+            "tasks gone before they were seen"
+        );
     }
 
     #[test]

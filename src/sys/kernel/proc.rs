@@ -99,6 +99,17 @@ pub(crate) fn read_stat(pid: u32) -> Option<Stat> {
     stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// A task's name (/proc/PID/comm), trimmed.
+pub(crate) fn comm(pid: u32) -> Option<String> {
+    let c = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(c.trim_end().to_owned())
+}
+
+/// Whether `tid` is one of this process's own threads.
+pub(crate) fn own_thread(tid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+}
+
 /// Whether `pid` is a live process: it exists and is not a zombie (a killed process stays
 /// one until it is reaped, and will never run again).
 pub fn alive(pid: u32) -> bool {
