@@ -31,8 +31,8 @@ use schedlab::model::{Frame, Verdict};
 use schedlab::probe::monotonic_ns;
 use schedlab::probe::sample::RestSample;
 use schedlab::scenario::Scenario;
+use schedlab::sys::kernel::tracefs::{lost_in, mount, remove_instance, remove_stale, TRACING};
 
-const TRACING: &str = "/sys/kernel/tracing";
 const EVENTS: [&str; 3] = ["sched_wakeup", "sched_wakeup_new", "sched_switch"];
 /// Per CPU. The pipe is drained every tick (250 ms), and the filters keep only the rest's
 /// events: a few hundred a second on a quiet machine.
@@ -90,26 +90,8 @@ impl Instance {
     /// The instance, or why tracing cannot be done here.
     fn open() -> Result<Instance, String> {
         let root = Path::new(TRACING);
-        let mut mounted = false;
-        if !root.join("instances").is_dir() {
-            if is_mounted(root) {
-                return Err(format!("{TRACING} has no instances directory"));
-            }
-            nix::mount::mount(
-                Some("tracefs"),
-                root,
-                Some("tracefs"),
-                nix::mount::MsFlags::empty(),
-                None::<&str>,
-            )
-            .map_err(|e| format!("tracefs cannot be mounted at {TRACING}: {e}"))?;
-            mounted = true;
-            if !root.join("instances").is_dir() {
-                let _ = nix::mount::umount(root);
-                return Err(format!("tracefs at {TRACING} has no instances directory"));
-            }
-        }
-        remove_stale(root);
+        let mounted = mount()?;
+        remove_stale(root, INSTANCE_PREFIX);
         let dir = root
             .join("instances")
             .join(format!("{INSTANCE_PREFIX}{}", std::process::id()));
@@ -215,24 +197,7 @@ impl Instance {
 
     /// Events the ring buffer lost or dropped, over all CPUs (its per-CPU stats).
     fn lost(&self) -> u64 {
-        let Ok(cpus) = fs::read_dir(self.dir.join("per_cpu")) else {
-            return 0;
-        };
-        let mut lost = 0;
-        for cpu in cpus.flatten() {
-            let Ok(stats) = fs::read_to_string(cpu.path().join("stats")) else {
-                continue;
-            };
-            for line in stats.lines() {
-                if let Some(n) = line
-                    .strip_prefix("overrun: ")
-                    .or_else(|| line.strip_prefix("dropped events: "))
-                {
-                    lost += n.trim().parse::<u64>().unwrap_or(0);
-                }
-            }
-        }
-        lost
+        lost_in(&self.dir)
     }
 }
 
@@ -252,53 +217,6 @@ impl Drop for Instance {
             if let Err(e) = nix::mount::umount(TRACING) {
                 eprintln!("tracing_truth: could not unmount {TRACING}: {e}");
             }
-        }
-    }
-}
-
-/// Removes an instance directory, retrying for up to two seconds while the kernel says it is
-/// busy. Whether it is gone.
-fn remove_instance(dir: &Path) -> bool {
-    for _ in 0..40 {
-        match fs::remove_dir(dir) {
-            Ok(()) => return true,
-            Err(e) if e.kind() == ErrorKind::NotFound => return true,
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-    false
-}
-
-/// Whether tracefs is mounted at `at` (/proc/mounts).
-fn is_mounted(at: &Path) -> bool {
-    fs::read_to_string("/proc/mounts").is_ok_and(|m| {
-        m.lines().any(|l| {
-            let mut f = l.split_whitespace();
-            let (_, dir, ty) = (f.next(), f.next(), f.next());
-            dir == at.to_str() && ty == Some("tracefs")
-        })
-    })
-}
-
-/// Instances an earlier run of this test left when it was killed: their process is gone.
-fn remove_stale(root: &Path) {
-    let Ok(dir) = fs::read_dir(root.join("instances")) else {
-        return;
-    };
-    for e in dir.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(INSTANCE_PREFIX))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            for ev in EVENTS {
-                let _ = fs::write(e.path().join("events/sched").join(ev).join("enable"), "0");
-            }
-            remove_instance(&e.path());
         }
     }
 }

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 use std::time::Duration;
 
-const TRACING: &str = "/sys/kernel/tracing";
+/// Where tracefs is (mounted there when it is not).
+pub const TRACING: &str = "/sys/kernel/tracing";
 /// Instances are named this and the owning process's pid, so a stale one can be told.
 const PREFIX: &str = "schedlab-";
 
@@ -302,22 +303,8 @@ impl Instance {
     /// recording then starts at once.
     pub fn open(buffer_kb: u32) -> Result<Instance, String> {
         let root = Path::new(TRACING);
-        let mut mounted = false;
-        if !root.join("instances").is_dir() {
-            if is_mounted(root) {
-                return Err(format!("{TRACING} has no instances directory"));
-            }
-            nix::mount::mount(
-                Some("tracefs"),
-                root,
-                Some("tracefs"),
-                nix::mount::MsFlags::empty(),
-                None::<&str>,
-            )
-            .map_err(|e| format!("tracefs cannot be mounted at {TRACING}: {e}"))?;
-            mounted = true;
-        }
-        remove_stale(root);
+        let mounted = mount()?;
+        remove_stale(root, PREFIX);
         let dir = root
             .join("instances")
             .join(format!("{PREFIX}{}", std::process::id()));
@@ -400,22 +387,7 @@ impl Instance {
     /// Events the ring buffers lost (overwritten before they were read, or dropped), over
     /// all CPUs, from their per-CPU stats.
     pub fn lost(&self) -> u64 {
-        let Ok(cpus) = fs::read_dir(self.dir.join("per_cpu")) else {
-            return 0;
-        };
-        let mut lost = 0;
-        for cpu in cpus.flatten() {
-            let stats = fs::read_to_string(cpu.path().join("stats")).unwrap_or_default();
-            for line in stats.lines() {
-                if let Some(n) = line
-                    .strip_prefix("overrun: ")
-                    .or_else(|| line.strip_prefix("dropped events: "))
-                {
-                    lost += n.trim().parse::<u64>().unwrap_or(0);
-                }
-            }
-        }
-        lost
+        lost_in(&self.dir)
     }
 }
 
@@ -437,6 +409,52 @@ impl Drop for Instance {
     }
 }
 
+/// Events an instance's ring buffers lost (overwritten before they were read, or dropped),
+/// over all CPUs, from their per-CPU stats.
+pub fn lost_in(instance: &Path) -> u64 {
+    let Ok(cpus) = fs::read_dir(instance.join("per_cpu")) else {
+        return 0;
+    };
+    let mut lost = 0;
+    for cpu in cpus.flatten() {
+        let stats = fs::read_to_string(cpu.path().join("stats")).unwrap_or_default();
+        for line in stats.lines() {
+            if let Some(n) = line
+                .strip_prefix("overrun: ")
+                .or_else(|| line.strip_prefix("dropped events: "))
+            {
+                lost += n.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    lost
+}
+
+/// Mounts tracefs at [`TRACING`] when it is not there: whether this call mounted it (then the
+/// caller unmounts it when done), or why tracing cannot be done here.
+pub fn mount() -> Result<bool, String> {
+    let root = Path::new(TRACING);
+    if root.join("instances").is_dir() {
+        return Ok(false);
+    }
+    if is_mounted(root) {
+        return Err(format!("{TRACING} has no instances directory"));
+    }
+    nix::mount::mount(
+        Some("tracefs"),
+        root,
+        Some("tracefs"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .map_err(|e| format!("tracefs cannot be mounted at {TRACING}: {e}"))?;
+    if !root.join("instances").is_dir() {
+        let _ = nix::mount::umount(root);
+        return Err(format!("tracefs at {TRACING} has no instances directory"));
+    }
+    Ok(true)
+}
+
 /// The ring buffer's page size, from `events/header_page` (the data field's offset and size);
 /// 4096 when it cannot be read.
 fn page_size(header: &str) -> usize {
@@ -456,7 +474,7 @@ fn disable(dir: &Path) {
 
 /// Removes an instance directory, retrying for up to two seconds while the kernel says it is
 /// busy. Whether it is gone.
-fn remove_instance(dir: &Path) -> bool {
+pub fn remove_instance(dir: &Path) -> bool {
     for _ in 0..40 {
         match fs::remove_dir(dir) {
             Ok(()) => return true,
@@ -468,7 +486,7 @@ fn remove_instance(dir: &Path) -> bool {
 }
 
 /// Whether tracefs is mounted at `at` (/proc/mounts).
-fn is_mounted(at: &Path) -> bool {
+pub fn is_mounted(at: &Path) -> bool {
     fs::read_to_string("/proc/mounts").is_ok_and(|m| {
         m.lines().any(|l| {
             let mut f = l.split_whitespace();
@@ -478,8 +496,9 @@ fn is_mounted(at: &Path) -> bool {
     })
 }
 
-/// Instances a killed schedlab left behind: their process is gone.
-fn remove_stale(root: &Path) {
+/// Instances named `prefix` and a pid that a killed process left behind (its process is
+/// gone): their events disabled, and removed.
+pub fn remove_stale(root: &Path, prefix: &str) {
     let Ok(dir) = fs::read_dir(root.join("instances")) else {
         return;
     };
@@ -487,7 +506,7 @@ fn remove_stale(root: &Path) {
         let name = e.file_name();
         let Some(pid) = name
             .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|n| n.strip_prefix(prefix))
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
