@@ -536,11 +536,12 @@ fn the_grafana_dashboard_asks_only_for_series_that_exist() {
     let dashboard: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
 
-    // Beside the common Frames, one with what they lack: the rest's groups and PSI.
+    // Beside the common Frames, one with what they lack: the rest's groups, PSI, a verdict.
     let server = server_with_latency();
     let mut last = common::frames().pop().unwrap();
     last.t += last.interval;
     last.machine.psi_some_avg10 = Some(12.5);
+    last.workloads[0].verdict = schedlab::model::Verdict::Ahead;
     last.machine.rest_groups = vec![schedlab::model::RestGroup {
         name: "session 9 (make)".into(),
         key: "autogroup-9".into(),

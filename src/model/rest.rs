@@ -132,8 +132,13 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> (RestClaim, u64) {
         (task.run_ns.min(t), task.wait_ns.min(t), task.slices as f64)
     } else {
         let asleep = t.saturating_sub(run + w.waited);
+        // The burst it was preempted in is pending at this read. When it was pending at the
+        // last read too, that one was run in this interval, inside `run`: crediting a burst
+        // at every read counted one burst more per interval. Beside chat's 600 threads in
+        // CI's root autogroup, the root group's agent threads, runnable at most reads, read
+        // `short` (0.057 CPU got for 0.078 due) for their waits.
         let w = if asleep > run + w.waited {
-            demand::paced(w, run, slept, true)
+            demand::paced(w, run, slept, !task.runnable_before)
         } else {
             w
         };
@@ -426,6 +431,25 @@ mod tests {
             (cs[0].woken_wait_ns - 322.4 * MS as f64).abs() < 1.0,
             "{}",
             cs[0].woken_wait_ns
+        );
+        // Pending at the last read too: that burst was run in this second, within its 4.6 ms,
+        // and the one pending now replaces it. It wanted what it ran.
+        let mut again = a.clone();
+        again.runnable_before = true;
+        let mut memo = std::collections::HashMap::new();
+        memo.insert(
+            103,
+            TaskMemo {
+                switches: Some((69_666, 55_109)),
+                preempted: Some(0.5),
+                ..TaskMemo::default()
+            },
+        );
+        let cs = claims(&sample(vec![again], vec![]), &mut memo);
+        assert!(
+            (cs[0].claim.demand - 0.0046).abs() < 1e-9,
+            "{}",
+            cs[0].claim.demand
         );
         // Runnable for most of the second, it is CPU-bound: its preempted wait is demand.
         a.wait_ns = 900 * MS;

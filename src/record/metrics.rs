@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use crate::model::latency::Distribution;
-use crate::model::{Frame, WorkloadFrame};
+use crate::model::{Frame, Verdict, WorkloadFrame};
 use crate::probe::Sample;
 use crate::record::latency::Tally;
 
@@ -117,7 +117,24 @@ const WORKLOAD_GAUGES: &[Gauge<WorkloadFrame>] = &[
         help: "CPU received over CPU due over the verdict window (1 = fair, below = starved).",
         get: |w| Some(w.window_ratio),
     },
+    Gauge {
+        name: "schedlab_workload_verdict",
+        unit: "",
+        help: "The dashboard's verdict over the verdict window, with every rule the model applies: -2 STARVED, -1 short, 0 fair, 1 ahead (absent when there is none).",
+        get: |w| verdict_code(w.verdict),
+    },
 ];
+
+/// A verdict as a number a dashboard maps back to its word; none without a verdict.
+fn verdict_code(v: Verdict) -> Option<f64> {
+    match v {
+        Verdict::Starved => Some(-2.0),
+        Verdict::Short => Some(-1.0),
+        Verdict::Fair => Some(0.0),
+        Verdict::Ahead => Some(1.0),
+        Verdict::None => None,
+    }
+}
 
 const MACHINE_COUNTERS: &[Counter<Frame>] = &[
     Counter {
