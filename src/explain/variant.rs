@@ -103,7 +103,7 @@ pub fn check_keys(keys: &[String]) -> Result<(), String> {
     }
     match keys.iter().find(|k| !KEYS.contains(&k.as_str())) {
         Some(bad) => Err(format!(
-            "no variant `{bad}`; the variants are {}",
+            "no variant `{bad}`; the variants are {}, or {NONE} alone",
             KEYS.join(", ")
         )),
         None => Ok(()),
