@@ -71,13 +71,16 @@ impl App {
             self.error("recording the kernel's events failed");
             return;
         };
-        let mut lines = crate::explain::report::evidence_lines(&run.workload, &e);
-        lines.push(String::new());
-        lines.push(format!(
-            "Which mechanism: the counterfactual variants need the machine to themselves. \
-             Quit, then: schedlab explain {} --workload {}",
-            self.scenario_name, run.workload
-        ));
+        // The command first: the box keeps its first lines in view on a small screen.
+        let mut lines = vec![
+            format!(
+                "Which mechanism: the counterfactual variants need the machine to themselves. \
+                 Quit, then: schedlab explain {} --workload {}",
+                self.scenario_name, run.workload
+            ),
+            String::new(),
+        ];
+        lines.extend(crate::explain::report::evidence_lines(&run.workload, &e));
         self.mode = Mode::Evidence(lines);
     }
 }

@@ -461,6 +461,7 @@ pub(crate) fn draw_stderr(f: &mut TermFrame, area: Rect, app: &App, id: u32) {
         app,
         &format!(" {}: its last lines on stderr ", wf.name),
         lines,
+        true,
     );
 }
 
@@ -475,17 +476,25 @@ pub(crate) fn draw_messages(f: &mut TermFrame, area: Rect, app: &App) {
             Line::from(Span::styled(m.text.clone(), style))
         })
         .collect();
-    draw_lines(f, area, app, " the last messages ", lines);
+    draw_lines(f, area, app, " the last messages ", lines, true);
 }
 
 /// What the kernel's events said of a row (`E`).
 pub(crate) fn draw_evidence(f: &mut TermFrame, area: Rect, app: &App, lines: &[String]) {
     let lines = lines.iter().map(|l| Line::raw(l.clone())).collect();
-    draw_lines(f, area, app, " the kernel's events ", lines);
+    // The reading and the workloads come first: they stay in view, the rest's groups go.
+    draw_lines(f, area, app, " the kernel's events ", lines, false);
 }
 
 /// `lines` in a box over the dashboard, long ones wrapped, with a closing hint.
-fn draw_lines(f: &mut TermFrame, area: Rect, app: &App, title: &str, mut lines: Vec<Line>) {
+fn draw_lines(
+    f: &mut TermFrame,
+    area: Rect,
+    app: &App,
+    title: &str,
+    mut lines: Vec<Line>,
+    newest_in_view: bool,
+) {
     use ratatui::widgets::Wrap;
     let t = &app.theme;
     let w = area.width.saturating_sub(4).min(100);
@@ -495,8 +504,12 @@ fn draw_lines(f: &mut TermFrame, area: Rect, app: &App, title: &str, mut lines: 
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(" any key closes", t.dim())));
     let h = (rows as u16 + 4).min(area.height);
-    // The newest lines are the ones to keep in view when they do not all fit.
-    let hidden = (rows + 2).saturating_sub(h.saturating_sub(2) as usize);
+    // The newest lines are the ones to keep in view when they do not all fit (or the first).
+    let hidden = if newest_in_view {
+        (rows + 2).saturating_sub(h.saturating_sub(2) as usize)
+    } else {
+        0
+    };
     let body = Paragraph::new(lines)
         .wrap(Wrap { trim: false })
         .scroll((hidden as u16, 0));
