@@ -336,11 +336,7 @@ impl Runner {
 /// A workload's mean throughput over the Frames from `settle` on, and its unit; None when it
 /// counts nothing.
 fn mean_rate(frames: &[Frame], workload: &str, settle: f64) -> Option<(f64, String)> {
-    let rows: Vec<_> = frames
-        .iter()
-        .filter(|f| f.t >= settle)
-        .filter_map(|f| f.workloads.iter().find(|w| w.name == workload))
-        .collect();
+    let rows = conclusion::settled_rows(frames, workload, settle);
     let unit = rows.first()?.ops_unit.clone();
     let mean = rows.iter().map(|w| w.ops_per_sec).sum::<f64>() / rows.len() as f64;
     (mean > 0.0).then_some((mean, unit))

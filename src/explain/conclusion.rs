@@ -22,14 +22,23 @@ pub struct RepeatFigures {
     pub demand: f64,
 }
 
-/// `workload`'s means over the Frames from `settle` seconds on; None when it has none with a
-/// due a ratio can be taken over.
-pub fn repeat_figures(frames: &[Frame], workload: &str, settle: f64) -> Option<RepeatFigures> {
-    let rows: Vec<_> = frames
+/// `workload`'s rows in the Frames from `settle` seconds on: the figures a run gives.
+pub fn settled_rows<'a>(
+    frames: &'a [Frame],
+    workload: &str,
+    settle: f64,
+) -> Vec<&'a crate::model::WorkloadFrame> {
+    frames
         .iter()
         .filter(|f| f.t >= settle)
         .filter_map(|f| f.workloads.iter().find(|w| w.name == workload))
-        .collect();
+        .collect()
+}
+
+/// `workload`'s means over the Frames from `settle` seconds on; None when it has none with a
+/// due a ratio can be taken over.
+pub fn repeat_figures(frames: &[Frame], workload: &str, settle: f64) -> Option<RepeatFigures> {
+    let rows = settled_rows(frames, workload, settle);
     let n = rows.len() as f64;
     let mean = |get: &dyn Fn(&crate::model::WorkloadFrame) -> f64| {
         rows.iter().map(|w| get(w)).sum::<f64>() / n

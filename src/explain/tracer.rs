@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::evidence::{Ledger, Owner, OwnerEvidence, Resolve};
-use crate::probe::monotonic_ns;
+use crate::probe::{monotonic_ns, thread_cpu_ns};
 use crate::sys::kernel::proc;
 use crate::sys::kernel::tracefs::{Instance, Stamped};
 
@@ -273,12 +273,6 @@ fn take(
         ledger.take(&e, resolver);
     }
     read
-}
-
-fn thread_cpu_ns() -> u64 {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
-        .map(|ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

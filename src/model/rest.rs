@@ -134,9 +134,8 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> (RestClaim, u64) {
         let asleep = t.saturating_sub(run + w.waited);
         // The burst it was preempted in is pending at this read. When it was pending at the
         // last read too, that one was run in this interval, inside `run`: crediting a burst
-        // at every read counted one burst more per interval. Beside chat's 600 threads in
-        // CI's root autogroup, the root group's agent threads, runnable at most reads, read
-        // `short` (0.057 CPU got for 0.078 due) for their waits.
+        // at every read would count one burst more per interval for a task runnable at most
+        // reads (a busy machine's agent threads).
         let w = if asleep > run + w.waited {
             demand::paced(w, run, slept, !task.runnable_before)
         } else {
@@ -411,16 +410,18 @@ mod tests {
         let mut a = task(1, 103, 4, 327);
         a.run_ns = 4_600_000;
         (a.slices, a.vol, a.invol) = (2, Some(69_667), Some(55_111));
-        let mut memo = std::collections::HashMap::new();
-        memo.insert(
-            103,
-            TaskMemo {
-                switches: Some((69_666, 55_109)),
-                preempted: Some(0.5),
-                ..TaskMemo::default()
-            },
-        );
-        let cs = claims(&sample(vec![a.clone()], vec![]), &mut memo);
+        // Its last status read: one voluntary switch and two preemptions ago.
+        let memo = || {
+            std::collections::HashMap::from([(
+                103,
+                TaskMemo {
+                    switches: Some((69_666, 55_109)),
+                    preempted: Some(0.5),
+                    ..TaskMemo::default()
+                },
+            )])
+        };
+        let cs = claims(&sample(vec![a.clone()], vec![]), &mut memo());
         assert!(
             (cs[0].claim.demand - 0.0092).abs() < 1e-9,
             "{}",
@@ -436,16 +437,7 @@ mod tests {
         // and the one pending now replaces it. It wanted what it ran.
         let mut again = a.clone();
         again.runnable_before = true;
-        let mut memo = std::collections::HashMap::new();
-        memo.insert(
-            103,
-            TaskMemo {
-                switches: Some((69_666, 55_109)),
-                preempted: Some(0.5),
-                ..TaskMemo::default()
-            },
-        );
-        let cs = claims(&sample(vec![again], vec![]), &mut memo);
+        let cs = claims(&sample(vec![again], vec![]), &mut memo());
         assert!(
             (cs[0].claim.demand - 0.0046).abs() < 1e-9,
             "{}",
@@ -453,16 +445,7 @@ mod tests {
         );
         // Runnable for most of the second, it is CPU-bound: its preempted wait is demand.
         a.wait_ns = 900 * MS;
-        let mut memo = std::collections::HashMap::new();
-        memo.insert(
-            103,
-            TaskMemo {
-                switches: Some((69_666, 55_109)),
-                preempted: Some(0.5),
-                ..TaskMemo::default()
-            },
-        );
-        let cs = claims(&sample(vec![a], vec![]), &mut memo);
+        let cs = claims(&sample(vec![a], vec![]), &mut memo());
         assert!(cs[0].claim.demand > 0.6, "{}", cs[0].claim.demand);
     }
 }

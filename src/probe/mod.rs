@@ -256,6 +256,11 @@ pub fn monotonic_ns() -> u64 {
     clock_ns(nix::time::ClockId::CLOCK_MONOTONIC)
 }
 
+/// The calling thread's CPU time in ns: what one of schedlab's own threads cost.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+}
+
 impl Probe {
     pub fn new(cfg: ProbeConfig) -> anyhow::Result<Probe> {
         use anyhow::Context;
@@ -320,7 +325,7 @@ impl Probe {
 
     /// One sweep over the machine and every target.
     pub fn sample(&mut self, targets: &[Target]) -> Sample {
-        let cpu0 = clock_ns(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID);
+        let cpu0 = thread_cpu_ns();
         let t0 = monotonic_ns();
         let mut machine = self.read_machine(t0);
         let contended = self.contended(&machine);
@@ -395,8 +400,7 @@ impl Probe {
         }
 
         let t1 = monotonic_ns();
-        self.probe_cpu_ns +=
-            clock_ns(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
+        self.probe_cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
         Sample {
             t_ns: t0 + (t1 - t0) / 2,
             machine,
