@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use schedlab::engine::lab::Lab;
 use schedlab::model::{Frame, Verdict};
+use schedlab::probe::RestSample;
 use schedlab::scenario::Scenario;
 
 static MACHINE: Mutex<()> = Mutex::new(());
@@ -82,6 +83,9 @@ fn rest_schedstat(workload_pgids: &HashSet<u32>) -> Schedstat {
 /// (CPUs run and waited).
 struct Case {
     frames: Vec<Frame>,
+    /// The rest's reads, each with the time of the Frame that first carried it: what a
+    /// failure dumps, claim by claim.
+    rests: Vec<(f64, RestSample)>,
     rest_run: f64,
     rest_wait: f64,
 }
@@ -100,12 +104,18 @@ fn run_case(name: &str, toml: &str) -> Case {
     let mut frames = Vec::new();
     let mut before: Option<(Instant, Schedstat)> = None;
     let mut pgids = HashSet::new();
+    let mut rests: Vec<(f64, RestSample)> = Vec::new();
     while start.elapsed() < SETTLE + MEASURE {
         next += INTERVAL;
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
         let f = lab.tick();
         if let Some(s) = lab.last_sample() {
             pgids.extend(s.workloads.iter().map(|w| w.pgid).filter(|&g| g != 0));
+            if let Some(r) = &s.machine.rest {
+                if rests.last().is_none_or(|(_, l)| l.t_ns != r.t_ns) {
+                    rests.push((f.t, r.clone()));
+                }
+            }
         }
         if start.elapsed() >= SETTLE {
             if before.is_none() {
@@ -126,6 +136,7 @@ fn run_case(name: &str, toml: &str) -> Case {
     }
     Case {
         frames,
+        rests,
         rest_run: run as f64 / 1e9 / secs,
         rest_wait: wait as f64 / 1e9 / secs,
     }
@@ -145,6 +156,40 @@ fn mean(frames: &[Frame], f: impl Fn(&Frame) -> f64) -> f64 {
     frames.iter().map(f).sum::<f64>() / frames.len().max(1) as f64
 }
 
+/// The rest's claims over the verdict window ending at `t`, summed per task, that wanted
+/// more than they ran: what a `short` rest had that its schedstat did not show.
+fn over_claims(rests: &[(f64, RestSample)], t: f64) -> String {
+    let mut memo = HashMap::new();
+    let mut sums: HashMap<(u32, String), (f64, f64, f64, usize, usize)> = HashMap::new();
+    for (at, r) in rests.iter().filter(|(at, _)| *at <= t) {
+        let claims = schedlab::model::rest::claims(r, &mut memo);
+        if *at <= t - WINDOW {
+            continue;
+        }
+        let secs = r.t_ns.saturating_sub(r.since_ns) as f64 / 1e9;
+        for c in claims {
+            let task = r.tasks.iter().find(|k| k.pid == c.pid && k.comm == c.comm);
+            let e = sums.entry((c.pid, c.comm.clone())).or_default();
+            e.0 += c.claim.demand * secs;
+            e.1 += c.claim.received * secs;
+            e.2 += c.wait_ns / 1e9;
+            e.3 += usize::from(task.is_some_and(|k| k.runnable));
+            e.4 += 1;
+        }
+    }
+    let mut rows: Vec<_> = sums.into_iter().filter(|(_, v)| v.0 > v.1 + 1e-3).collect();
+    rows.sort_by(|a, b| (b.1 .0 - b.1 .1).total_cmp(&(a.1 .0 - a.1 .1)));
+    rows.iter()
+        .take(12)
+        .map(|((pid, comm), (d, r, w, runnable, n))| {
+            format!(
+                "  {comm} ({pid}): wanted {d:.3} s, ran {r:.3} s, waited {w:.3} s; runnable \
+                 at {runnable} of {n} claims\n"
+            )
+        })
+        .collect()
+}
+
 /// What every case asserts of the rest of the machine.
 fn check_rest(name: &str, c: &Case) {
     common::wait::check_quiet(name, &c.frames);
@@ -152,11 +197,13 @@ fn check_rest(name: &str, c: &Case) {
         let v = f.machine.rest_verdict;
         assert!(
             !matches!(v, Verdict::Starved | Verdict::Short),
-            "{name}: the rest of the machine read {v:?} at {:.1} s (got {:.3}, due {:.3}; {:?})",
+            "{name}: the rest of the machine read {v:?} at {:.1} s (got {:.3}, due {:.3}; {:?})\n\
+             the claims that wanted more than they ran over the window:\n{}",
             f.t,
             f.machine.rest_window_received,
             f.machine.rest_window_fair,
-            f.machine.rest_groups
+            f.machine.rest_groups,
+            over_claims(&c.rests, f.t)
         );
     }
     let received = mean(&c.frames, |f| f.machine.rest_cpu_received);
