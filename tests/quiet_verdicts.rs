@@ -160,7 +160,9 @@ fn mean(frames: &[Frame], f: impl Fn(&Frame) -> f64) -> f64 {
 /// more than they ran: what a `short` rest had that its schedstat did not show.
 fn over_claims(rests: &[(f64, RestSample)], t: f64) -> String {
     let mut memo = HashMap::new();
-    let mut sums: HashMap<(u32, String), (f64, f64, f64, usize, usize)> = HashMap::new();
+    // Per process: s wanted, s ran, s waited, claims runnable at their read, claims.
+    type Sums = (f64, f64, f64, usize, usize);
+    let mut sums: HashMap<(u32, String), Sums> = HashMap::new();
     for (at, r) in rests.iter().filter(|(at, _)| *at <= t) {
         let claims = schedlab::model::rest::claims(r, &mut memo);
         if *at <= t - WINDOW {
