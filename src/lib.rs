@@ -32,6 +32,7 @@ pub mod model;
 pub mod probe;
 pub mod record;
 pub mod scenario;
+pub mod serve;
 pub mod supervisor;
 pub mod sys;
 pub mod ui;

@@ -105,6 +105,16 @@ impl Scenario {
             .expect("the built-in default scenario parses (tested)")
     }
 
+    /// A scenario of nothing, by this name: what a dashboard watching a served lab names
+    /// (the lab runs its own).
+    pub fn empty(name: &str) -> Self {
+        Scenario {
+            name: name.into(),
+            description: "a lab served elsewhere".into(),
+            ..Self::attached_only()
+        }
+    }
+
     /// The scenario of `run --attach` without a scenario: only what is attached, until
     /// `--duration`.
     pub fn attached_only() -> Self {

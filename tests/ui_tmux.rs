@@ -123,29 +123,7 @@ impl Tmux {
 
     /// Processes carrying our tag: the dashboard, its workloads, their children.
     fn tagged(&self) -> Vec<(u32, String)> {
-        let needle = format!("SCHEDLAB_E2E_TAG={}", self.tag);
-        let mut found = Vec::new();
-        for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(env) = std::fs::read(e.path().join("environ")) else {
-                continue;
-            };
-            if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
-                let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-                if state
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|r| r.trim_start().starts_with('Z'))
-                {
-                    continue; // a zombie holds nothing and is its parent's to reap
-                }
-                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-                found.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
-            }
-        }
-        found
+        tagged_with(&self.tag)
     }
 
     /// The dashboard itself: the tagged process run with no arguments (not its terminal
@@ -228,6 +206,33 @@ impl Drop for Tmux {
             .status();
         common::remove_tmux_socket(&self.socket);
     }
+}
+
+/// Processes carrying the environment tag `SCHEDLAB_E2E_TAG=tag`.
+fn tagged_with(tag: &str) -> Vec<(u32, String)> {
+    let needle = format!("SCHEDLAB_E2E_TAG={tag}");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            if state
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+            {
+                continue; // a zombie holds nothing and is its parent's to reap
+            }
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            found.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
+        }
+    }
+    found
 }
 
 fn last_line(s: &str) -> &str {
@@ -584,4 +589,86 @@ fn e_shows_the_kernels_events_for_the_selected_row() {
     }
     t.keys(&["q"]);
     t.assert_clean_exit("q");
+}
+
+#[test]
+fn a_served_lab_is_watched_from_another_dashboard_read_only() {
+    let Some(t) = Tmux::start("connect") else {
+        return;
+    };
+    // The served lab: a process of its own, tagged apart, as another machine's would be.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = common::scenario_file(
+        dir.path(),
+        "served.toml",
+        "name = \"served-hogs\"\n[[workload]]\nname = \"far_hog\"\nkind = \"cpu-hog\"\nthreads = 1\n",
+    );
+    let served_tag = format!("{}-served", t.tag);
+    let serve = Command::new(BIN)
+        .args(["serve", scenario.to_str().unwrap(), "--addr", "127.0.0.1:0"])
+        .env("SCHEDLAB_E2E_TAG", &served_tag)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Pass or fail, the served lab goes (its workloads with it: SIGTERM runs its exit hook).
+    let mut serve = KillOnDrop(serve);
+    let first = common::child::first_line(serve.0.stdout.take().unwrap());
+    let addr = first
+        .trim()
+        .strip_prefix("serving on ")
+        .expect("the address line")
+        .to_owned();
+    t.type_text(&format!(
+        "SCHEDLAB_E2E_TAG={} {BIN} tui --connect {addr}",
+        t.tag
+    ));
+    t.keys(&["Enter"]);
+    let at = format!("@{addr}");
+    t.wait_for("the served lab's row", Duration::from_secs(20), |s| {
+        row(s, "far_hog").is_some() && s.contains(&at)
+    });
+    // A key that would stop the workload is refused in words; the lab goes on.
+    t.keys(&["s"]);
+    t.wait_for("the refusal", Duration::from_secs(10), |s| {
+        s.contains("read-only: it was served")
+    });
+    t.keys(&["q"]);
+    t.assert_clean_exit("q");
+    // Quitting the watching dashboard stopped nothing of the served lab.
+    assert!(
+        serve.0.try_wait().unwrap().is_none(),
+        "the served lab ended with its client"
+    );
+    assert!(
+        tagged_with(&served_tag).len() >= 2,
+        "{:?}",
+        tagged_with(&served_tag)
+    );
+    kill(Pid::from_raw(serve.0.id() as i32), Signal::SIGTERM).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while serve.0.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        serve.0.try_wait().unwrap().is_some(),
+        "serve outlived SIGTERM"
+    );
+    let left =
+        common::wait::until_none_left(Duration::from_secs(10), Duration::from_millis(100), || {
+            tagged_with(&served_tag)
+        });
+    assert_eq!(left, Ok(()), "the served lab's workloads outlived it");
+}
+
+/// A child process SIGTERMed and reaped when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = kill(Pid::from_raw(self.0.id() as i32), Signal::SIGTERM);
+            let _ = self.0.wait();
+        }
+    }
 }

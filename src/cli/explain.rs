@@ -259,6 +259,7 @@ impl Runner {
             sampler: SamplerPriority::Realtime,
             progress_from: (self.done * 10.0) as u64,
             on_sample,
+            serve: None,
         };
         let (frames, _) = run_once(
             &plan,

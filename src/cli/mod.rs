@@ -10,6 +10,7 @@ pub mod explain;
 pub mod plot;
 pub mod replay;
 pub mod run;
+pub mod serve;
 pub mod suite;
 pub mod tui;
 
@@ -50,6 +51,8 @@ enum Cmd {
     /// Explain a workload's deviation from its fair share: the scenario as it is against
     /// variants that each change one thing, with repeats, and the mechanism they point to.
     Explain(explain::Args),
+    /// Serve a lab over the network, without a dashboard, for `schedlab tui --connect`.
+    Serve(serve::Args),
     /// Play a recording back.
     Replay(replay::ReplayArgs),
     /// Draw a recording as a picture: throughput, CPU share vs fair share, context switches.
@@ -78,6 +81,7 @@ pub fn run(matches: &ArgMatches) -> Result<()> {
         Some(Cmd::Compare(a)) => compare::main(a),
         Some(Cmd::Suite(a)) => suite::main(a),
         Some(Cmd::Explain(a)) => explain::main(a),
+        Some(Cmd::Serve(a)) => serve::main(a),
         Some(Cmd::Replay(a)) => replay::replay_main(a),
         Some(Cmd::Plot(a)) => plot::plot_main(a),
         Some(Cmd::Cleanup) => cleanup::main(),

@@ -67,9 +67,16 @@ pub fn dashboard(path: &Path) -> Result<()> {
         }
     );
     let interval = Duration::from_millis(scenario.interval_ms);
-    crate::ui::run(scenario, interval, move |_| {
-        Ok(Box::new(ReplayBackend::new(replay)) as Box<dyn Backend>)
-    })
+    crate::ui::run(
+        scenario,
+        interval,
+        crate::ui::Source::Local {
+            make_backend: Box::new(move |_| {
+                Ok(Box::new(ReplayBackend::new(replay)) as Box<dyn Backend>)
+            }),
+            serve: None,
+        },
+    )
 }
 
 /// The time series as CSV, one row per workload per interval, for a spreadsheet; the last

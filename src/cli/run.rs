@@ -63,6 +63,13 @@ pub struct Args {
     /// on loopback).
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+    /// Serve the run live, read-only, for `schedlab tui --connect` elsewhere: HOST:PORT, or a
+    /// port on loopback (off loopback with a token: --token-file, or one is printed).
+    #[arg(long, value_name = "ADDR")]
+    pub serve: Option<String>,
+    /// The token clients of --serve must present, from the file's first line.
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub token_file: Option<PathBuf>,
     /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
     #[arg(long, value_name = "SECS", value_parser = verdict_window)]
     pub verdict_window: Option<f64>,
@@ -194,6 +201,30 @@ pub fn main(args: Args) -> Result<()> {
     if let Some(m) = &metrics {
         crate::errln!("schedlab run: metrics at http://{}/metrics", m.local_addr());
     }
+    // Served read-only: a run's workloads are its scenario's, and its repeats its own.
+    let server = match &args.serve {
+        Some(addr) => {
+            let (config, said) = crate::cli::serve::ServeArgs {
+                allow_control: false,
+                token_file: args.token_file.clone(),
+                max_clients: crate::serve::server::DEFAULT_MAX_CLIENTS as u16,
+            }
+            .config(addr, true)?;
+            let welcome = crate::serve::welcome_here(&scenario.name, scenario.interval_ms);
+            let (commands, _) = mpsc::channel();
+            let s = crate::serve::Server::start(config, welcome, commands)?;
+            crate::errln!(
+                "schedlab run: serving on {} (read-only); watch with `schedlab tui --connect {}`",
+                s.local_addr(),
+                s.local_addr()
+            );
+            for line in said {
+                crate::errln!("schedlab run: {line}");
+            }
+            Some(s)
+        }
+        None => None,
+    };
     let mut recording = args
         .record
         .as_deref()
@@ -217,6 +248,7 @@ pub fn main(args: Args) -> Result<()> {
                     sampler: args.sampler_priority,
                     progress_from: 0,
                     on_sample: None,
+                    serve: server.as_ref(),
                 },
                 k,
                 &mut recording,
@@ -395,6 +427,8 @@ pub(crate) struct Plan<'a> {
     pub progress_from: u64,
     /// Sees every Sample as it comes (explain's tracer learns the workloads' groups from it).
     pub on_sample: Option<&'a dyn Fn(&Sample)>,
+    /// Serves every Event as it comes (`run --serve`).
+    pub serve: Option<&'a crate::serve::Server>,
 }
 
 /// One repeat: starts the workloads, and has the engine tick them until the limit or until
@@ -462,6 +496,9 @@ struct Repeat<'a, 'p> {
 impl Repeat<'_, '_> {
     /// Takes one event; false when the repeat is over (or failed: `outcome` says why).
     fn take(&mut self, event: Event) -> bool {
+        if let Some(s) = self.plan.serve {
+            s.publish(&event);
+        }
         let go_on = match event {
             Event::Frame(frame) => self.frame(frame),
             Event::Sample(sample) => self.sample(&sample),

@@ -178,6 +178,7 @@ pub fn main(args: Args) -> Result<()> {
                 sampler: SamplerPriority::Realtime,
                 progress_from: (done * 10.0) as u64,
                 on_sample: None,
+                serve: None,
             };
             let (fr, lat) = run_once(&plan, r, &mut None, None, &progress, &mut host)
                 .with_context(|| format!("finding {}, repeat {r}", sc.name))?;

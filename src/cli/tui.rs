@@ -33,9 +33,22 @@ pub struct TuiArgs {
     /// pid:PID, comm:NAME, session:SID or cgroup:PATH. Repeatable.
     #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::run::attach_selector)]
     pub attach: Vec<crate::probe::Selector>,
+    /// Watch a lab served elsewhere (`schedlab serve`, or `--serve` on its dashboard or run)
+    /// instead of starting one: HOST:PORT. Its token from --token-file or SCHEDLAB_TOKEN.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["scenario", "attach", "serve"])]
+    pub connect: Option<String>,
+    /// Serve this dashboard's lab too, for `tui --connect` elsewhere: HOST:PORT, or a port
+    /// on loopback.
+    #[arg(long, value_name = "ADDR")]
+    pub serve: Option<String>,
+    #[command(flatten)]
+    pub serving: crate::cli::serve::ServeArgs,
 }
 
 pub fn main(args: TuiArgs) -> Result<()> {
+    if let Some(addr) = &args.connect {
+        return connect(addr, &args);
+    }
     let mut scenario = match &args.scenario {
         None => Scenario::builtin_default(),
         Some(arg) => Scenario::open(arg)?.0,
@@ -48,12 +61,51 @@ pub fn main(args: TuiArgs) -> Result<()> {
     let sampler = args.sampler_priority;
     crate::scenario::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
-    crate::ui::run(scenario, interval, move |interval| {
-        let mut lab = crate::engine::lab::Lab::new(interval)?;
-        lab.set_sampler_priority(sampler);
-        if let Some(w) = window {
-            lab.set_verdict_window(w);
+    let serve = match &args.serve {
+        Some(addr) => {
+            // The token, when one is generated, must be seen before the dashboard takes the
+            // screen: it is printed, and the dashboard waits for Enter.
+            let (config, said) = args.serving.config(addr, false)?;
+            if !said.is_empty() {
+                for line in &said {
+                    crate::errln!("schedlab tui: {line}");
+                }
+                crate::errln!("schedlab tui: press Enter to open the dashboard");
+                let _ = std::io::stdin().read_line(&mut String::new());
+            }
+            let welcome = crate::serve::welcome_here(&scenario.name, interval.as_millis() as u64);
+            Some(Box::new(crate::ui::ServeOptions { config, welcome }))
         }
-        Ok(Box::new(lab) as Box<dyn Backend>)
-    })
+        None => None,
+    };
+    crate::ui::run(
+        scenario,
+        interval,
+        crate::ui::Source::Local {
+            make_backend: Box::new(move |interval| {
+                let mut lab = crate::engine::lab::Lab::new(interval)?;
+                lab.set_sampler_priority(sampler);
+                if let Some(w) = window {
+                    lab.set_verdict_window(w);
+                }
+                Ok(Box::new(lab) as Box<dyn Backend>)
+            }),
+            serve,
+        },
+    )
+}
+
+/// `tui --connect`: the dashboard on a served lab. The hello happens before the terminal is
+/// taken, so a refusal is one line on the prompt.
+fn connect(addr: &str, args: &TuiArgs) -> Result<()> {
+    let token = crate::serve::client_token(args.serving.token_file.as_deref())?;
+    let remote = crate::serve::Remote::connect(addr, token)?;
+    let mut scenario = Scenario::empty(&remote.describe());
+    scenario.interval_ms = remote.welcome.interval_ms;
+    let interval = Duration::from_millis(remote.welcome.interval_ms.max(1));
+    crate::ui::run(
+        scenario,
+        interval,
+        crate::ui::Source::Remote(Box::new(remote)),
+    )
 }

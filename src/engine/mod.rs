@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
 
 use crate::knobs::Knobs;
 use crate::model::Frame;
@@ -25,7 +26,8 @@ use crate::probe::Sample;
 use crate::scenario::WorkloadDecl;
 
 /// What the UI asks of the engine.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Command {
     Add(WorkloadDecl),
     /// Start a stopped or finished workload again (same id, same knobs).
@@ -46,8 +48,9 @@ pub enum Command {
     Quit,
 }
 
-/// What the engine tells the UI.
-#[derive(Clone, Debug, PartialEq)]
+/// What the engine tells the UI (and, served, a remote dashboard: [`crate::serve`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Event {
     Frame(Frame),
     /// The raw Sample behind the Frame just sent, for a frontend that keeps them (a
@@ -70,7 +73,8 @@ pub enum Event {
 }
 
 /// What a replay's keys ask for.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Playback {
     TogglePause,
     /// This many recorded intervals forward (negative: back); pauses playback.
@@ -80,7 +84,7 @@ pub enum Playback {
 }
 
 /// A replay's length and whether it plays; the position is the shown Frame's time.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReplayStatus {
     pub duration: f64,
     pub paused: bool,

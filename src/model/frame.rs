@@ -445,6 +445,10 @@ fn is_false(x: &bool) -> bool {
     !*x
 }
 
+fn is_zero(x: &u32) -> bool {
+    *x == 0
+}
+
 fn is_zero_f64(x: &f64) -> bool {
     *x == 0.0
 }
@@ -461,9 +465,9 @@ pub struct RestGroup {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub key: String,
     /// The session of its tasks (of the first seen, for a cgroup or the root, which may hold
-    /// several): what the dashboard attaches when it is promoted to a row of its own. Live
-    /// only: not recorded (a replay promotes nothing).
-    #[serde(skip)]
+    /// several): what the dashboard attaches when it is promoted to a row of its own (a
+    /// replay promotes nothing; a dashboard watching a served lab asks the lab to).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub session: u32,
     /// CPUs received and due over the verdict window, and its verdict.
     pub received: f64,

@@ -90,6 +90,8 @@ pub struct App {
     pub scenario_name: String,
     /// The kernel's events being recorded for a row (`E`).
     pub(crate) evidence: Option<super::evidence::EvidenceRun>,
+    /// The address of the served lab shown (`tui --connect`); None: a lab of this process.
+    pub remote: Option<String>,
     /// What the scenario reproduces, when it is a finding: the help overlay shows its text.
     pub finding: Option<crate::finding::Finding>,
     pub theme: Theme,
@@ -150,6 +152,7 @@ impl App {
         App {
             scenario_name: title.clone(),
             evidence: None,
+            remote: None,
             title,
             finding: None,
             theme,

@@ -27,6 +27,13 @@ impl App {
             self.error("a replay shows what was recorded: the kernel's events are live only");
             return;
         }
+        if let Some(addr) = &self.remote {
+            self.error(format!(
+                "the kernel's events are read where the lab runs: `schedlab explain` there \
+                 (this dashboard watches {addr})"
+            ));
+            return;
+        }
         let Some(name) = self.selected_view().map(|w| w.decl.name.clone()) else {
             return;
         };

@@ -59,13 +59,27 @@ enum Msg {
     InputGone(String),
 }
 
-/// Runs the dashboard on `scenario` until the person quits. `make_backend` runs on the engine
-/// thread, after the terminal is set up (so nothing is started if that fails).
-pub fn run(
-    scenario: Scenario,
-    interval: Duration,
-    make_backend: impl FnOnce(Duration) -> Result<Box<dyn Backend>> + Send + 'static,
-) -> Result<()> {
+/// What the dashboard watches: a lab of its own or a served one.
+pub enum Source {
+    /// The engine on a thread of this process; the function makes its Backend on that
+    /// thread, after the terminal is set up (so nothing is started if that fails). With a
+    /// server, the engine's Events are served too and its clients' Commands taken.
+    Local {
+        make_backend: Box<dyn FnOnce(Duration) -> Result<Box<dyn Backend>> + Send>,
+        serve: Option<Box<ServeOptions>>,
+    },
+    /// A lab served elsewhere (`tui --connect`), already welcomed.
+    Remote(Box<crate::serve::Remote>),
+}
+
+/// How a dashboard serves its own lab (`tui --serve`).
+pub struct ServeOptions {
+    pub config: crate::serve::ServeConfig,
+    pub welcome: crate::serve::Welcome,
+}
+
+/// Runs the dashboard on `scenario` until the person quits.
+pub fn run(scenario: Scenario, interval: Duration, source: Source) -> Result<()> {
     let mut session = terminal::Session::enter()?;
     crate::engine::live::install_exit_hook();
     crate::sys::kernel::cgroup::sweep_orphans();
@@ -74,18 +88,45 @@ pub fn run(
     let (tx, rx) = mpsc::channel::<Msg>();
     let (cmd_tx, cmd_rx) = mpsc::channel::<Command>();
     let etx = tx.clone();
+    let remote = match &source {
+        Source::Remote(lab) => Some(lab.addr.clone()),
+        Source::Local { .. } => None,
+    };
+    let server = match &source {
+        Source::Local {
+            serve: Some(opts), ..
+        } => Some(
+            crate::serve::Server::start(opts.config.clone(), opts.welcome.clone(), cmd_tx.clone())
+                .context("serving the lab")?,
+        ),
+        _ => None,
+    };
     let engine = std::thread::Builder::new()
         .name("schedlab-engine".into())
-        .spawn(move || match make_backend(interval) {
-            Ok(backend) => crate::engine::thread::Engine::new(backend, interval)
-                .run(cmd_rx, |e| etx.send(Msg::Engine(Box::new(e))).is_ok()),
-            Err(e) => {
-                let _ = etx.send(Msg::EngineFailed(format!("{e:#}")));
+        .spawn(move || match source {
+            Source::Remote(lab) => {
+                (*lab).run(cmd_rx, |e| etx.send(Msg::Engine(Box::new(e))).is_ok())
             }
+            Source::Local { make_backend, .. } => match make_backend(interval) {
+                Ok(backend) => {
+                    crate::engine::thread::Engine::new(backend, interval).run(cmd_rx, |e| {
+                        if let Some(s) = &server {
+                            s.publish(&e);
+                        }
+                        etx.send(Msg::Engine(Box::new(e))).is_ok()
+                    })
+                }
+                Err(e) => {
+                    let _ = etx.send(Msg::EngineFailed(format!("{e:#}")));
+                }
+            },
         })
         .context("starting the engine thread")?;
-    for decl in &scenario.workloads {
-        let _ = cmd_tx.send(Command::Add(decl.clone()));
+    // A served lab runs its own scenario; this one names it.
+    if remote.is_none() {
+        for decl in &scenario.workloads {
+            let _ = cmd_tx.send(Command::Add(decl.clone()));
+        }
     }
     let itx = tx.clone();
     std::thread::Builder::new()
@@ -108,6 +149,7 @@ pub fn run(
 
     let cpus = crate::supervisor::usable_cpus();
     let mut app = App::new(scenario.name.clone(), interval, cpus, Theme::from_env());
+    app.remote = remote;
     if let Some(finding) = &scenario.finding {
         // A finding opened as a guided tour: its title on the status line, its text in help.
         app.title = format!("{}: {} (? for what it shows)", scenario.name, finding.title);

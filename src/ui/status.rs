@@ -48,6 +48,10 @@ fn status_items(app: &App) -> Vec<(String, String)> {
     let m = app.shown().map(|fr| fr.machine.clone()).unwrap_or_default();
     let frame = app.shown();
     let mut items: Vec<(String, String)> = Vec::new();
+    // A served lab says whose it is first, however narrow the screen.
+    if let Some(addr) = &app.remote {
+        items.push((format!("watching {addr}"), format!("@{addr}")));
+    }
     if let Some(r) = app.replay {
         let at = app.view_end();
         items.push((
@@ -134,7 +138,7 @@ pub(crate) fn draw_status(f: &mut TermFrame, area: Rect, app: &App) {
     let items = status_items(app);
     let sep = Span::styled(" │ ", t.dim());
     // The verdict window's item (after the replay's position, the tick and the chart window).
-    let optional = usize::from(app.replay.is_some()) + 2;
+    let optional = usize::from(app.remote.is_some()) + usize::from(app.replay.is_some()) + 2;
     let build = |long: bool, title: u8, keep: usize, with_optional: bool| -> Vec<Span> {
         let mut spans = Vec::new();
         if app.replay.is_some_and(|r| r.paused) {

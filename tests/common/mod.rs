@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod netns;
 pub mod tree;
 pub mod wait;
 
