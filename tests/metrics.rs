@@ -517,6 +517,66 @@ fn hostile_clients_are_cut_off() {
 }
 
 #[test]
+fn a_crowd_of_silent_clients_is_bounded_timed_out_and_does_not_delay_stopping() {
+    let server = server();
+    let addr = server.local_addr();
+    // More silent connections than the endpoint keeps open at once.
+    let mut silent: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    // A scrape is answered once there is room: at the latest when the silent ones time out.
+    let start = std::time::Instant::now();
+    let answered = loop {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut resp = String::new();
+        let sent = s
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .is_ok();
+        if sent && s.read_to_string(&mut resp).is_ok() && resp.starts_with("HTTP/1.1 200") {
+            break true;
+        }
+        if start.elapsed() > Duration::from_secs(8) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        answered,
+        "no scrape answered within 8 s of 100 silent clients"
+    );
+    // Each silent one was closed: at its request deadline, or at once when there was no room.
+    for s in &mut silent {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut byte = [0u8; 1];
+        assert!(
+            matches!(s.read(&mut byte), Ok(0) | Err(_)),
+            "a silent client was answered or kept open"
+        );
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        start.elapsed()
+    );
+
+    // Stopping with connections open waits for none of them.
+    let _held: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let stopping = std::time::Instant::now();
+    drop(server);
+    assert!(
+        stopping.elapsed() < Duration::from_secs(1),
+        "stopping took {:?}",
+        stopping.elapsed()
+    );
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "still listening after drop"
+    );
+}
+
+#[test]
 fn address_in_use_is_one_clear_error() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();

@@ -8,7 +8,8 @@
 //! interval = CPU seconds, and so on), so the model needs no field of its own for them. What
 //! is exported is the tables below: adding a figure is one line in one of them.
 //!
-//! The endpoint itself, one small thread with a deadline and a size limit, is in server.rs.
+//! The endpoint itself, axum on hyper in a current-thread tokio runtime of its own thread, with
+//! a deadline and a size limit per connection and a bound on open connections, is in server.rs.
 
 use std::fmt::Write as _;
 

@@ -1,26 +1,53 @@
-//! The metrics endpoint: one small thread answers `GET /metrics`, one request per
-//! connection, with a deadline and a size limit so a stalled or hostile client cannot hold
-//! it. It binds exactly the address it is given (a bare port means loopback).
+//! The metrics endpoint: axum's router answers `GET /metrics` through hyper's HTTP/1.1 server,
+//! on a thread of its own with a current-thread tokio runtime. One request per connection,
+//! each connection with a deadline and a size limit, and a bound on how many are open at once,
+//! so a stalled or hostile client cannot hold it. It binds exactly the address it is given (a
+//! bare port means loopback).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
+use axum::extract::State;
+use axum::http::header::{ACCEPT, ALLOW, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::time::{timeout, timeout_at, Instant};
 
 use super::{common_labels, exposition, hostname, Format, Totals};
 use crate::model::Frame;
 use crate::probe::Sample;
 
-/// A request larger than this is refused: a scrape is one short line and a few headers.
+/// A request head larger than this is refused (`431`): a scrape is one short line and a few
+/// headers.
 const REQUEST_LIMIT: usize = 8 * 1024;
-/// The whole request must arrive within this, however slowly it trickles in.
+/// hyper's read buffer; it must hold a whole head, and may not be below 8 KiB.
+const READ_BUFFER: usize = 16 * 1024;
+/// The whole request head must arrive within this, however slowly it trickles in.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
-/// A scraper that stops reading the answer is dropped after this.
+/// A scraper that stops reading the answer is dropped at most this long after the request's
+/// deadline: every connection ends within REQUEST_DEADLINE + WRITE_TIMEOUT.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections open at once; one beyond is closed as soon as it is accepted.
+const MAX_CONNECTIONS: usize = 64;
+/// After a refused request, at most this much of its rest is read and dropped.
+const LINGER_BYTES: usize = 16 * REQUEST_LIMIT;
+/// How long dropping the server waits for the answers under way.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+/// The pause after a failed accept (out of descriptors, say), so it does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+const PLAIN: &str = "text/plain; charset=utf-8";
 
 struct Shared {
     common: String,
@@ -38,7 +65,7 @@ impl Shared {
 pub struct MetricsServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    stop: Arc<AtomicBool>,
+    stop: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -71,20 +98,29 @@ impl MetricsServer {
     /// Like [`MetricsServer::start`], with the common labels given (see [`common_labels`]).
     pub fn start_labelled(addr: &str, common: String) -> Result<Self> {
         let want = parse_addr(addr)?;
-        let listener =
-            TcpListener::bind(want).with_context(|| format!("cannot serve metrics on {want}"))?;
+        let listener = std::net::TcpListener::bind(want)
+            .with_context(|| format!("cannot serve metrics on {want}"))?;
         let addr = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .context("cannot start the metrics endpoint's runtime")?;
+        // tokio takes the listener over inside the runtime it will be polled by.
+        let listener = {
+            let _inside = runtime.enter();
+            TcpListener::from_std(listener)?
+        };
         let shared = Arc::new(Shared {
             common,
             totals: Mutex::new(Totals::default()),
         });
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (shared, stop) = (shared.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("metrics".into())
-                .spawn(move || serve(listener, &shared, &stop))?
-        };
+        let (stop, stopped) = watch::channel(false);
+        let app = router(shared.clone());
+        let thread = std::thread::Builder::new()
+            .name("metrics".into())
+            .spawn(move || runtime.block_on(serve(listener, app, stopped)))?;
         Ok(MetricsServer {
             addr,
             shared,
@@ -112,117 +148,120 @@ impl MetricsServer {
 
 impl Drop for MetricsServer {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept; it sees the flag and returns.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+        // The accept loop stops at once; answers under way get SHUTDOWN_GRACE to finish.
+        let _ = self.stop.send(true);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-fn serve(listener: TcpListener, shared: &Shared, stop: &AtomicBool) {
-    for conn in listener.incoming() {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        if let Ok(stream) = conn {
-            let _ = answer(stream, shared);
-        }
-    }
+/// `GET /metrics` in the format the scraper prefers, `GET /` a pointer to it; any other path
+/// is `404`, any other method `405`.
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/metrics", get(scrape))
+        .route("/", get(|| async { "schedlab: metrics at /metrics\n" }))
+        .method_not_allowed_fallback(only_get)
+        .fallback(elsewhere)
+        .with_state(shared)
 }
 
-/// The request head (up to the blank line), or None when it exceeds [`REQUEST_LIMIT`].
-fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<String>> {
-    let deadline = Instant::now() + REQUEST_DEADLINE;
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
+async fn scrape(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let accept = headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    let format = Format::negotiate(accept);
+    let body = exposition(&shared.totals(), &shared.common, format);
+    ([(CONTENT_TYPE, format.content_type())], body).into_response()
+}
+
+/// Any other path: `404` to a GET, `405` to anything else.
+async fn elsewhere(method: Method) -> Response {
+    if method == Method::GET || method == Method::HEAD {
+        return (StatusCode::NOT_FOUND, "not found: try /metrics\n").into_response();
+    }
+    // The routes' own 405s name their methods (axum adds `Allow`); so does this one.
+    let mut refused = only_get().await;
+    refused
+        .headers_mut()
+        .insert(ALLOW, HeaderValue::from_static("GET,HEAD"));
+    refused
+}
+
+async fn only_get() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(CONTENT_TYPE, PLAIN)],
+        "only GET\n",
+    )
+        .into_response()
+}
+
+async fn serve(listener: TcpListener, app: Router, mut stopped: watch::Receiver<bool>) {
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(REQUEST_DEADLINE)
+        .max_header_size(REQUEST_LIMIT)
+        .max_buf_size(READ_BUFFER)
+        // One request per connection, as scrapers do: the answer ends with the connection.
+        .keep_alive(false)
+        // `Content-Type:`, as most servers write it, for scrapers that match it literally.
+        .title_case_headers(true);
+    let open = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
-        if buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
-        }
-        if buf.len() > REQUEST_LIMIT {
-            return Ok(None);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        stream.set_read_timeout(Some(left))?;
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
+        let stream = tokio::select! {
+            _ = stopped.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+        };
+        // Beyond the bound the connection is closed unanswered: the open ones end within
+        // REQUEST_DEADLINE + WRITE_TIMEOUT, so a scraper's retry finds room.
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            continue;
+        };
+        let (http, app) = (http.clone(), app.clone());
+        tokio::spawn(async move {
+            connection(stream, &http, app).await;
+            drop(permit);
+        });
     }
-    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+    // Stopping: no connection is accepted any more, and the answers under way have
+    // SHUTDOWN_GRACE to finish (every permit back means every connection has ended); then the
+    // runtime's drop closes what is left, clients that never sent a request among them.
+    let _ = timeout(SHUTDOWN_GRACE, open.acquire_many(MAX_CONNECTIONS as u32)).await;
 }
 
-fn answer(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
-    let plain = "text/plain; charset=utf-8";
-    let head = read_head(&mut stream)?;
-    let refused = head.is_none();
-    let (status, ctype, body) = match head {
-        None => (
-            "431 Request Header Fields Too Large",
-            plain,
-            "request too large\n".to_owned(),
-        ),
-        Some(head) => {
-            let mut first = head.lines().next().unwrap_or("").split_whitespace();
-            let (method, path) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
-            let path = path.split('?').next().unwrap_or("");
-            match (method, path) {
-                ("GET", "/metrics") => {
-                    let accept = head.lines().skip(1).filter_map(|l| {
-                        let (name, value) = l.split_once(':')?;
-                        name.trim().eq_ignore_ascii_case("accept").then_some(value)
-                    });
-                    let format = Format::negotiate(accept);
-                    let body = exposition(&shared.totals(), &shared.common, format);
-                    ("200 OK", format.content_type(), body)
-                }
-                ("GET", "/") => (
-                    "200 OK",
-                    plain,
-                    "schedlab: metrics at /metrics\n".to_owned(),
-                ),
-                ("GET", _) => (
-                    "404 Not Found",
-                    plain,
-                    "not found: try /metrics\n".to_owned(),
-                ),
-                _ => ("405 Method Not Allowed", plain, "only GET\n".to_owned()),
-            }
-        }
-    };
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    stream.flush()?;
-    if refused {
-        // Closing with the rest of the request unread would reset the connection and could
-        // destroy the answer before the client reads it: read what is left, within bounds.
-        stream.shutdown(std::net::Shutdown::Write)?;
-        let deadline = Instant::now() + REQUEST_DEADLINE;
-        let mut chunk = [0u8; 4096];
-        let mut left = 16 * REQUEST_LIMIT;
-        while left > 0 {
-            let time = deadline.saturating_duration_since(Instant::now());
-            if time.is_zero() {
-                break;
-            }
-            stream.set_read_timeout(Some(time))?;
-            match stream.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
-            }
+/// One connection: its request head within REQUEST_DEADLINE (hyper's header timeout), its
+/// answer taken within WRITE_TIMEOUT after that, or it is dropped.
+async fn connection(mut stream: TcpStream, http: &http1::Builder, app: Router) {
+    let deadline = Instant::now() + REQUEST_DEADLINE + WRITE_TIMEOUT;
+    let conn = http.serve_connection(TokioIo::new(&mut stream), TowerToHyperService::new(app));
+    if let Ok(Err(e)) = timeout_at(deadline, conn).await {
+        if e.is_parse_too_large() {
+            linger(&mut stream, deadline).await;
         }
     }
-    Ok(())
+}
+
+/// After a refused request: closing with the rest of it unread would reset the connection and
+/// could destroy the `431` before the client reads it, so read what is left, within bounds.
+async fn linger(stream: &mut TcpStream, deadline: Instant) {
+    let _ = timeout_at(deadline, stream.shutdown()).await;
+    let mut chunk = [0u8; 4096];
+    let mut left = LINGER_BYTES;
+    while left > 0 {
+        match timeout_at(deadline, stream.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => left = left.saturating_sub(n),
+            _ => break,
+        }
+    }
 }
 
 #[cfg(test)]
