@@ -194,6 +194,21 @@ fn over_claims(rests: &[(f64, RestSample)], t: f64) -> String {
 
 /// What every case asserts of the rest of the machine.
 fn check_rest(name: &str, c: &Case) {
+    // SCHEDLAB_DUMP_REST=1: the claims behind the rest's closest call, even when it passes.
+    if std::env::var_os("SCHEDLAB_DUMP_REST").is_some() {
+        if let Some(f) = c.frames.iter().max_by(|a, b| {
+            let gap = |f: &Frame| f.machine.rest_window_fair - f.machine.rest_window_received;
+            gap(a).total_cmp(&gap(b))
+        }) {
+            eprintln!(
+                "{name}: closest at {:.1} s: got {:.3}, due {:.3}\n{}",
+                f.t,
+                f.machine.rest_window_received,
+                f.machine.rest_window_fair,
+                over_claims(&c.rests, f.t)
+            );
+        }
+    }
     common::wait::check_quiet(name, &c.frames);
     for f in &c.frames {
         let v = f.machine.rest_verdict;

@@ -207,6 +207,16 @@ fn unseen_claims(p: &RestProc, seen: Seen, t: u64) -> Vec<RestClaim> {
         0.0
     };
     let received = unseen as f64 / t as f64;
+    // Init (pid 1) reaps every orphan on the machine: what it reaped ran in the orphans' own
+    // groups, for their own reasons, and took what it took; it is no loop init drives, and
+    // its agent threads' waits say nothing of it. (On this project's VMs pid 1 is a nice -10
+    // agent whose threads wait long beside a busy lab: taken for a fork loop, its reaped
+    // orphans' CPU was inflated by those waits.) Its own threads' unseen CPU is as anyone's.
+    if p.pid == 1 {
+        let own = p.own_ns.max(seen_run).saturating_sub(seen_run) as f64 / t as f64;
+        let reaped = p.reaped_ns as f64 / t as f64;
+        return spread(p, own * (1.0 + ratio) + reaped, received);
+    }
     let forks_and_waits = !p.kthread && p.reaped_ns > p.own_ns.max(seen_run);
     let wanted = if forks_and_waits {
         // One loop, the process and a child at a time: it runs, waits on a run queue or
@@ -219,6 +229,12 @@ fn unseen_claims(p: &RestProc, seen: Seen, t: u64) -> Vec<RestClaim> {
     } else {
         received * (1.0 + ratio)
     };
+    spread(p, wanted, received)
+}
+
+/// A process's unseen CPU as claimants of its group: one per CPU it wanted (a task runs on
+/// one CPU at a time), each with its part of what it wanted and received.
+fn spread(p: &RestProc, wanted: f64, received: f64) -> Vec<RestClaim> {
     let n = wanted.ceil().max(1.0);
     let (class, weight) = class_of(p.policy, p.nice, 0, None);
     (0..n as usize)
@@ -345,6 +361,20 @@ mod tests {
         // A process whose own threads did the work is not taken for a loop.
         let unseen = unseen_demand(vec![sh], vec![proc(50, 700, 100)]);
         assert!((unseen - 0.77).abs() < 0.01, "{unseen}");
+    }
+
+    #[test]
+    fn init_reaping_orphans_is_no_fork_loop() {
+        // pid 1, an agent whose thread ran 2 ms and waited 40 ms after wakeups beside a busy
+        // lab, reaped orphans that had run 30 ms unseen: they took 30 ms, and wanted that.
+        let mut init = task(1, 1, 2, 40);
+        (init.runnable, init.slices, init.vol, init.invol) = (false, 4, Some(4), Some(0));
+        let unseen = unseen_demand(vec![init.clone()], vec![proc(1, 2, 30)]);
+        assert!((unseen - 0.030).abs() < 1e-9, "{unseen}");
+        // Any other process reaping that much more than it ran is a closed loop.
+        let mut sh = init;
+        (sh.pid, sh.tid) = (50, 50);
+        assert!(unseen_demand(vec![sh], vec![proc(50, 2, 30)]) > 0.032);
     }
 
     #[test]
