@@ -1050,3 +1050,50 @@ fn x_promotes_the_rests_busiest_group_to_an_attached_row() {
         .as_ref()
         .is_some_and(|m| m.text.contains("a replay")));
 }
+
+/// Two labs side by side (`tui --connect A --connect B`): the 2002 contest scenario on a
+/// baseline kernel (A) and on a patched one (B) where the fork loop gets its due.
+#[test]
+fn two_labs_side_by_side_160x48() {
+    use schedlab::ui::pair::{draw as draw_pair, Pair, Side};
+    let mut pair = Pair {
+        sides: [
+            Side::new("A: contest-fork-load on base (6.18.0, 2 CPUs, read-only)".into()),
+            Side::new(
+                "B: contest-fork-load on patched (6.18.0-eevdf-fix, 2 CPUs, read-only)".into(),
+            ),
+        ],
+        theme: Theme::default(),
+    };
+    for i in 0..40 {
+        let t = i as f64 * 0.5;
+        pair.sides[0].on_event(Event::Frame(frame(t)));
+        let mut fixed = frame(t);
+        for w in &mut fixed.workloads {
+            // The patched kernel gives each its due.
+            w.window_received = w.window_fair;
+            w.cpu_received = w.cpu_fair;
+            w.window_ratio = 1.0;
+            w.verdict = Verdict::Fair;
+        }
+        pair.sides[1].on_event(Event::Frame(fixed));
+    }
+    let mut term = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    term.draw(|f| draw_pair(f, &pair)).unwrap();
+    let text = must_show(
+        &term,
+        [
+            "A: contest-fork-load on base",
+            "B: contest-fork-load on patched",
+            "fork_load",
+            "ref-job",
+            "B-A RATIO",
+            "A solid",
+        ],
+    );
+    assert!(
+        text.contains("+0."),
+        "the ratio's difference is shown:\n{text}"
+    );
+    insta::assert_snapshot!(term.backend());
+}

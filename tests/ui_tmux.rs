@@ -598,27 +598,8 @@ fn a_served_lab_is_watched_from_another_dashboard_read_only() {
     };
     // The served lab: a process of its own, tagged apart, as another machine's would be.
     let dir = tempfile::tempdir().unwrap();
-    let scenario = common::scenario_file(
-        dir.path(),
-        "served.toml",
-        "name = \"served-hogs\"\n[[workload]]\nname = \"far_hog\"\nkind = \"cpu-hog\"\nthreads = 1\n",
-    );
     let served_tag = format!("{}-served", t.tag);
-    let serve = Command::new(BIN)
-        .args(["serve", scenario.to_str().unwrap(), "--addr", "127.0.0.1:0"])
-        .env("SCHEDLAB_E2E_TAG", &served_tag)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Pass or fail, the served lab goes (its workloads with it: SIGTERM runs its exit hook).
-    let mut serve = KillOnDrop(serve);
-    let first = common::child::first_line(serve.0.stdout.take().unwrap());
-    let addr = first
-        .trim()
-        .strip_prefix("serving on ")
-        .expect("the address line")
-        .to_owned();
+    let (mut serve, addr) = serve_lab(dir.path(), &served_tag, "served-hogs", "far_hog");
     t.type_text(&format!(
         "SCHEDLAB_E2E_TAG={} {BIN} tui --connect {addr}",
         t.tag
@@ -671,4 +652,70 @@ impl Drop for KillOnDrop {
             let _ = self.0.wait();
         }
     }
+}
+
+/// A lab served by `schedlab serve` on loopback, with one CPU hog named `hog`, tagged `tag`:
+/// the process (killed when dropped) and its address.
+fn serve_lab(dir: &Path, tag: &str, name: &str, hog: &str) -> (KillOnDrop, String) {
+    let scenario = common::scenario_file(
+        dir,
+        &format!("{name}.toml"),
+        &format!(
+            "name = \"{name}\"\n[[workload]]\nname = \"{hog}\"\nkind = \"cpu-hog\"\nthreads = 1\n"
+        ),
+    );
+    let child = Command::new(BIN)
+        .args(["serve", scenario.to_str().unwrap(), "--addr", "127.0.0.1:0"])
+        .env("SCHEDLAB_E2E_TAG", tag)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Pass or fail, the served lab goes (its workloads with it: SIGTERM runs its exit hook).
+    let mut serve = KillOnDrop(child);
+    let first = common::child::first_line(serve.0.stdout.take().unwrap());
+    let addr = first
+        .trim()
+        .strip_prefix("serving on ")
+        .expect("the address line")
+        .to_owned();
+    (serve, addr)
+}
+
+#[test]
+fn two_served_labs_side_by_side() {
+    let Some(t) = Tmux::start("pair") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!("{}-served", t.tag);
+    let (_a, a) = serve_lab(dir.path(), &tag, "base", "hog_one");
+    let (_b, b) = serve_lab(dir.path(), &tag, "patched", "hog_two");
+    t.type_text(&format!(
+        "SCHEDLAB_E2E_TAG={} {BIN} tui --connect {a} --connect {b}",
+        t.tag
+    ));
+    t.keys(&["Enter"]);
+    // A row's words after its name: A's got, due, ratio (and verdict), B's...
+    let figures = |s: &str, name: &str| -> Vec<String> {
+        s.lines()
+            .find_map(|l| l.split_once(&format!("■ {name}")))
+            .map(|(_, rest)| rest.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let s = t.wait_for("both labs' rows", Duration::from_secs(20), |s| {
+        s.contains("A: base on")
+            && s.contains("B: patched on")
+            && figures(s, "hog_one")
+                .first()
+                .is_some_and(|w| w.parse::<f64>().is_ok())
+            && figures(s, "hog_two").first().is_some_and(|w| w == "-")
+    });
+    // Each row has its own lab's figures and a dash where the other lab has no such workload.
+    let one = figures(&s, "hog_one");
+    assert!(one.iter().any(|w| w == "-"), "{s}");
+    t.keys(&["q"]);
+    t.assert_clean_exit("q");
+    // Both labs go on without their watcher.
+    assert!(tagged_with(&tag).len() >= 4, "{:?}", tagged_with(&tag));
 }

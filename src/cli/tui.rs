@@ -34,9 +34,11 @@ pub struct TuiArgs {
     #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::run::attach_selector)]
     pub attach: Vec<crate::probe::Selector>,
     /// Watch a lab served elsewhere (`schedlab serve`, or `--serve` on its dashboard or run)
-    /// instead of starting one: HOST:PORT. Its token from --token-file or SCHEDLAB_TOKEN.
+    /// instead of starting one: HOST:PORT. Twice: two labs side by side (a baseline kernel and
+    /// a patched one), rows paired by workload name. The token from --token-file or
+    /// SCHEDLAB_TOKEN.
     #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["scenario", "attach", "serve"])]
-    pub connect: Option<String>,
+    pub connect: Vec<String>,
     /// Serve this dashboard's lab too, for `tui --connect` elsewhere: HOST:PORT, or a port
     /// on loopback.
     #[arg(long, value_name = "ADDR")]
@@ -46,8 +48,16 @@ pub struct TuiArgs {
 }
 
 pub fn main(args: TuiArgs) -> Result<()> {
-    if let Some(addr) = &args.connect {
-        return connect(addr, &args);
+    match args.connect.as_slice() {
+        [] => {}
+        [addr] => return connect(addr, &args),
+        [a, b] => return side_by_side(a, b, &args),
+        _ => {
+            return Err(crate::cli::ArgumentError(
+                "--connect: one lab, or two side by side; not more".into(),
+            )
+            .into())
+        }
     }
     let mut scenario = match &args.scenario {
         None => Scenario::builtin_default(),
@@ -108,4 +118,13 @@ fn connect(addr: &str, args: &TuiArgs) -> Result<()> {
         interval,
         crate::ui::Source::Remote(Box::new(remote)),
     )
+}
+
+/// `tui --connect A --connect B`: two served labs side by side. Both hellos happen before the
+/// terminal is taken.
+fn side_by_side(a: &str, b: &str, args: &TuiArgs) -> Result<()> {
+    let token = crate::serve::client_token(args.serving.token_file.as_deref())?;
+    let first = crate::serve::Remote::connect(a, token.clone())?;
+    let second = crate::serve::Remote::connect(b, token)?;
+    crate::ui::pair::run(first, second)
 }

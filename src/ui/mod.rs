@@ -22,6 +22,7 @@ pub mod help;
 pub mod history;
 pub mod input;
 pub mod latency;
+pub mod pair;
 pub mod picker;
 pub(crate) mod popup;
 pub mod status;
