@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::engine::thread::Engine;
-use crate::scenario::{Scenario, INTERVAL_MS};
+use crate::scenario::INTERVAL_MS;
 use crate::serve::{ServeConfig, Server};
 use crate::sys::kernel::priority::SamplerPriority;
 
@@ -88,15 +88,12 @@ pub struct Args {
 /// Serves the lab until a signal (Ctrl-C, SIGTERM, SIGHUP) ends it; every workload it
 /// started is stopped then, by the exit hook.
 pub fn main(args: Args) -> Result<()> {
-    let mut scenario = match &args.scenario {
-        None => Scenario::builtin_default(),
-        Some(arg) => Scenario::open(arg)?.0,
-    };
-    scenario.attach(&args.attach);
-    if args.verdict_window.is_some() {
-        scenario.verdict_window = args.verdict_window;
-    }
-    crate::scenario::check_scenario(&scenario, args.force)?;
+    let scenario = crate::cli::tui::lab_scenario(
+        args.scenario.as_deref(),
+        &args.attach,
+        args.verdict_window,
+        args.force,
+    )?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     let (config, said) = args.serve.config(&args.addr, true)?;
     crate::engine::live::install_exit_hook();

@@ -59,17 +59,14 @@ pub fn main(args: TuiArgs) -> Result<()> {
             .into())
         }
     }
-    let mut scenario = match &args.scenario {
-        None => Scenario::builtin_default(),
-        Some(arg) => Scenario::open(arg)?.0,
-    };
-    scenario.attach(&args.attach);
-    if args.verdict_window.is_some() {
-        scenario.verdict_window = args.verdict_window;
-    }
+    let scenario = lab_scenario(
+        args.scenario.as_deref(),
+        &args.attach,
+        args.verdict_window,
+        args.force,
+    )?;
     let window = scenario.verdict_window;
     let sampler = args.sampler_priority;
-    crate::scenario::check_scenario(&scenario, args.force)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     let serve = match &args.serve {
         Some(addr) => {
@@ -103,6 +100,27 @@ pub fn main(args: TuiArgs) -> Result<()> {
             serve,
         },
     )
+}
+
+/// The scenario a live lab runs (the dashboard's or `serve`'s): the file or preset named, else
+/// the built-in default, with what is attached and the verdict window given, checked against
+/// the machine's limits.
+pub(crate) fn lab_scenario(
+    arg: Option<&str>,
+    attach: &[crate::probe::Selector],
+    verdict_window: Option<f64>,
+    force: bool,
+) -> Result<Scenario> {
+    let mut scenario = match arg {
+        None => Scenario::builtin_default(),
+        Some(arg) => Scenario::open(arg)?.0,
+    };
+    scenario.attach(attach);
+    if verdict_window.is_some() {
+        scenario.verdict_window = verdict_window;
+    }
+    crate::scenario::check_scenario(&scenario, force)?;
+    Ok(scenario)
 }
 
 /// `tui --connect`: the dashboard on a served lab. The hello happens before the terminal is

@@ -18,7 +18,8 @@ pub use client::Remote;
 pub use protocol::Welcome;
 pub use server::{ServeConfig, Server};
 
-/// `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` (loopback).
+/// `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` (loopback): every address schedlab listens on
+/// or connects to (the metrics endpoint's too).
 pub fn parse_addr(addr: &str) -> Result<SocketAddr> {
     let addr = addr.trim();
     if let Ok(port) = addr.parse::<u16>() {

@@ -179,3 +179,31 @@ fn on_mouse(app: &mut App, m: MouseEvent) {
         _ => {}
     }
 }
+
+/// Reads the terminal's events on a thread of its own and sends each as `wrap(event)`, or the
+/// reason it stopped as `gone(reason)`: the UI thread then waits on one channel for the
+/// terminal and its lab alike.
+pub(crate) fn spawn_reader<M: Send + 'static>(
+    tx: std::sync::mpsc::Sender<M>,
+    wrap: fn(crossterm::event::Event) -> M,
+    gone: fn(String) -> M,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::thread::Builder::new()
+        .name("schedlab-input".into())
+        .spawn(move || loop {
+            match crossterm::event::read() {
+                Ok(ev) => {
+                    if tx.send(wrap(ev)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(gone(e.to_string()));
+                    break;
+                }
+            }
+        })
+        .context("starting the input thread")?;
+    Ok(())
+}

@@ -129,23 +129,7 @@ pub fn run(scenario: Scenario, interval: Duration, source: Source) -> Result<()>
             let _ = cmd_tx.send(Command::Add(decl.clone()));
         }
     }
-    let itx = tx.clone();
-    std::thread::Builder::new()
-        .name("schedlab-input".into())
-        .spawn(move || loop {
-            match crossterm::event::read() {
-                Ok(ev) => {
-                    if itx.send(Msg::Input(ev)).is_err() {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    let _ = itx.send(Msg::InputGone(e.to_string()));
-                    break;
-                }
-            }
-        })
-        .context("starting the input thread")?;
+    input::spawn_reader(tx.clone(), Msg::Input, Msg::InputGone)?;
     drop(tx);
 
     let cpus = crate::supervisor::usable_cpus();

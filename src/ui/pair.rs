@@ -128,23 +128,7 @@ pub fn run(a: Remote, b: Remote) -> Result<()> {
             .spawn(move || lab.run(cmd_rx, |e| tx.send(Msg::Lab(i, Box::new(e))).is_ok()))
             .context("starting a client thread")?;
     }
-    let itx = tx.clone();
-    std::thread::Builder::new()
-        .name("schedlab-input".into())
-        .spawn(move || loop {
-            match crossterm::event::read() {
-                Ok(ev) => {
-                    if itx.send(Msg::Input(ev)).is_err() {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    let _ = itx.send(Msg::InputGone(e.to_string()));
-                    break;
-                }
-            }
-        })
-        .context("starting the input thread")?;
+    super::input::spawn_reader(tx.clone(), Msg::Input, Msg::InputGone)?;
     drop(tx);
     let result = (|| -> Result<()> {
         loop {

@@ -4,12 +4,12 @@
 //! so a stalled or hostile client cannot hold it. It binds exactly the address it is given (a
 //! bare port means loopback).
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use axum::extract::State;
 use axum::http::header::{ACCEPT, ALLOW, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
@@ -69,18 +69,9 @@ pub struct MetricsServer {
     thread: Option<JoinHandle<()>>,
 }
 
-/// `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` (loopback).
+/// `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` (loopback), as every address schedlab listens on.
 pub fn parse_addr(addr: &str) -> Result<SocketAddr> {
-    let addr = addr.trim();
-    if let Ok(port) = addr.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    addr.to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| {
-            anyhow!("metrics address `{addr}` is not HOST:PORT (e.g. 127.0.0.1:9464) or a port")
-        })
+    crate::serve::parse_addr(addr).context("the metrics address")
 }
 
 impl MetricsServer {
@@ -261,19 +252,5 @@ async fn linger(stream: &mut TcpStream, deadline: Instant) {
             Ok(Ok(n)) if n > 0 => left = left.saturating_sub(n),
             _ => break,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bare_port_means_loopback() {
-        assert_eq!(
-            parse_addr("9464").unwrap(),
-            "127.0.0.1:9464".parse().unwrap()
-        );
-        assert!(parse_addr("nowhere").is_err());
     }
 }
