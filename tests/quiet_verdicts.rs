@@ -160,33 +160,43 @@ fn mean(frames: &[Frame], f: impl Fn(&Frame) -> f64) -> f64 {
 /// more than they ran: what a `short` rest had that its schedstat did not show.
 fn over_claims(rests: &[(f64, RestSample)], t: f64) -> String {
     let mut memo = HashMap::new();
-    // Per process: s wanted, s ran, s waited, claims runnable at their read, claims.
-    type Sums = (f64, f64, f64, usize, usize);
-    let mut sums: HashMap<(u32, String), Sums> = HashMap::new();
+    // Per task (or a process's unseen tasks, tid 0): s wanted, s ran, s waited, reads at
+    // which it was runnable, and at which the one before it was too, claims.
+    type Sums = (f64, f64, f64, usize, usize, usize);
+    let mut sums: HashMap<(u32, u32, String), Sums> = HashMap::new();
     for (at, r) in rests.iter().filter(|(at, _)| *at <= t) {
         let claims = schedlab::model::rest::claims(r, &mut memo);
         if *at <= t - WINDOW {
             continue;
         }
         let secs = r.t_ns.saturating_sub(r.since_ns) as f64 / 1e9;
-        for c in claims {
-            let task = r.tasks.iter().find(|k| k.pid == c.pid && k.comm == c.comm);
-            let e = sums.entry((c.pid, c.comm.clone())).or_default();
+        for (i, c) in claims.iter().enumerate() {
+            // Its tasks' claims come first, in order; then the processes' unseen ones.
+            let task = r.tasks.get(i);
+            let e = sums
+                .entry((c.pid, task.map_or(0, |k| k.tid), c.comm.clone()))
+                .or_default();
             e.0 += c.claim.demand * secs;
             e.1 += c.claim.received * secs;
             e.2 += c.wait_ns / 1e9;
             e.3 += usize::from(task.is_some_and(|k| k.runnable));
-            e.4 += 1;
+            e.4 += usize::from(task.is_some_and(|k| k.runnable_before));
+            e.5 += 1;
         }
     }
-    let mut rows: Vec<_> = sums.into_iter().filter(|(_, v)| v.0 > v.1 + 1e-3).collect();
+    let mut rows: Vec<_> = sums.into_iter().filter(|(_, v)| v.0 > v.1 + 1e-4).collect();
     rows.sort_by(|a, b| (b.1 .0 - b.1 .1).total_cmp(&(a.1 .0 - a.1 .1)));
     rows.iter()
         .take(12)
-        .map(|((pid, comm), (d, r, w, runnable, n))| {
+        .map(|((pid, tid, comm), (d, r, w, runnable, before, n))| {
+            let who = if *tid == 0 {
+                "unseen".to_owned()
+            } else {
+                format!("tid {tid}")
+            };
             format!(
-                "  {comm} ({pid}): wanted {d:.3} s, ran {r:.3} s, waited {w:.3} s; runnable \
-                 at {runnable} of {n} claims\n"
+                "  {comm} ({pid}, {who}): wanted {d:.4} s, ran {r:.4} s, waited {w:.3} s; \
+                 runnable at {runnable} of {n} reads, at the read before at {before}\n"
             )
         })
         .collect()

@@ -44,6 +44,10 @@ pub struct TaskMemo {
     /// What it wanted and waited per ns of its last interval read (a thread of a big
     /// workload, read in rotation, is not read at every sweep: its last rate holds then).
     pub rate: (f64, f64),
+    /// The share of its intervals it spent asleep (neither on a CPU nor waiting), averaged
+    /// over the reads that listed it: what tells a daemon paced by events from a task paced by
+    /// the CPU when one interval's long wait hides its sleep (rest.rs).
+    pub asleep: Option<f64>,
 }
 
 /// One task over one interval of `t_ns`.

@@ -18,6 +18,10 @@ use super::demand::{self, Observed, TaskMemo};
 use super::tree::Placement;
 use crate::probe::{RestProc, RestSample, RestTask};
 
+/// The weight of the latest read in a task's average share of time asleep: about the last
+/// four reads count.
+const ASLEEP_WEIGHT: f64 = 0.25;
+
 /// The most a process's unseen tasks are taken to have waited per ns they ran: a bound on an
 /// estimate, as for a fork loop's children (account::fold_children).
 const MAX_WAIT_RATIO: f64 = 10.0;
@@ -132,12 +136,27 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> (RestClaim, u64) {
         (task.run_ns.min(t), task.wait_ns.min(t), task.slices as f64)
     } else {
         let asleep = t.saturating_sub(run + w.waited);
+        // Asleep most of the time over its recent reads, it is a sleeper even in an interval
+        // whose wait outlasted its sleep: in CI's root autogroup, beside 30 chat rooms at
+        // the same level, a tokio worker of pid 1 (nice -10, asleep 80% of its seconds) had
+        // seconds of 600 ms waited for 5 ms run, and taken then for CPU-bound it was credited
+        // ten times what it ran: its group read `short`. A task starved while CPU-bound
+        // sleeps little at any read, and its average says so within a few.
+        let share = asleep as f64 / t as f64;
+        let usually_asleep = tm.asleep.map_or(share, |a| a + (share - a) * ASLEEP_WEIGHT);
+        tm.asleep = Some(usually_asleep);
         // The burst it was preempted in is pending at this read. When it was pending at the
         // last read too, that one was run in this interval, inside `run`: crediting a burst
         // at every read would count one burst more per interval for a task runnable at most
         // reads (a busy machine's agent threads).
-        let w = if asleep > run + w.waited {
-            demand::paced(w, run, slept, !task.runnable_before)
+        //
+        // Its switch counts are read only every so often (status, not schedstat); unread at
+        // this read, it still slept at least once, being neither on a CPU nor waiting for most
+        // of the interval: a burst of at most what it ran. Left unbounded, a thread of CI's
+        // pid 1 beside 30 chat rooms (15 ms run and 800 ms waited in 4 s, runnable at most
+        // reads) was credited 73 ms it never wanted, and its group read `short`.
+        let w = if asleep > run + w.waited || usually_asleep > 0.5 {
+            demand::paced(w, run, slept.or(Some(1)), !task.runnable_before)
         } else {
             w
         };
@@ -397,11 +416,13 @@ mod tests {
         let cs = claims(&sample(vec![d.clone()], vec![]), &mut Default::default());
         assert!((cs[0].claim.demand - 0.007).abs() < 1e-9);
         assert!((cs[0].woken_wait_ns - 90.0 * MS as f64).abs() < 1.0);
-        // Runnable at the read it may have work left: its preempted half is demand.
+        // Runnable at the read it may have work left, but it slept most of the second: at
+        // most the burst pending, which without an earlier count of its sleeps is at most
+        // what it ran (7 ms), not its whole preempted half (45 ms).
         d.runnable = true;
         let cs = claims(&sample(vec![d], vec![]), &mut Default::default());
         assert!(
-            (cs[0].claim.demand - 0.052).abs() < 1e-9,
+            (cs[0].claim.demand - 0.014).abs() < 1e-9,
             "{}",
             cs[0].claim.demand
         );
@@ -470,6 +491,35 @@ mod tests {
         let cs = claims(&sample(vec![again], vec![]), &mut memo());
         assert!(
             (cs[0].claim.demand - 0.0046).abs() < 1e-9,
+            "{}",
+            cs[0].claim.demand
+        );
+        // Its switch counts unread at this read (status is read every few reads): it slept
+        // at least once, so at most one burst, its whole run, is pending.
+        let mut unread = a.clone();
+        (unread.vol, unread.invol) = (None, None);
+        let cs = claims(&sample(vec![unread.clone()], vec![]), &mut memo());
+        assert!(
+            (cs[0].claim.demand - 0.0092).abs() < 1e-9,
+            "{}",
+            cs[0].claim.demand
+        );
+        unread.runnable_before = true;
+        let cs = claims(&sample(vec![unread], vec![]), &mut memo());
+        assert!(
+            (cs[0].claim.demand - 0.0046).abs() < 1e-9,
+            "{}",
+            cs[0].claim.demand
+        );
+        // A second of 600 ms waited for one that usually sleeps 90% of its seconds: still a
+        // sleeper, one burst pending at most.
+        let mut long_wait = a.clone();
+        long_wait.wait_ns = 600 * MS;
+        let mut sleepy = memo();
+        sleepy.get_mut(&103).unwrap().asleep = Some(0.9);
+        let cs = claims(&sample(vec![long_wait], vec![]), &mut sleepy);
+        assert!(
+            (cs[0].claim.demand - 0.0092).abs() < 1e-9,
             "{}",
             cs[0].claim.demand
         );
