@@ -128,7 +128,7 @@ pub struct CpuLine {
 
 /// Parsed here, not by procfs's `KernelStats`: that numbers the cpuN lines by position, where
 /// the kernel lists online CPUs only (a CPU offline would shift every id after it), and it
-/// allocates a line at a time in a file read every tick (docs/architecture.md).
+/// refuses a file without `btime` (docs/architecture.md, with what a trial of it cost).
 pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
     let mut s = ProcStat::default();
     let mut saw_cpu = false;
