@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::reader::{read_path, ReadErr};
+use super::reader::{read_file, read_path, ReadErr};
 
 /// What an attached workload watches.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -176,18 +176,34 @@ struct ProcTable(HashMap<u32, ProcInfo>);
 impl ProcTable {
     fn read(proc_root: &Path) -> ProcTable {
         let mut out = HashMap::new();
-        let mut buf = Vec::new();
-        for e in std::fs::read_dir(proc_root).into_iter().flatten().flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
-                continue;
-            };
-            if read_path(&e.path().join("stat"), &mut buf).is_ok() {
-                if let Some(i) = info_of(&buf) {
-                    out.insert(pid, i);
-                }
+        each_stat(proc_root, &mut Vec::new(), |pid, stat| {
+            if let Some(i) = info_of(stat) {
+                out.insert(pid, i);
             }
-        }
+        });
         ProcTable(out)
+    }
+}
+
+/// Each process under `proc_root` (the real /proc or a fake tree) with its stat line, for the
+/// one-off listings here (a selector's resolution, a knob change's members): procfs lists the
+/// processes and holds each one's directory open, and the stat line is opened under that
+/// directory, so a pid reused since the listing is never read as the process listed. The
+/// probe's own scan at sweeps stays on a plain listing (see `Probe::scan_proc`).
+fn each_stat(proc_root: &Path, buf: &mut Vec<u8>, mut each: impl FnMut(u32, &[u8])) {
+    let Ok(all) = procfs::process::all_processes_with_root(proc_root) else {
+        return;
+    };
+    for p in all.flatten() {
+        let Ok(pid) = u32::try_from(p.pid) else {
+            continue;
+        };
+        let Ok(file) = p.open_relative("stat") else {
+            continue;
+        };
+        if read_file(&file, buf).is_ok() {
+            each(pid, buf);
+        }
     }
 }
 
@@ -295,24 +311,18 @@ pub(crate) fn members_now(
     let mut cache = HashMap::new();
     let mut info = HashMap::new();
     let mut buf = Vec::new();
-    for e in std::fs::read_dir(proc_root).into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if read_path(&e.path().join("stat"), &mut buf).is_err() {
-            continue;
-        }
-        let Some(st) = super::parse::stat(&buf) else {
-            continue;
+    each_stat(proc_root, &mut buf, |pid, stat| {
+        let Some(st) = super::parse::stat(stat) else {
+            return;
         };
         if st.kthread || matches!(st.state, b'Z' | b'X') {
-            continue;
+            return;
         }
         cache.insert(pid, (st.pgrp, st.start));
-        if let Some(i) = info_of(&buf) {
+        if let Some(i) = info_of(stat) {
             info.insert(pid, i);
         }
-    }
+    });
     let mut pids: Vec<u32> = members(sel, held, &cache, &info, skip, &mut buf)
         .into_keys()
         .collect();
@@ -374,6 +384,54 @@ mod tests {
             .unwrap_err()
             .contains("15 bytes"));
         assert_eq!(Selector::Pid(3).to_string(), "pid:3");
+    }
+
+    #[test]
+    fn a_fake_tree_is_listed_with_its_stat_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let proc = |pid: u32, comm: &str, state: char, ppid: u32, start: u64, flags: u64| {
+            std::fs::create_dir(root.join(pid.to_string())).unwrap();
+            let line = format!(
+                "{pid} ({comm}) {state} {ppid} {ppid} {ppid} 0 -1 {flags} 0 0 0 0 0 0 0 0 20 0 1 0 \
+                 {start} 0 0 0 1 2 3 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+            );
+            std::fs::write(root.join(pid.to_string()).join("stat"), line).unwrap();
+        };
+        proc(10, "make", 'S', 1, 100, 4194304);
+        proc(11, "cc 1", 'R', 10, 101, 4194304);
+        // A zombie child and a kernel thread are never members.
+        proc(12, "as", 'Z', 11, 102, 4194304);
+        proc(2, "kthreadd", 'S', 0, 1, 0x0020_0000);
+        // Not a process; and a process whose stat cannot be read.
+        std::fs::create_dir(root.join("self")).unwrap();
+        std::fs::create_dir(root.join("13")).unwrap();
+        let mut listed = Vec::new();
+        each_stat(root, &mut Vec::new(), |pid, stat| {
+            listed.push((
+                pid,
+                crate::sys::kernel::proc::stat_comm(stat)
+                    .unwrap()
+                    .to_owned(),
+            ));
+        });
+        listed.sort();
+        let names: Vec<(u32, &str)> = listed.iter().map(|(p, c)| (*p, c.as_str())).collect();
+        assert_eq!(
+            names,
+            [(2, "kthreadd"), (10, "make"), (11, "cc 1"), (12, "as")]
+        );
+        let none = |_: u32, _: u32| false;
+        let pids = members_now(&Selector::Pid(10), root, &HashMap::new(), &none);
+        assert_eq!(pids, [10, 11]);
+        assert_eq!(
+            Selector::Comm("cc 1".into()).resolve(root),
+            Ok(Selector::Comm("cc 1".into()))
+        );
+        assert_eq!(
+            Selector::Pid(14).resolve(root),
+            Err("no process 14".to_owned())
+        );
     }
 
     #[test]

@@ -28,7 +28,8 @@ pub fn cpu_model() -> Option<String> {
     cpu_model_of(&fs::read_to_string("/proc/cpuinfo").ok()?)
 }
 
-/// The CPU model named in a /proc/cpuinfo text.
+/// The CPU model named in a /proc/cpuinfo text. Not procfs's `CpuInfo`: it skips the lines
+/// after a blank one, where arm64 prints "Hardware", and cuts a value at its second colon.
 pub fn cpu_model_of(cpuinfo: &str) -> Option<String> {
     ["model name", "Hardware", "cpu model"]
         .iter()
@@ -103,6 +104,21 @@ mod tests {
         let arm = "processor\t: 0\nBogoMIPS\t: 50.00\nHardware\t: BCM2835\n";
         assert_eq!(cpu_model_of(arm).as_deref(), Some("BCM2835"));
         assert_eq!(cpu_model_of("processor : 0\n"), None);
+    }
+
+    #[test]
+    fn procfs_cpuinfo_would_lose_what_is_read_here() {
+        use procfs::FromRead;
+        // arm64 prints "Hardware" after the processors' blocks, past a blank line.
+        let arm = "processor\t: 0\nBogoMIPS\t: 50.00\n\nHardware\t: BCM2835\n";
+        let info = procfs::CpuInfo::from_read(arm.as_bytes()).unwrap();
+        assert_eq!(info.get_field(0, "Hardware"), None);
+        assert_eq!(cpu_model_of(arm).as_deref(), Some("BCM2835"));
+        // A model name with a colon in it is cut there.
+        let colon = "processor\t: 0\nmodel name\t: Vendor CPU: rev 2\n";
+        let info = procfs::CpuInfo::from_read(colon.as_bytes()).unwrap();
+        assert_eq!(info.model_name(0), Some("Vendor CPU"));
+        assert_eq!(cpu_model_of(colon).as_deref(), Some("Vendor CPU: rev 2"));
     }
 
     #[test]

@@ -107,7 +107,7 @@ fn fair_reserve(cfg: &ProbeConfig, buf: &mut Vec<u8>) -> Option<f64> {
         }
     }
     read_path(&cfg.proc_root.join("sys/kernel/osrelease"), buf).ok()?;
-    if parse::kernel_version(buf)? >= (6, 12) {
+    if release(buf)? >= procfs::KernelVersion::new(6, 12, 0) {
         // The fair server replaced RT throttling; its default is 50 ms in every second.
         return None;
     }
@@ -122,4 +122,29 @@ fn fair_reserve(cfg: &ProbeConfig, buf: &mut Vec<u8>) -> Option<f64> {
         return Some(0.0);
     }
     Some((1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0))
+}
+
+/// The kernel release an osrelease text names ("6.18.44-fc" is 6.18.44), by procfs's parser.
+fn release(osrelease: &[u8]) -> Option<procfs::KernelVersion> {
+    std::str::from_utf8(osrelease).ok()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use procfs::KernelVersion;
+
+    #[test]
+    fn releases_read_as_the_kernel_names_them() {
+        assert_eq!(
+            release(b"6.18.44-fc-v1045\n"),
+            Some(KernelVersion::new(6, 18, 44))
+        );
+        let fair_server = KernelVersion::new(6, 12, 0);
+        // A release candidate of 6.12 has the fair server already.
+        assert!(release(b"6.12.0-rc3\n").unwrap() >= fair_server);
+        assert!(release(b"5.15.0-91-generic\n").unwrap() < fair_server);
+        assert!(release(b"6.9.12\n").unwrap() < fair_server);
+        assert_eq!(release(b"not a release\n"), None);
+    }
 }

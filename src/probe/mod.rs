@@ -440,7 +440,10 @@ impl Probe {
         self.cgroups.nodes(paths.into_iter(), &mut self.buf)
     }
 
-    /// Lists /proc and learns the group and start time of every process not seen before.
+    /// Lists /proc and learns the group and start time of every process not seen before. A
+    /// plain listing, not procfs's: this runs at every sweep while anything forks, and procfs
+    /// opens each listed process's directory, one more system call for every process on the
+    /// machine at each scan, where this reads only the stat of processes it has not seen.
     fn scan_proc(&mut self, refresh: bool, now: u64) {
         let Ok(dir) = std::fs::read_dir(&self.cfg.proc_root) else {
             return;

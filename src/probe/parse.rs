@@ -126,6 +126,9 @@ pub struct CpuLine {
     pub irq: u64,
 }
 
+/// Parsed here, not by procfs's `KernelStats`: that numbers the cpuN lines by position, where
+/// the kernel lists online CPUs only (a CPU offline would shift every id after it), and it
+/// refuses a file without `btime` (docs/architecture.md, with what a trial of it cost).
 pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
     let mut s = ProcStat::default();
     let mut saw_cpu = false;
@@ -169,21 +172,34 @@ pub fn proc_stat(buf: &[u8]) -> Option<ProcStat> {
     saw_cpu.then_some(s)
 }
 
-/// /proc/pressure/cpu "some" line: (avg10, total µs).
+/// /proc/pressure/cpu "some" line: (avg10, total µs), parsed by procfs from the probe's own
+/// read of the file (kept open, re-read with pread like every file read at each sweep). The
+/// "some" line alone: kernels 4.20 to 5.12 print no "full" line for the CPU, which procfs's
+/// whole-file `CpuPressure` requires.
 pub(crate) fn psi_some(buf: &[u8]) -> Option<(f64, u64)> {
-    let line = buf
-        .split(|c| *c == b'\n')
-        .find(|l| l.starts_with(b"some "))?;
-    let mut avg10 = None;
-    let mut total = None;
-    for tok in line.split(|c| *c == b' ') {
-        if let Some(v) = tok.strip_prefix(b"avg10=") {
-            avg10 = num(v);
-        } else if let Some(v) = tok.strip_prefix(b"total=") {
-            total = num(v);
-        }
+    let text = std::str::from_utf8(buf).ok()?;
+    let line = text.lines().find(|l| l.starts_with("some "))?;
+    let some = procfs::parse_pressure_record(line).ok()?;
+    Some((decimal_f64(some.avg10), some.total))
+}
+
+/// The f64 of the decimal an f32 was parsed from: the kernel prints avg10 with two decimals
+/// ("5.47"), procfs keeps it as an f32, and the f32's shortest decimal form is that text again
+/// (an f32 holds any decimal of up to 6 significant digits), so reading it back as an f64
+/// gives the figure a direct parse would (5.47, not 5.4699997901916504). No allocation: the
+/// digits are written on the stack.
+fn decimal_f64(v: f32) -> f64 {
+    use std::io::Write;
+    let mut digits = [0u8; 64];
+    let mut rest = &mut digits[..];
+    if write!(rest, "{v}").is_err() {
+        return f64::from(v);
     }
-    Some((avg10?, total?))
+    let n = 64 - rest.len();
+    std::str::from_utf8(&digits[..n])
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(f64::from(v))
 }
 
 /// The root autogroup's id: tasks in it are not grouped.
@@ -268,13 +284,6 @@ pub(crate) fn cpu_max(buf: &[u8]) -> Option<Option<f64>> {
     (period > 0.0).then_some(Some(q / period))
 }
 
-/// The kernel release as (major, minor), from /proc/sys/kernel/osrelease ("6.18.44-fc").
-pub(crate) fn kernel_version(buf: &[u8]) -> Option<(u32, u32)> {
-    let text = std::str::from_utf8(buf).ok()?.trim();
-    let mut it = text.split(|c: char| !c.is_ascii_digit());
-    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-}
-
 /// A single signed integer file (cpu.cfs_quota_us, sched_rt_runtime_us: -1 = none).
 pub(crate) fn single_i64(buf: &[u8]) -> Option<i64> {
     num(buf.trim_ascii())
@@ -336,6 +345,16 @@ mod tests {
             psi_some(b"some avg10=5.47 avg60=4.07 avg300=4.94 total=36218594\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"),
             Some((5.47, 36218594))
         );
+        // Kernels before 5.13 print no "full" line for the CPU.
+        assert_eq!(
+            psi_some(b"some avg10=0.12 avg60=4.07 avg300=4.94 total=7\n"),
+            Some((0.12, 7))
+        );
+        assert_eq!(
+            psi_some(b"full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"),
+            None
+        );
+        assert_eq!(psi_some(b"some avg10=x avg60=0 avg300=0 total=7\n"), None);
         assert_eq!(autogroup(b"/autogroup-5 nice -3\n"), Some((5, -3)));
         assert_eq!(autogroup(b""), Some((ROOT_AUTOGROUP, 0)));
         assert_eq!(autogroup(b"/autogroup-x nice 0\n"), None);
@@ -365,6 +384,46 @@ mod tests {
             proc_schedstat(b"version 15\ntimestamp 1\ncpu0 0 0 0 0 0 0 100 20 5\ndomain0 3 1\ncpu1 0 0 0 0 0 0 50 10 2\n"),
             Some((150, 30))
         );
+    }
+
+    #[test]
+    fn proc_stat_keeps_the_ids_of_online_cpus() {
+        use procfs::FromReadSI;
+        // cpu1 offline: the kernel lists cpu0 and cpu2.
+        let text = b"cpu  30 0 0 70 0 0 0 0 0 0\ncpu0 10 0 0 40 0 0 0 0 0 0\n\
+                     cpu2 20 0 0 30 0 0 0 0 0 0\nctxt 5\nbtime 1\nprocesses 9\n";
+        let ids: Vec<u32> = proc_stat(text)
+            .unwrap()
+            .per_cpu
+            .iter()
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(ids, [0, 2]);
+        // procfs's KernelStats has the two lines by position only: no id to tell cpu2 by.
+        let ks = procfs::KernelStats::from_read(&text[..], procfs::current_system_info()).unwrap();
+        assert_eq!(ks.cpu_time.len(), 2);
+        // And it refuses a file without btime, which the probe reads.
+        let short = b"cpu  1 0 0 1 0 0 0 0 0 0\nctxt 5\nprocesses 9\n";
+        assert!(procfs::KernelStats::from_read(&short[..], procfs::current_system_info()).is_err());
+        assert!(proc_stat(short).is_some());
+    }
+
+    #[test]
+    fn psi_averages_come_out_as_the_kernel_printed_them() {
+        // Every avg10 the kernel can print (0.00 to 100.00, two decimals), through procfs's f32,
+        // is the f64 a direct parse of its text gives.
+        for k in 0..=10_000u32 {
+            let text = format!("{}.{:02}", k / 100, k % 100);
+            let line = format!("some avg10={text} avg60=0.00 avg300=0.00 total={k}\n");
+            let direct: f64 = text.parse().unwrap();
+            assert_eq!(
+                psi_some(line.as_bytes()),
+                Some((direct, u64::from(k))),
+                "{text}"
+            );
+        }
+        assert_eq!(decimal_f64(f32::MAX) as f32, f32::MAX);
+        assert_eq!(decimal_f64(1e-7), 1e-7);
     }
 
     #[test]
@@ -407,7 +466,6 @@ mod tests {
             Some(785368523)
         );
         assert_eq!(keyed_u64(b"nr_throttled_x 3\n", "nr_throttled"), None);
-        assert_eq!(kernel_version(b"6.18.44-fc-v1045\n"), Some((6, 18)));
         assert_eq!(single_i64(b"-1\n"), Some(-1));
         let ps = proc_stat(b"cpu  100 1 50 800 20 0 9 3 0 0\ncpu0 60 0 20 300 10 0 5 0 0 0\ncpu1 40 1 30 500 10 0 4 3 0 0\nctxt 1\n").unwrap();
         let line = |id, busy, idle, steal, irq| CpuLine {

@@ -112,6 +112,12 @@ fn pread_all<'a>(f: &File, buf: &'a mut Vec<u8>) -> io::Result<&'a [u8]> {
     Ok(&buf[..])
 }
 
+/// Reads an open file whole into `buf` (cleared first), from offset 0.
+pub(crate) fn read_file(f: &File, buf: &mut Vec<u8>) -> Result<(), ReadErr> {
+    pread_all(f, buf).map_err(|e| classify(e, Path::new("")))?;
+    Ok(())
+}
+
 pub(crate) fn read_path(path: &Path, buf: &mut Vec<u8>) -> Result<(), ReadErr> {
     let f = File::open(path).map_err(|e| classify(e, path))?;
     pread_all(&f, buf).map_err(|e| classify(e, path))?;

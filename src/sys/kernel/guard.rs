@@ -180,13 +180,13 @@ pub(crate) fn free_tasks() -> Option<(u64, String)> {
             best = Some((free, why));
         }
     };
-    if let Some(max) = proc::sysctl_u64("kernel.threads-max") {
+    if let Some(max) = proc::threads_max() {
         consider(
             max.saturating_sub(total),
             format!("kernel.threads-max ({max}, {total} tasks exist)"),
         );
     }
-    if let Some(max) = proc::sysctl_u64("kernel.pid_max") {
+    if let Some(max) = proc::pid_max() {
         consider(
             max.saturating_sub(total),
             format!("kernel.pid_max ({max}, {total} tasks exist)"),

@@ -4,7 +4,6 @@
 //! /proc/PID/stat line, the sampler's too, goes through the one parser below.
 
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use anyhow::Context;
@@ -116,12 +115,25 @@ pub fn alive(pid: u32) -> bool {
     read_stat(pid).is_some_and(|s| !matches!(s.state, b'Z' | b'X'))
 }
 
-/// The processes in /proc now (its numeric entries).
+/// The processes in /proc now, as procfs lists them (one that exits between the listing and
+/// procfs's open of its directory is left out: a read of it would find it gone anyway).
 pub fn pids() -> Vec<u32> {
-    numeric_entries("/proc").unwrap_or_default()
+    processes()
+        .filter_map(|p| u32::try_from(p.pid).ok())
+        .collect()
 }
 
-/// The threads of process `pid` (/proc/PID/task), or None when it is gone.
+/// Every process in /proc now, each with its /proc directory held open (procfs's listing).
+fn processes() -> impl Iterator<Item = procfs::process::Process> {
+    procfs::process::all_processes()
+        .into_iter()
+        .flatten()
+        .flatten()
+}
+
+/// The threads of process `pid` (/proc/PID/task), or None when it is gone. A plain listing,
+/// not procfs's: its task iterator opens each thread's directory, one more system call a
+/// thread for the thousands of threads a knob change or an exit goes over.
 pub fn threads(pid: u32) -> Option<Vec<u32>> {
     numeric_entries(&format!("/proc/{pid}/task"))
 }
@@ -138,10 +150,9 @@ fn numeric_entries(dir: &str) -> Option<Vec<u32>> {
 
 /// The threads of every process whose /proc entry `uid` owns: what RLIMIT_NPROC counts.
 pub(crate) fn threads_of_user(uid: u32) -> u64 {
-    pids()
-        .into_iter()
-        .filter(|pid| std::fs::metadata(format!("/proc/{pid}")).is_ok_and(|m| m.uid() == uid))
-        .filter_map(read_stat)
+    processes()
+        .filter(|p| p.uid().is_ok_and(|owner| owner == uid))
+        .filter_map(|p| read_stat(u32::try_from(p.pid).ok()?))
         .map(|s| u64::from(s.num_threads.max(1)))
         .sum()
 }
@@ -158,7 +169,8 @@ pub(crate) fn sysctl_path(name: &str) -> String {
 }
 
 /// A sysctl's text as the kernel prints it, trailing newline and all: every sysctl schedlab
-/// reads is read here.
+/// reads is read here, or, where procfs has a typed reader for it, by that ([`pid_max`],
+/// [`threads_max`], [`max_map_count`]).
 pub(crate) fn sysctl_text(name: &str) -> io::Result<String> {
     std::fs::read_to_string(sysctl_path(name))
 }
@@ -183,7 +195,22 @@ pub(crate) fn sysctl_on(name: &str) -> Option<bool> {
     sysctl_u64(name).map(|v| v == 1)
 }
 
-/// A `Key:   N kB` line's number: of /proc/self/status (VmSize) or /proc/meminfo.
+/// kernel.pid_max, by procfs's typed reader.
+pub(crate) fn pid_max() -> Option<u64> {
+    u64::try_from(procfs::sys::kernel::pid_max().ok()?).ok()
+}
+
+/// kernel.threads-max, by procfs's typed reader.
+pub(crate) fn threads_max() -> Option<u64> {
+    procfs::sys::kernel::threads_max().ok().map(u64::from)
+}
+
+/// vm.max_map_count, by procfs's typed reader.
+pub(crate) fn max_map_count() -> Option<u64> {
+    procfs::sys::vm::max_map_count().ok()
+}
+
+/// A `Key:   N kB` line's number, of this process's /proc/self/status (VmSize, FDSize).
 fn kb_field(path: &str, key: &str) -> Option<u64> {
     let text = std::fs::read_to_string(path).ok()?;
     let line = text
@@ -202,9 +229,11 @@ pub(crate) fn own_vm_size() -> Option<u64> {
     Some(kb_field("/proc/self/status", "VmSize")? * 1024)
 }
 
-/// Memory available for new work, in bytes (MemAvailable of /proc/meminfo).
+/// Memory available for new work, in bytes (MemAvailable of /proc/meminfo, which procfs
+/// gives in bytes: its kB times 1024).
 pub(crate) fn mem_available() -> Option<u64> {
-    Some(kb_field("/proc/meminfo", "MemAvailable")? * 1024)
+    use procfs::Current;
+    procfs::Meminfo::current().ok()?.mem_available
 }
 
 #[cfg(test)]
@@ -215,14 +244,8 @@ pub(crate) fn own_fd_table_size() -> Option<u64> {
 
 /// Tasks that exist on the machine now (the total of /proc/loadavg's running/total).
 pub(crate) fn task_count() -> Option<u64> {
-    let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
-    loadavg
-        .split_whitespace()
-        .nth(3)?
-        .split('/')
-        .nth(1)?
-        .parse()
-        .ok()
+    use procfs::Current;
+    Some(procfs::LoadAverage::current().ok()?.max.into())
 }
 
 /// The descriptors this process holds open (the entries of /proc/self/fd, counting the one
@@ -284,6 +307,47 @@ mod tests {
     }
 
     #[test]
+    fn procfs_lists_the_processes_a_plain_listing_does() {
+        let plain = || -> std::collections::HashSet<u32> {
+            numeric_entries("/proc").unwrap().into_iter().collect()
+        };
+        let before = plain();
+        let listed: std::collections::HashSet<u32> = pids().into_iter().collect();
+        let after = plain();
+        // A process there before and after was there while procfs listed.
+        let missing: Vec<u32> = before
+            .intersection(&after)
+            .filter(|pid| !listed.contains(pid))
+            .copied()
+            .collect();
+        assert!(missing.is_empty(), "procfs did not list {missing:?}");
+        assert!(listed.contains(&1));
+        // This process's own threads count among its user's.
+        let mine = read_stat(std::process::id()).unwrap().num_threads;
+        assert!(threads_of_user(nix::unistd::getuid().as_raw()) >= u64::from(mine));
+    }
+
+    #[test]
+    fn procfs_reads_memory_and_load_in_the_units_used_here() {
+        use procfs::FromRead;
+        // MemAvailable in bytes: the file's kB times 1024.
+        let meminfo = "MemTotal:       24000000 kB\nMemFree:         1000000 kB\n\
+                       MemAvailable:   20000000 kB\nBuffers:          100000 kB\n\
+                       Cached:          2000000 kB\nSwapCached:            0 kB\n\
+                       Active:          1000000 kB\nInactive:        1000000 kB\n\
+                       SwapTotal:             0 kB\nSwapFree:              0 kB\n\
+                       Dirty:                 0 kB\nWriteback:             0 kB\n\
+                       Mapped:                0 kB\nSlab:                  0 kB\n\
+                       Committed_AS:          0 kB\nVmallocTotal:          0 kB\n\
+                       VmallocUsed:           0 kB\nVmallocChunk:          0 kB\n";
+        let m = procfs::Meminfo::from_read(meminfo.as_bytes()).unwrap();
+        assert_eq!(m.mem_available, Some(20_000_000 * 1024));
+        // The tasks that exist: the total after the slash.
+        let load = procfs::LoadAverage::from_read(&b"0.52 0.58 0.59 3/812 4242\n"[..]).unwrap();
+        assert_eq!(load.max, 812);
+    }
+
+    #[test]
     fn a_sysctl_is_read_by_its_dotted_name() {
         assert_eq!(sysctl_path("kernel.pid_max"), "/proc/sys/kernel/pid_max");
         assert_eq!(
@@ -297,6 +361,10 @@ mod tests {
             raw.trim().parse::<u64>().unwrap()
         );
         assert_eq!(sysctl_on("kernel.ostype"), None);
+        // procfs's typed readers give what the plain read does.
+        assert_eq!(pid_max(), sysctl_u64("kernel.pid_max"));
+        assert_eq!(threads_max(), sysctl_u64("kernel.threads-max"));
+        assert_eq!(max_map_count(), sysctl_u64("vm.max_map_count"));
     }
 
     #[test]

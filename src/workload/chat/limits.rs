@@ -12,7 +12,9 @@ use nix::unistd::geteuid;
 
 use super::protocol::USERS_PER_ROOM;
 use crate::sys::kernel::guard::free_tasks;
-use crate::sys::kernel::proc::{mem_available, own_map_count, own_open_files, sysctl_u64};
+use crate::sys::kernel::proc::{
+    max_map_count, mem_available, own_map_count, own_open_files, sysctl_u64,
+};
 
 /// Stack of every chat thread: the originals used 16 KiB; Rust's formatting on an error path
 /// wants a little more. Small stacks are what let thousands of threads fit.
@@ -52,7 +54,7 @@ pub(crate) fn max_rooms() -> (u32, String) {
     if let Some((free, why)) = free_tasks() {
         consider(free / THREADS_PER_ROOM, why);
     }
-    if let (Some(max), Some(used)) = (sysctl_u64("vm.max_map_count"), own_map_count()) {
+    if let (Some(max), Some(used)) = (max_map_count(), own_map_count()) {
         let free = max.saturating_sub(used + 256);
         consider(
             free / (MAPS_PER_THREAD * THREADS_PER_ROOM),
