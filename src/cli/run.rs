@@ -452,7 +452,11 @@ pub(crate) fn run_once(
     for d in &sc.workloads {
         let added = lab.add(d.clone());
         crate::engine::live::publish_live(&lab);
-        added.context("cannot start a workload")?;
+        let id = added.context("cannot start a workload")?;
+        // A dashboard watching the run learns its rows as from the engine's own Add.
+        if let Some(s) = plan.serve {
+            s.publish(&Event::Added(id, d.clone()));
+        }
     }
     let mut repeat = Repeat {
         plan,
