@@ -265,13 +265,22 @@ fn check_alone(name: &str, c: &Case, uses_the_machine: bool) {
             }
             assert!(
                 !matches!(w.verdict, Verdict::Starved | Verdict::Short),
-                "{name}: {} read {:?} at {:.1} s alone (got {:.3}, due {:.3}, wants {:.3})",
+                "{name}: {} read {:?} at {:.1} s alone (got {:.3}, due {:.3}, wants {:.3}; \
+                 cause {:?}; the rest got {:.3}, due {:.3}, interrupts {:.3}, host stall {:.0} \
+                 ms; {:?})\nthe rest's claims that wanted more than they ran:\n{}",
                 w.name,
                 w.verdict,
                 f.t,
                 w.window_received,
                 w.window_fair,
-                w.window_demand
+                w.window_demand,
+                w.cause,
+                f.machine.rest_window_received,
+                f.machine.rest_window_fair,
+                f.machine.irq_cpu,
+                f.machine.host_stall_ms,
+                f.machine.rest_groups,
+                over_claims(&c.rests, f.t)
             );
             fair += usize::from(w.verdict == Verdict::Fair);
         }
