@@ -152,9 +152,8 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> (RestClaim, u64) {
         //
         // Its switch counts are read only every so often (status, not schedstat); unread at
         // this read, it still slept at least once, being neither on a CPU nor waiting for most
-        // of the interval: a burst of at most what it ran. Left unbounded, a thread of CI's
-        // pid 1 beside 30 chat rooms (15 ms run and 800 ms waited in 4 s, runnable at most
-        // reads) was credited 73 ms it never wanted, and its group read `short`.
+        // of the interval: a burst of at most what it ran (unbounded, the same pid 1 thread
+        // was credited 73 ms it never wanted).
         let w = if asleep > run + w.waited || usually_asleep > 0.5 {
             demand::paced(w, run, slept.or(Some(1)), !task.runnable_before)
         } else {
