@@ -465,6 +465,9 @@ fn a_refused_change_is_one_line_and_changes_nothing() {
     hog.never_signalled();
 }
 
+/// The child hog's loop, as its command line's third word.
+const HOG_LOOP: &str = "while :; do :; done";
+
 /// A child the attached process starts after its nice was changed inherits the change; it is
 /// taken into the journal with its parent's old values and put back with it on detach.
 #[test]
@@ -477,7 +480,7 @@ fn a_child_born_after_the_change_is_put_back_too() {
     // Waits (sleeping) for a file, then starts a CPU hog as its child.
     let parent = Hog::running("child", |dir| {
         format!(
-            "while [ ! -e {go} ]; do sleep 0.05; done; /bin/sh -c 'while :; do :; done' & wait",
+            "while [ ! -e {go} ]; do sleep 0.05; done; /bin/sh -c '{HOG_LOOP}' & wait",
             go = dir.join("go").display()
         )
     });
@@ -510,6 +513,13 @@ fn a_child_born_after_the_change_is_put_back_too() {
                         Some(f[1] == parent.pid.to_string() && f[0] == "R")
                     })
                     .unwrap_or(false)
+            })
+            // The hog itself, not the loop's last `sleep 0.05` caught running before it
+            // exits (a CI run lost its "child" 240 ms after finding it, as that one would be): only
+            // the hog's command line is exactly its own loop.
+            .filter(|&p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.split(|&b| b == 0).nth(2) == Some(HOG_LOOP.as_bytes()))
             })
             .collect();
         match kids.as_slice() {
