@@ -7,6 +7,7 @@ pub mod cleanup;
 pub mod compare;
 pub mod contest;
 pub mod explain;
+pub mod lab_args;
 pub mod plot;
 pub mod replay;
 pub mod run;

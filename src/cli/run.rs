@@ -40,7 +40,7 @@ pub struct Args {
     pub scenario: Option<String>,
     /// Also watch processes schedlab did not start (never signalled; stopping detaches):
     /// pid:PID, comm:NAME, session:SID or cgroup:PATH. Repeatable.
-    #[arg(long, value_name = "SELECTOR", value_parser = attach_selector)]
+    #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::lab_args::attach_selector)]
     pub attach: Vec<crate::probe::Selector>,
     /// How long each repeat lasts (e.g. 30, 30s, 500ms, 2m); overrides the scenario's duration.
     #[arg(long, value_parser = parse_duration, allow_negative_numbers = true)]
@@ -71,7 +71,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE", requires = "serve")]
     pub token_file: Option<PathBuf>,
     /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
-    #[arg(long, value_name = "SECS", value_parser = verdict_window)]
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::lab_args::verdict_window)]
     pub verdict_window: Option<f64>,
     /// How the sampling thread is scheduled: realtime (SCHED_FIFO 1 when permitted, so the
     /// load it watches cannot make it late; the fairness model counts it) or normal.
@@ -84,19 +84,6 @@ pub struct Args {
     /// (--attach, attach workloads): without it, schedlab never signals them.
     #[arg(long)]
     pub kill_attached: bool,
-}
-
-/// Parses `--attach`: a selector that matches something on this machine now.
-pub fn attach_selector(s: &str) -> Result<crate::probe::Selector, String> {
-    crate::probe::Selector::parse(s)?.resolve_here()
-}
-
-/// Parses a verdict window: 1 to 600 seconds.
-pub fn verdict_window(s: &str) -> Result<f64, String> {
-    match s.trim_end_matches('s').parse::<f64>() {
-        Ok(v) if (1.0..=600.0).contains(&v) => Ok(v),
-        _ => Err(format!("`{s}` is not a number of seconds from 1 to 600")),
-    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

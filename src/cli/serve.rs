@@ -71,7 +71,7 @@ pub struct Args {
         .range(*INTERVAL_MS.start()..=*INTERVAL_MS.end()))]
     pub interval: Option<u64>,
     /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::run::verdict_window)]
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::lab_args::verdict_window)]
     pub verdict_window: Option<f64>,
     /// How the sampling thread is scheduled (as for `tui`).
     #[arg(long, value_enum, default_value_t = SamplerPriority::Realtime)]
@@ -81,14 +81,14 @@ pub struct Args {
     pub force: bool,
     /// Also watch processes schedlab did not start: pid:PID, comm:NAME, session:SID or
     /// cgroup:PATH. Repeatable.
-    #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::run::attach_selector)]
+    #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::lab_args::attach_selector)]
     pub attach: Vec<crate::probe::Selector>,
 }
 
 /// Serves the lab until a signal (Ctrl-C, SIGTERM, SIGHUP) ends it; every workload it
 /// started is stopped then, by the exit hook.
 pub fn main(args: Args) -> Result<()> {
-    let scenario = crate::cli::tui::lab_scenario(
+    let scenario = crate::cli::lab_args::lab_scenario(
         args.scenario.as_deref(),
         &args.attach,
         args.verdict_window,

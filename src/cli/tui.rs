@@ -20,7 +20,7 @@ pub struct TuiArgs {
         .range(*INTERVAL_MS.start()..=*INTERVAL_MS.end()))]
     pub interval: Option<u64>,
     /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::run::verdict_window)]
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::lab_args::verdict_window)]
     pub verdict_window: Option<f64>,
     /// How the sampling thread is scheduled: realtime (SCHED_FIFO 1 when permitted; the
     /// status line then says `self … rt`) or normal.
@@ -31,7 +31,7 @@ pub struct TuiArgs {
     pub force: bool,
     /// Also watch processes schedlab did not start (never signalled; stopping detaches):
     /// pid:PID, comm:NAME, session:SID or cgroup:PATH. Repeatable.
-    #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::run::attach_selector)]
+    #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::lab_args::attach_selector)]
     pub attach: Vec<crate::probe::Selector>,
     /// Watch a lab served elsewhere (`schedlab serve`, or `--serve` on its dashboard or run)
     /// instead of starting one: HOST:PORT. Twice: two labs side by side (a baseline kernel and
@@ -59,7 +59,7 @@ pub fn main(args: TuiArgs) -> Result<()> {
             .into())
         }
     }
-    let scenario = lab_scenario(
+    let scenario = crate::cli::lab_args::lab_scenario(
         args.scenario.as_deref(),
         &args.attach,
         args.verdict_window,
@@ -100,27 +100,6 @@ pub fn main(args: TuiArgs) -> Result<()> {
             serve,
         },
     )
-}
-
-/// The scenario a live lab runs (the dashboard's or `serve`'s): the file or preset named, else
-/// the built-in default, with what is attached and the verdict window given, checked against
-/// the machine's limits.
-pub(crate) fn lab_scenario(
-    arg: Option<&str>,
-    attach: &[crate::probe::Selector],
-    verdict_window: Option<f64>,
-    force: bool,
-) -> Result<Scenario> {
-    let mut scenario = match arg {
-        None => Scenario::builtin_default(),
-        Some(arg) => Scenario::open(arg)?.0,
-    };
-    scenario.attach(attach);
-    if verdict_window.is_some() {
-        scenario.verdict_window = verdict_window;
-    }
-    crate::scenario::check_scenario(&scenario, force)?;
-    Ok(scenario)
 }
 
 /// `tui --connect`: the dashboard on a served lab. The hello happens before the terminal is

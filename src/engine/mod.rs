@@ -48,7 +48,7 @@ pub enum Command {
     Quit,
 }
 
-/// What the engine tells the UI (and, served, a remote dashboard: [`crate::serve`]).
+/// What the engine tells the UI (and, served, a remote dashboard: src/serve/).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Event {

@@ -33,7 +33,7 @@ impl Remote {
     /// Connects to `addr` (HOST:PORT, or a bare port on loopback) and says hello; a refusal
     /// comes back as the server's reason, in one line.
     pub fn connect(addr: &str, token: Option<String>) -> Result<Remote> {
-        let target = super::parse_addr(addr)?;
+        let target = crate::sys::kernel::net::parse_addr(addr)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

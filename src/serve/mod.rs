@@ -9,27 +9,15 @@ pub mod client;
 pub mod protocol;
 pub mod server;
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 
+pub use crate::sys::kernel::net::parse_addr;
 pub use client::Remote;
 pub use protocol::Welcome;
 pub use server::{ServeConfig, Server};
-
-/// `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` (loopback): every address schedlab listens on
-/// or connects to (the metrics endpoint's too).
-pub fn parse_addr(addr: &str) -> Result<SocketAddr> {
-    let addr = addr.trim();
-    if let Ok(port) = addr.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    addr.to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| anyhow!("`{addr}` is not HOST:PORT (e.g. 127.0.0.1:7878) or a port"))
-}
 
 /// The token a server at `addr` requires: the file's when given (its first line), else a
 /// fresh one off loopback (`generated` true: the caller prints it), else none.
@@ -108,14 +96,5 @@ mod tests {
             .contains("shorter than 16"));
         std::fs::write(&p, "0123456789abcdef0123\nignored").unwrap();
         assert_eq!(read_token(&p).unwrap(), "0123456789abcdef0123");
-    }
-
-    #[test]
-    fn a_bare_port_is_loopback() {
-        assert_eq!(
-            parse_addr("7878").unwrap(),
-            "127.0.0.1:7878".parse().unwrap()
-        );
-        assert!(parse_addr("nowhere").is_err());
     }
 }

@@ -3,13 +3,14 @@
 //! go to the engine. No I/O: tests drive it with plain Frames and keys.
 
 use std::cell::Cell;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ratatui::layout::Rect;
 
 pub use crate::engine::runs::RunResult;
 use crate::engine::runs::RunTracker;
 use crate::engine::{Command, Event, Playback, ReplayStatus};
+use crate::explain::tracer::Tracer;
 use crate::knobs::{Knobs, Placement, Policy};
 use crate::model::{Frame, WorkloadFrame, WorkloadState};
 use crate::scenario::WorkloadDecl;
@@ -84,12 +85,19 @@ pub struct TableGeometry {
     pub offset: usize,
 }
 
+/// The kernel's events being recorded for a row (`E`, src/ui/evidence.rs), until `until`.
+pub(crate) struct EvidenceRun {
+    pub(super) workload: String,
+    pub(super) tracer: Tracer,
+    pub(super) until: Instant,
+}
+
 pub struct App {
     pub title: String,
     /// The scenario's name, as `schedlab explain` takes it.
     pub scenario_name: String,
     /// The kernel's events being recorded for a row (`E`).
-    pub(crate) evidence: Option<super::evidence::EvidenceRun>,
+    pub(crate) evidence: Option<EvidenceRun>,
     /// The address of the served lab shown (`tui --connect`); None: a lab of this process.
     pub remote: Option<String>,
     /// What the scenario reproduces, when it is a finding: the help overlay shows its text.

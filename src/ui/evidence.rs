@@ -7,18 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::app::{App, Mode};
+use super::app::{App, EvidenceRun, Mode};
 use crate::explain::tracer::Tracer;
 
 /// How long the events are recorded.
 const RECORD_FOR: Duration = Duration::from_secs(3);
-
-/// A recording under way.
-pub(crate) struct EvidenceRun {
-    workload: String,
-    tracer: Tracer,
-    until: Instant,
-}
 
 impl App {
     /// Starts recording the events for the selected row.

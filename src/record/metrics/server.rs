@@ -71,7 +71,7 @@ pub struct MetricsServer {
 
 /// `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` (loopback), as every address schedlab listens on.
 pub fn parse_addr(addr: &str) -> Result<SocketAddr> {
-    crate::serve::parse_addr(addr).context("the metrics address")
+    crate::sys::kernel::net::parse_addr(addr).context("the metrics address")
 }
 
 impl MetricsServer {
