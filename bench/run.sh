@@ -10,11 +10,12 @@
 #   ping-pong  bench/ipc.sh       msg and sem vs bench/c/pingpong.c, pipe vs `perf bench sched pipe`
 #   latency    bench/latency.sh   each generator with latency recording on against off
 #              (the parts above run schedlab with it on, its default)
+#   wakeup     bench/wakeup.sh    the wakeup probe's timer thread vs rt-tests' cyclictest, matched
 #   observer   bench/observer.sh  schedlab run at 10 Hz, top -d 0.1, htop -d 1 on 1,000 threads
 #   ui         cargo bench --bench ui_render   one frame with 5,000 tasks watched
 #
 # Usage: bench/run.sh [--quick]     --quick: fewer, shorter runs (a smoke pass, a few minutes)
-# Needs: a C compiler, perf (linux-perf), procps (top); installs htop with apt-get if missing.
+# Needs: a C compiler, perf (linux-perf), procps (top); installs htop and rt-tests with apt-get if missing.
 set -eu
 cd "$(dirname "$0")/.."
 quick=0
@@ -25,10 +26,10 @@ case "${1:-}" in
 esac
 if [ $quick = 1 ]; then
     chat_runs=3; chat_sizes="10x100 30x1000"; loads_runs=3; ipc_runs=3; ipc_secs=1
-    lat_runs=3; lat_secs=1; obs_runs=1; obs_secs=4; ui_args="--quick"
+    lat_runs=3; lat_secs=1; wake_runs=2; wake_secs=3; obs_runs=1; obs_secs=4; ui_args="--quick"
 else
     chat_runs=5; chat_sizes="10x100 30x1000"; loads_runs=7; ipc_runs=5; ipc_secs=2
-    lat_runs=5; lat_secs=2; obs_runs=3; obs_secs=6; ui_args=""
+    lat_runs=5; lat_secs=2; wake_runs=5; wake_secs=10; obs_runs=3; obs_secs=6; ui_args=""
 fi
 
 echo "# schedlab benchmarks$( [ $quick = 1 ] && echo " (--quick)")"
@@ -52,6 +53,10 @@ echo
 echo "## latency recording (throughput on / off; goal: 0.98 or more)"
 echo
 bash bench/latency.sh "$lat_runs" "$lat_secs"
+echo
+echo "## wakeup latency, against cyclictest"
+echo
+RUNS=$wake_runs SECS=$wake_secs bench/wakeup.sh
 echo
 echo "## observer"
 echo
