@@ -135,15 +135,19 @@ mod tests {
 
     #[test]
     fn large_numbers_read_at_a_glance() {
-        assert_eq!(human(1_303_576_696.0), "1.30 G");
-        assert_eq!(human(61_235.0), "61.2 k");
-        assert_eq!(human(999.4), "999.4");
-        assert_eq!(human(999.7), "1.00 k");
-        assert_eq!(human(123_456.0), "123 k");
-        assert_eq!(human(999_999.0), "1.00 M");
-        assert_eq!(human(-5_607_268_918.0), "-5.61 G");
-        assert_eq!(human(0.981), "0.981");
-        assert_eq!(human(4.2e13), "42.0 T");
+        for (x, text) in [
+            (1_303_576_696.0, "1.30 G"),
+            (61_235.0, "61.2 k"),
+            (999.4, "999.4"),
+            (999.7, "1.00 k"),
+            (123_456.0, "123 k"),
+            (999_999.0, "1.00 M"),
+            (-5_607_268_918.0, "-5.61 G"),
+            (0.981, "0.981"),
+            (4.2e13, "42.0 T"),
+        ] {
+            assert_eq!(human(x), text);
+        }
         assert_eq!(signed(1500.0), "+1.50 k");
         assert_eq!(signed(-2.0), "-2.00");
     }
