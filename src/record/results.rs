@@ -497,9 +497,7 @@ impl RunResults {
     /// notes and warnings wrapped.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let line = |out: &mut String, text: String| {
-            let _ = writeln!(out, "{}", text::wrap(&text, text::COLUMNS, 4));
-        };
+        let line = |out: &mut String, s: String| text::push_wrapped(out, &s, 4);
         let h = &self.host;
         line(
             &mut out,

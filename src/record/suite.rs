@@ -285,17 +285,14 @@ impl SuiteResults {
     /// What each finding showed, for people, in 100 columns.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let line = |out: &mut String, s: &str, indent: usize| {
-            let _ = writeln!(out, "{}", text::wrap(s, text::COLUMNS, indent));
-        };
         for l in self.header() {
-            line(&mut out, &l, 4);
+            text::push_wrapped(&mut out, &l, 4);
         }
         for f in &self.findings {
             let _ = writeln!(out);
-            line(&mut out, &format!("{}: {}", f.name, f.title), 4);
+            text::push_wrapped(&mut out, &format!("{}: {}", f.name, f.title), 4);
             if let Some(why) = &f.skipped {
-                line(&mut out, &format!("  skipped: {why}"), 4);
+                text::push_wrapped(&mut out, &format!("  skipped: {why}"), 4);
                 continue;
             }
             let _ = writeln!(
@@ -317,7 +314,7 @@ impl SuiteResults {
                 let _ = writeln!(out, "{}", row.trim_end());
             }
             for l in findings_notes(f) {
-                line(&mut out, &format!("  {l}"), 4);
+                text::push_wrapped(&mut out, &format!("  {l}"), 4);
             }
         }
         out

@@ -87,6 +87,13 @@ pub const CLAMPED_NOTE: &str =
     "0*: the interval's low end fell below zero and is shown as 0 (none of these figures can be \
      negative); with so few or so spread runs, trust the interval little";
 
+/// Appends `s` to `out` as one paragraph of a report for people: lines of at most
+/// [`COLUMNS`], those after the first indented by `indent`.
+pub fn push_wrapped(out: &mut String, s: &str, indent: usize) {
+    out.push_str(&wrap(s, COLUMNS, indent));
+    out.push('\n');
+}
+
 /// `text` as lines of at most `width` characters: broken at spaces, every line after the
 /// first indented by `indent` spaces; a word longer than a line stays whole.
 pub fn wrap(text: &str, width: usize, indent: usize) -> String {
