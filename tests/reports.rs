@@ -9,7 +9,7 @@ use schedlab::model::Verdict;
 use schedlab::probe::LatencySample;
 use schedlab::record::latency::LatencyResult;
 use schedlab::record::results::{
-    Host, Metric, MetricResult, RunResults, ScenarioInfo, SchedSetting, WorkloadResult,
+    Host, Metric, MetricResult, Provenance, RunResults, ScenarioInfo, SchedSetting, WorkloadResult,
     CSV_REPEATS_HEADER,
 };
 
@@ -74,8 +74,8 @@ fn results(kernel: &str, governor: &str, repeats: usize, scale: f64) -> RunResul
         },
         repeats,
     );
-    r.schedlab_commit = Some("ff47afa".into());
-    r.started_utc = Some("2026-12-06T02:11:19Z".into());
+    r.provenance.schedlab_commit = Some("ff47afa".into());
+    r.provenance.started_utc = Some("2026-12-06T02:11:19Z".into());
     let tp: Vec<f64> = [
         1_303_576_696.0,
         1_298_004_112.0,
@@ -214,7 +214,7 @@ fn compare_fits_100_columns_and_says_where_the_machines_differ() {
         autogroup: true,
         ..Default::default()
     };
-    old.schedlab_commit = None;
+    old.provenance.schedlab_commit = None;
     old.scenario.content = None;
     assert_eq!(
         machine_differences(&[old, files[0].clone()]),
@@ -340,10 +340,10 @@ fn this_machine_is_described_field_by_field() {
     }
     // A results file carries it, with the commit and round-trips through the strict reader.
     let mut r = RunResults::new(h.clone(), ScenarioInfo::default(), 1);
-    r.started_utc = Some("2026-12-06T02:11:19Z".into());
+    r.provenance.started_utc = Some("2026-12-06T02:11:19Z".into());
     let back = RunResults::from_json(&r.to_json(), "x.json").unwrap();
     assert_eq!(back.host, h);
-    let commit = back.schedlab_commit.unwrap();
+    let commit = back.provenance.schedlab_commit.unwrap();
     assert!(
         commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
         "{commit}"
@@ -377,10 +377,12 @@ fn suite() -> schedlab::record::suite::SuiteResults {
     };
     SuiteResults {
         suite_schema_version: schedlab::record::suite::SUITE_SCHEMA_VERSION,
-        schedlab_version: "0.1.0".into(),
-        schedlab_commit: Some("b73b6f3".into()),
-        started_utc: Some("2026-12-06T04:56:44Z".into()),
-        command_line: Some(vec!["schedlab".into(), "suite".into(), "--quick".into()]),
+        provenance: Provenance {
+            schedlab_version: "0.1.0".into(),
+            schedlab_commit: Some("b73b6f3".into()),
+            started_utc: Some("2026-12-06T04:56:44Z".into()),
+            command_line: Some(vec!["schedlab".into(), "suite".into(), "--quick".into()]),
+        },
         host: host("6.18.44", "performance", "950000"),
         quick: true,
         repeats: 1,

@@ -107,7 +107,7 @@ fn results_carry_their_machine_and_every_repeat_in_csv() {
         Some(FINITE),
         "the scenario's text"
     );
-    let cmd = r.command_line.unwrap();
+    let cmd = r.provenance.command_line.unwrap();
     assert!(
         cmd[1..]
             == [
@@ -120,12 +120,12 @@ fn results_carry_their_machine_and_every_repeat_in_csv() {
             ],
         "{cmd:?}"
     );
-    let started = r.started_utc.unwrap();
+    let started = r.provenance.started_utc.unwrap();
     assert!(
         started.starts_with("20") && started.ends_with('Z'),
         "{started}"
     );
-    assert!(r.schedlab_commit.is_some());
+    assert!(r.provenance.schedlab_commit.is_some());
 
     // Every repeat's value, one row each, with the scenario, kernel and host.
     let out = run_of(&sc)

@@ -69,9 +69,9 @@ fn example() -> RunResults {
         ],
         &[frames, second],
     );
-    r.schedlab_commit = Some("ff47afa".into());
-    r.started_utc = Some("2026-12-06T02:11:19Z".into());
-    r.command_line = Some(vec![
+    r.provenance.schedlab_commit = Some("ff47afa".into());
+    r.provenance.started_utc = Some("2026-12-06T02:11:19Z".into());
+    r.provenance.command_line = Some(vec![
         "schedlab".into(),
         "run".into(),
         "contest-fork-load".into(),
@@ -182,7 +182,10 @@ fn strays_and_other_versions_are_refused() {
     v["scenario"].as_object_mut().unwrap().remove("content");
     let old = RunResults::from_json(&v.to_string(), "x.json").unwrap();
     assert_eq!((old.host.hostname, old.host.sched.len()), (None, 0));
-    assert_eq!((old.started_utc, old.scenario.content), (None, None));
+    assert_eq!(
+        (old.provenance.started_utc, old.scenario.content),
+        (None, None)
+    );
     // Schema 2, without latency, is still read.
     let mut v = serde_json::to_value(example()).unwrap();
     v["schema_version"] = 2.into();

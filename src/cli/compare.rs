@@ -606,8 +606,14 @@ pub fn machine_differences(files: &[RunResults]) -> Vec<String> {
         .iter()
         .map(|r| {
             let mut f = r.host.fields();
-            f.push(("schedlab".into(), Some(r.schedlab_version.clone())));
-            f.push(("schedlab commit".into(), r.schedlab_commit.clone()));
+            f.push((
+                "schedlab".into(),
+                Some(r.provenance.schedlab_version.clone()),
+            ));
+            f.push((
+                "schedlab commit".into(),
+                r.provenance.schedlab_commit.clone(),
+            ));
             f
         })
         .collect();
