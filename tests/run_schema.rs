@@ -4,20 +4,12 @@
 mod common;
 
 use schedlab::model::latency::Distribution;
-use schedlab::probe::LatencySample;
 use schedlab::record::latency::LatencyResult;
 use schedlab::record::results::{Host, RunResults, ScenarioInfo, SchedSetting, SCHEMA_VERSION};
 
 /// A repeat's fork cycles: `n` of 1 ms and one of 40 ms.
 fn fork_cycles(n: u64) -> Distribution {
-    let bucket = |ns| schedlab::sys::shared::histogram::bucket_of(ns) as u16;
-    Distribution::cumulative(&LatencySample {
-        unit: "fork cycle".into(),
-        samples: n + 1,
-        sum_ns: n * 1_000_000 + 40_000_000,
-        rejected: 0,
-        buckets: vec![(bucket(1_000_000), n), (bucket(40_000_000), 1)],
-    })
+    common::latency_with_outlier("fork cycle", n, 1_000_000, 40_000_000)
 }
 
 /// A machine with every field known.
