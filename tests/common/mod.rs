@@ -32,6 +32,19 @@ pub fn latency_with_outlier(unit: &str, n: u64, typical_ns: u64, outlier_ns: u64
     })
 }
 
+/// Runs `schedlab SUBCOMMAND ARGS --format json -o OUT`: how it ended, and its stderr.
+pub fn run_json(subcommand: &str, args: &[&str], out: &Path) -> (std::process::Output, String) {
+    let run = schedlab()
+        .arg(subcommand)
+        .args(args)
+        .args(["--format", "json", "-o"])
+        .arg(out)
+        .output()
+        .unwrap_or_else(|e| panic!("schedlab {subcommand} does not run: {e}"));
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    (run, stderr)
+}
+
 /// The command succeeded; its stderr says why not.
 pub fn assert_success(out: &std::process::Output) {
     assert!(
