@@ -77,6 +77,11 @@ impl Tmux {
         }
     }
 
+    /// Types `schedlab tui ARGS`, tagged as this test's (Enter not pressed).
+    fn type_tui(&self, args: &str) {
+        self.type_text(&format!("SCHEDLAB_E2E_TAG={} {BIN} tui {args}", self.tag));
+    }
+
     fn type_text(&self, text: &str) {
         let ok = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys", "-t", "e2e", "-l", text])
@@ -335,6 +340,11 @@ fn quit_with_q_after_adding_a_chat_workload() {
 /// The nice value of a tagged process whose command line holds `what`.
 fn nice_of(t: &Tmux, what: &str) -> Option<i32> {
     let (pid, _) = t.tagged().into_iter().find(|(_, cmd)| cmd.contains(what))?;
+    nice_of_pid(pid)
+}
+
+/// The nice value of process `pid`, from its stat.
+fn nice_of_pid(pid: u32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Field 19, the 17th after the command's closing parenthesis.
     stat.rsplit(')')
@@ -504,20 +514,8 @@ fn sigkill_of_a_dashboard_that_reniced_an_attached_process_puts_its_nice_back() 
         .spawn()
         .unwrap();
     let pid = outside.id();
-    let nice = |pid: u32| -> Option<i32> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        stat.rsplit(')')
-            .next()?
-            .split_whitespace()
-            .nth(16)?
-            .parse()
-            .ok()
-    };
     let name = format!("pid:{pid}");
-    t.type_text(&format!(
-        "SCHEDLAB_E2E_TAG={} {BIN} tui --attach {name}",
-        t.tag
-    ));
+    t.type_tui(&format!("--attach {name}"));
     t.keys(&["Enter"]);
     t.wait_for("the attached row", Duration::from_secs(20), |s| {
         row(s, &name).is_some()
@@ -529,18 +527,22 @@ fn sigkill_of_a_dashboard_that_reniced_an_attached_process_puts_its_nice_back() 
     });
     t.keys(&["]"]);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while nice(pid) != Some(1) && Instant::now() < deadline {
+    while nice_of_pid(pid) != Some(1) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(nice(pid), Some(1), "{}", t.screen());
+    assert_eq!(nice_of_pid(pid), Some(1), "{}", t.screen());
     let dashboard = t.dashboard_pid_of(&format!("{BIN} tui --attach {name}"));
     let _ = kill(Pid::from_raw(dashboard as i32), Signal::SIGKILL);
     let killed = Instant::now();
-    while nice(pid) != Some(0) && killed.elapsed() < Duration::from_secs(3) {
+    while nice_of_pid(pid) != Some(0) && killed.elapsed() < Duration::from_secs(3) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let back = killed.elapsed();
-    assert_eq!(nice(pid), Some(0), "nice not put back 3 s after SIGKILL");
+    assert_eq!(
+        nice_of_pid(pid),
+        Some(0),
+        "nice not put back 3 s after SIGKILL"
+    );
     eprintln!(
         "nice put back {:.0} ms after SIGKILL",
         back.as_secs_f64() * 1e3
@@ -602,10 +604,7 @@ fn a_served_lab_is_watched_from_another_dashboard_read_only() {
     let dir = tempfile::tempdir().unwrap();
     let served_tag = format!("{}-served", t.tag);
     let (mut serve, addr) = serve_lab(dir.path(), &served_tag, "served-hogs", "far_hog");
-    t.type_text(&format!(
-        "SCHEDLAB_E2E_TAG={} {BIN} tui --connect {addr}",
-        t.tag
-    ));
+    t.type_tui(&format!("--connect {addr}"));
     t.keys(&["Enter"]);
     let at = format!("@{addr}");
     t.wait_for("the served lab's row", Duration::from_secs(20), |s| {
@@ -693,10 +692,7 @@ fn two_served_labs_side_by_side() {
     let tag = format!("{}-served", t.tag);
     let (_a, a) = serve_lab(dir.path(), &tag, "base", "hog_one");
     let (_b, b) = serve_lab(dir.path(), &tag, "patched", "hog_two");
-    t.type_text(&format!(
-        "SCHEDLAB_E2E_TAG={} {BIN} tui --connect {a} --connect {b}",
-        t.tag
-    ));
+    t.type_tui(&format!("--connect {a} --connect {b}"));
     t.keys(&["Enter"]);
     // A row's words after its name: A's got, due, ratio (and verdict), B's...
     let figures = |s: &str, name: &str| -> Vec<String> {
