@@ -33,6 +33,34 @@ fn root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// Whether this process may do what the test needs root for (`what`); when not, it says the
+/// test checks nothing.
+fn checked_as_root(what: &str) -> bool {
+    if !root() {
+        eprintln!("NOT CHECKED: {what} needs root (CI runs as root)");
+    }
+    root()
+}
+
+/// As root, the machine's turn and a cgroup made to count the truth; else None, and the test
+/// says it checks nothing.
+fn counted_turn(tag: &str) -> Option<(std::sync::MutexGuard<'static, ()>, Group)> {
+    if !checked_as_root("making the cgroup that counts the truth") {
+        return None;
+    }
+    let m = machine();
+    let group = Group::make(tag).expect("a cgroup v2 or v1 cpuacct hierarchy");
+    Some((m, group))
+}
+
+/// The machine's turn, two sleepers outside (named by `tags`), and a Lab to attach them in,
+/// ticking every 100 ms.
+fn sleepers_and_a_lab(tags: [&str; 2]) -> (std::sync::MutexGuard<'static, ()>, [Outside; 2], Lab) {
+    let m = machine();
+    let outside = tags.map(Outside::sleeper);
+    (m, outside, Lab::new(Duration::from_millis(100)).unwrap())
+}
+
 /// A scratch directory for this test process: trap files, renamed shells.
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("schedlab-attach-{}-{tag}", std::process::id()));
@@ -99,6 +127,27 @@ impl Outside {
         Outside::start(tag, Path::new("/bin/sh"), "while :; do :; done", cpu)
     }
 
+    /// A shell that sleeps in a loop, on any CPU.
+    fn sleeper(tag: &str) -> Outside {
+        Outside::start(
+            tag,
+            Path::new("/bin/sh"),
+            "while :; do sleep 0.05; done",
+            None,
+        )
+    }
+
+    /// Waits until the trap wrote TERM, once, and nothing else.
+    fn asked_to_terminate(&self) {
+        common::wait::until(Duration::from_secs(5), Duration::from_millis(20), || {
+            match std::fs::read_to_string(&self.trapped) {
+                Ok(s) if s.trim() == "TERM" => Ok(()),
+                other => Err(other.ok()),
+            }
+        })
+        .unwrap();
+    }
+
     /// Alive, not stopped, and no catchable signal arrived.
     fn never_signalled(&self) -> Result<(), String> {
         match stat(self.pid) {
@@ -117,11 +166,7 @@ impl Outside {
 
 impl Drop for Outside {
     fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.pid as i32),
-            nix::sys::signal::SIGKILL,
-        );
-        let _ = self.child.wait();
+        common::child::kill_group(&mut self.child);
         if let Some(d) = self.trapped.parent() {
             let _ = std::fs::remove_dir_all(d);
         }
@@ -270,14 +315,9 @@ fn within_2pct(what: &str, read: f64, truth: f64) {
 /// task each, equal weights). Then by its cgroup, the same.
 #[test]
 fn a_hog_attached_by_pid_or_by_its_cgroup_reads_what_the_kernel_counted() {
-    if !root() {
-        eprintln!(
-            "NOT CHECKED: making the cgroup that counts the truth needs root (CI runs as root)"
-        );
+    let Some((_m, group)) = counted_turn("pid") else {
         return;
-    }
-    let _m = machine();
-    let group = Group::make("pid").expect("a cgroup v2 or v1 cpuacct hierarchy");
+    };
     let hog = Outside::hog("pid-hog", Some(0));
     let other = Outside::hog("pid-other", Some(0));
     group.take(hog.pid);
@@ -324,14 +364,9 @@ fn a_hog_attached_by_pid_or_by_its_cgroup_reads_what_the_kernel_counted() {
 /// attached by that name, both are counted.
 #[test]
 fn two_processes_of_one_name_are_both_counted() {
-    if !root() {
-        eprintln!(
-            "NOT CHECKED: making the cgroup that counts the truth needs root (CI runs as root)"
-        );
+    let Some((_m, group)) = counted_turn("comm") else {
         return;
-    }
-    let _m = machine();
-    let group = Group::make("comm").expect("a cgroup hierarchy");
+    };
     let dir = scratch("comm-bin");
     let name = format!("slat{}", std::process::id() % 100_000);
     let shell = dir.join(&name);
@@ -365,14 +400,9 @@ fn two_processes_of_one_name_are_both_counted() {
 /// reaped-children time.
 #[test]
 fn a_fork_loop_attached_by_session_has_its_children_counted() {
-    if !root() {
-        eprintln!(
-            "NOT CHECKED: making the cgroup that counts the truth needs root (CI runs as root)"
-        );
+    let Some((_m, group)) = counted_turn("session") else {
         return;
-    }
-    let _m = machine();
-    let group = Group::make("session").expect("a cgroup hierarchy");
+    };
     let lp = Outside::start(
         "session-loop",
         Path::new("/bin/sh"),
@@ -407,21 +437,7 @@ fn a_fork_loop_attached_by_session_has_its_children_counted() {
 /// start. A process that exits ends its row as `ended`, and `run` carries on.
 #[test]
 fn stopping_detaches_and_nothing_outside_is_ever_signalled() {
-    let _m = machine();
-    let a = Outside::start(
-        "stop-a",
-        Path::new("/bin/sh"),
-        "while :; do sleep 0.05; done",
-        None,
-    );
-    let b = Outside::start(
-        "stop-b",
-        Path::new("/bin/sh"),
-        "while :; do sleep 0.05; done",
-        None,
-    );
-
-    let mut lab = Lab::new(Duration::from_millis(100)).unwrap();
+    let (_m, [a, b], mut lab) = sleepers_and_a_lab(["stop-a", "stop-b"]);
     let by_pid = lab.add(attach_decl("a", Selector::Pid(a.pid))).unwrap();
     let by_session = lab.add(attach_decl("b", Selector::Session(b.pid))).unwrap();
     let by_comm = lab.add(attach_decl("sleeps", Selector::Comm("sleep".into())));
@@ -493,20 +509,7 @@ fn stopping_detaches_and_nothing_outside_is_ever_signalled() {
 /// outside is touched.
 #[test]
 fn attached_processes_are_killed_only_when_asked() {
-    let _m = machine();
-    let target = Outside::start(
-        "kill-a",
-        Path::new("/bin/sh"),
-        "while :; do sleep 0.05; done",
-        None,
-    );
-    let bystander = Outside::start(
-        "kill-b",
-        Path::new("/bin/sh"),
-        "while :; do sleep 0.05; done",
-        None,
-    );
-    let mut lab = Lab::new(Duration::from_millis(100)).unwrap();
+    let (_m, [target, bystander], mut lab) = sleepers_and_a_lab(["kill-a", "kill-b"]);
     let id = lab
         .add(attach_decl("target", Selector::Pid(target.pid)))
         .unwrap();
@@ -531,13 +534,7 @@ fn attached_processes_are_killed_only_when_asked() {
     lab.stop(other);
     drop(lab);
     // The trap writes TERM, and the shell goes on (it traps it): it was asked, once.
-    common::wait::until(Duration::from_secs(5), Duration::from_millis(20), || {
-        match std::fs::read_to_string(&target.trapped) {
-            Ok(s) if s.trim() == "TERM" => Ok(()),
-            other => Err(other.ok()),
-        }
-    })
-    .unwrap();
+    target.asked_to_terminate();
     bystander.never_signalled().unwrap();
 
     // Headless: the flag is refused with nothing attached, and kills at the end otherwise.
@@ -547,12 +544,7 @@ fn attached_processes_are_killed_only_when_asked() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs something attached"));
-    let victim = Outside::start(
-        "kill-c",
-        Path::new("/bin/sh"),
-        "while :; do sleep 0.05; done",
-        None,
-    );
+    let victim = Outside::sleeper("kill-c");
     let out = common::schedlab()
         .args(["run", "--attach", &format!("pid:{}", victim.pid)])
         .args(["--duration", "1", "--kill-attached"])
@@ -563,13 +555,7 @@ fn attached_processes_are_killed_only_when_asked() {
     // The shell, and its `sleep` of the moment (a pid selector takes its descendants).
     assert!(said.contains(": sent SIGTERM to "), "{said}");
     assert!(!said.contains("to 0 processes"), "{said}");
-    common::wait::until(Duration::from_secs(5), Duration::from_millis(20), || {
-        match std::fs::read_to_string(&victim.trapped) {
-            Ok(s) if s.trim() == "TERM" => Ok(()),
-            other => Err(other.ok()),
-        }
-    })
-    .unwrap();
+    victim.asked_to_terminate();
     bystander.never_signalled().unwrap();
 }
 
@@ -649,8 +635,7 @@ fn attach_selector_errors_point_at_the_scenario() {
 /// part (50 against the other's 100 on v2, 512 against 1024 on v1: a third of CPU 0).
 #[test]
 fn an_attached_cgroup_shows_its_weight_quota_and_throttled_time() {
-    if !root() {
-        eprintln!("NOT CHECKED: making a cpu cgroup needs root (CI runs as root)");
+    if !checked_as_root("making a cpu cgroup") {
         return;
     }
     let _m = machine();
@@ -692,15 +677,18 @@ fn an_attached_cgroup_shows_its_weight_quota_and_throttled_time() {
         }
         last.expect("its row")
     };
+    // What it got and was due, for the log.
+    let figures = |w: &schedlab::model::WorkloadFrame| {
+        format!(
+            "got {:.3}, due {:.3}: {}; throttled {:.0}%",
+            w.cpu_received,
+            w.cpu_fair,
+            w.due.text(),
+            w.throttled_pct
+        )
+    };
     let w = settle(&mut lab);
-    eprintln!(
-        "quota 20%: got {:.3}, due {:.3}: {}; throttled {:.0}%; group {}",
-        w.cpu_received,
-        w.cpu_fair,
-        w.due.text(),
-        w.throttled_pct,
-        w.group
-    );
+    eprintln!("quota 20%: {}; group {}", figures(&w), w.group);
     match &w.due {
         schedlab::model::Due::Quota { cpus, .. } => assert!((cpus - 0.2).abs() < 0.01, "{cpus}"),
         other => panic!("due by its quota, not {other:?}"),
@@ -712,13 +700,7 @@ fn an_attached_cgroup_shows_its_weight_quota_and_throttled_time() {
     quota(None);
     let other = Outside::hog("container-other", Some(0));
     let w = settle(&mut lab);
-    eprintln!(
-        "no quota, beside a hog on CPU 0: got {:.3}, due {:.3}: {}; throttled {:.0}%",
-        w.cpu_received,
-        w.cpu_fair,
-        w.due.text(),
-        w.throttled_pct
-    );
+    eprintln!("no quota, beside a hog on CPU 0: {}", figures(&w));
     match &w.due {
         schedlab::model::Due::Share {
             weight, of_weight, ..

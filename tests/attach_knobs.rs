@@ -36,6 +36,21 @@ fn skip() -> Option<&'static str> {
     None
 }
 
+/// The machine's turn, as root; None, the test saying why it skips, when not root.
+fn turn() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if let Some(why) = skip() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(machine())
+}
+
+/// The machine's turn and a hog started (tagged `tag`), as root; None when not root.
+fn hog_turn(tag: &str) -> Option<(std::sync::MutexGuard<'static, ()>, Hog)> {
+    let m = turn()?;
+    Some((m, Hog::start(tag)))
+}
+
 const TRAPS: &str = "HUP INT QUIT TERM USR1 USR2 ALRM PIPE";
 /// The hog's own nice value, set before schedlab sees it: what must come back.
 const OWN_NICE: i32 = 3;
@@ -118,11 +133,7 @@ impl Hog {
 
 impl Drop for Hog {
     fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.pid as i32),
-            nix::sys::signal::SIGKILL,
-        );
-        let _ = self.child.wait();
+        common::child::kill_group(&mut self.child);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -188,25 +199,27 @@ fn attach_decl(name: &str, pid: u32, knobs: Knobs) -> WorkloadDecl {
     }
 }
 
+/// A Lab ticking every `every_ms` with `pid` attached as `name`, unchanged, ticked once: the
+/// Lab and the workload's id.
+fn attached_in_a_lab(every_ms: u64, name: &str, pid: u32) -> (Lab, u32) {
+    let mut lab = Lab::new(Duration::from_millis(every_ms)).unwrap();
+    let id = lab.add(attach_decl(name, pid, Knobs::default())).unwrap();
+    lab.tick();
+    (lab, id)
+}
+
 /// Renice and pin through the Lab; stop (let go) puts them back; so does a restart's detach,
 /// remove and dropping the Lab. The journal and the restorer exist only while something is
 /// changed.
 #[test]
 fn knobs_on_an_attached_hog_are_put_back_when_it_is_let_go() {
-    if let Some(why) = skip() {
-        eprintln!("skipped: {why}");
+    let Some((_m, hog)) = hog_turn("detach") else {
         return;
-    }
-    let _m = machine();
-    let hog = Hog::start("detach");
+    };
     let all_cpus = cpus_allowed(hog.pid);
     assert_eq!(hog.nice(), OWN_NICE);
 
-    let mut lab = Lab::new(Duration::from_millis(100)).unwrap();
-    let id = lab
-        .add(attach_decl("hog", hog.pid, Knobs::default()))
-        .unwrap();
-    lab.tick();
+    let (mut lab, id) = attached_in_a_lab(100, "hog", hog.pid);
     assert!(schedlab::sys::exit::undo::journal_file().is_none());
     // Its knobs start from the hog's own nice, changing nothing: `]` then makes it one more.
     assert_eq!(Backend::knobs(&lab, id).map(|k| k.nice), Some(OWN_NICE));
@@ -292,12 +305,9 @@ fn knobs_on_an_attached_hog_are_put_back_when_it_is_let_go() {
 /// end (the exit hooks and `main` put it back themselves), the same.
 #[test]
 fn a_sigkilled_run_leaves_the_attached_hog_restored_within_3_s() {
-    if let Some(why) = skip() {
-        eprintln!("skipped: {why}");
+    let Some((_m, hog)) = hog_turn("sigkill") else {
         return;
-    }
-    let _m = machine();
-    let hog = Hog::start("sigkill");
+    };
     let all_cpus = cpus_allowed(hog.pid);
     let dir = tempfile::tempdir().unwrap();
     let scenario = common::scenario_file(
@@ -408,15 +418,13 @@ fn a_sigkilled_run_leaves_the_attached_hog_restored_within_3_s() {
 /// is left as it was, and the journal and its restorer are gone with the run.
 #[test]
 fn a_refused_change_is_one_line_and_changes_nothing() {
-    if let Some(why) = skip() {
-        eprintln!("skipped: {why}");
+    let Some(_m) = turn() else {
         return;
-    }
+    };
     if Command::new("setpriv").arg("--version").output().is_err() {
         eprintln!("skipped: no setpriv(1) to run schedlab as user nobody");
         return;
     }
-    let _m = machine();
     let hog = Hog::start("eperm");
     let dir = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -472,11 +480,9 @@ const HOG_LOOP: &str = "while :; do :; done";
 /// taken into the journal with its parent's old values and put back with it on detach.
 #[test]
 fn a_child_born_after_the_change_is_put_back_too() {
-    if let Some(why) = skip() {
-        eprintln!("skipped: {why}");
+    let Some(_m) = turn() else {
         return;
-    }
-    let _m = machine();
+    };
     // Waits (sleeping) for a file, then starts a CPU hog as its child.
     let parent = Hog::running("child", |dir| {
         format!(
@@ -484,11 +490,7 @@ fn a_child_born_after_the_change_is_put_back_too() {
             go = dir.join("go").display()
         )
     });
-    let mut lab = Lab::new(Duration::from_millis(100)).unwrap();
-    let id = lab
-        .add(attach_decl("parent", parent.pid, Knobs::default()))
-        .unwrap();
-    lab.tick();
+    let (mut lab, id) = attached_in_a_lab(100, "parent", parent.pid);
     let knobs = Knobs {
         nice: 12,
         ..Knobs::default()
@@ -589,18 +591,11 @@ fn attached_dirs(cgroups: &str) -> Vec<PathBuf> {
 /// the groups it came from and removes the group.
 #[test]
 fn a_hog_placed_in_a_cgroup_is_due_its_quota_and_goes_back_where_it_was() {
-    if let Some(why) = skip() {
-        eprintln!("skipped: {why}");
+    let Some((_m, hog)) = hog_turn("cgroup") else {
         return;
-    }
-    let _m = machine();
-    let hog = Hog::start("cgroup");
+    };
     let before = cgroups_of(hog.pid);
-    let mut lab = Lab::new(Duration::from_millis(500)).unwrap();
-    let id = lab
-        .add(attach_decl("hog", hog.pid, Knobs::default()))
-        .unwrap();
-    lab.tick();
+    let (mut lab, id) = attached_in_a_lab(500, "hog", hog.pid);
     let knobs = Knobs {
         nice: OWN_NICE,
         placement: Placement::Cgroup { weight: 50 },

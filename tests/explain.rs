@@ -9,22 +9,13 @@ mod common;
 
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::Duration;
 
-use schedlab::engine::lab::Lab;
 use schedlab::explain::conclusion::{Effect, Outcome};
 use schedlab::explain::evidence::OwnerEvidence;
 use schedlab::explain::report::ExplainReport;
 use schedlab::explain::tracer::Evidence;
 
 static MACHINE: Mutex<()> = Mutex::new(());
-
-fn wait_for_quiet() {
-    let mut lab = Lab::new(Duration::from_millis(250)).expect("lab");
-    if let Err(last) = common::wait::until_quiet(&mut lab, Duration::from_millis(250)) {
-        panic!("the machine never got quiet (other tasks wanted {last:.2} CPUs)");
-    }
-}
 
 fn is_root() -> bool {
     // SAFETY: geteuid takes nothing and cannot fail.
@@ -33,14 +24,7 @@ fn is_root() -> bool {
 
 /// Runs `schedlab explain ARGS --format json -o FILE` and reads the report back.
 fn explain(args: &[&str], out: &Path) -> ExplainReport {
-    let run = common::schedlab()
-        .arg("explain")
-        .args(args)
-        .args(["--format", "json", "-o"])
-        .arg(out)
-        .output()
-        .expect("schedlab explain runs");
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let (run, stderr) = common::run_json("explain", args, out);
     assert!(run.status.success(), "{:?}: {stderr}", run.status);
     let text = std::fs::read_to_string(out).unwrap_or_else(|e| panic!("no report ({e}); {stderr}"));
     serde_json::from_str(&text).expect("a report")
@@ -131,8 +115,7 @@ fn left_behind() -> (usize, usize) {
 /// the excess kept (`leaves it`: half of it or more on a log scale) and a ratio above 1.3.
 #[test]
 fn the_contest_fork_loop_excess_is_new_task_placement_not_wakeup_preemption() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    wait_for_quiet();
+    let _m = common::wait::quiet_turn(&MACHINE);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("explain.json");
     let variants = if is_root() {
@@ -204,8 +187,7 @@ fn the_contest_fork_loop_excess_is_new_task_placement_not_wakeup_preemption() {
 /// Two CPU hogs at nice 0 on one CPU share it evenly: nothing to explain, and no variant runs.
 #[test]
 fn a_fair_control_case_has_no_deviation_to_explain() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    wait_for_quiet();
+    let _m = common::wait::quiet_turn(&MACHINE);
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("control.toml");
     std::fs::write(

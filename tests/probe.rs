@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fakeproc::{pin, target, FakeProc, Proc, Thread, S};
 use schedlab::model::{Accounting, Frame, Model, WorkloadState};
-use schedlab::probe::{Health, Probe, ProbeConfig, Sample};
+use schedlab::probe::{Health, Probe, ProbeConfig, Sample, Target};
 
 fn hogs(f: &FakeProc, k: u64, autogroup: u64) {
     // Four hogs in one process: each ran 0.4 s and waited 0.6 s of every second.
@@ -63,6 +63,16 @@ fn fork_load_frame(own_session: bool) -> Frame {
     f
 }
 
+/// A fake /proc with the four hogs of `hogs` (pid 100, autogroup 7), the ref-job workload
+/// that is them, and a probe made before they were written.
+fn ref_job() -> (FakeProc, [Target; 1], Probe) {
+    let f = FakeProc::new();
+    let targets = [target(1, "ref-job", 100)];
+    let probe = f.probe();
+    hogs(&f, 1, 7);
+    (f, targets, probe)
+}
+
 /// Makes `file` unreadable. Tests run as root, which permissions do not stop: a directory where
 /// a file should be gives the same kind of error (not ENOENT/ESRCH) as EACCES under hidepid
 /// would.
@@ -79,6 +89,11 @@ fn health(s: &Sample) -> (&'static str, &str) {
         Health::Partial(why) => ("partial", why),
         Health::Gone(why) => ("gone", why),
     }
+}
+
+/// The Frame as JSON matches its snapshot `name`.
+fn snapshot(name: &str, f: &Frame) {
+    insta::assert_snapshot!(name, serde_json::to_string_pretty(f).unwrap());
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -98,10 +113,7 @@ fn fork_load_in_one_session_is_due_two_fifths_of_a_cpu() {
     assert_eq!(loop_.group, "autogroup-7");
     assert_eq!(loop_.accounting, Accounting::Proc);
     assert!(close(f.jain_index, 1.0));
-    insta::assert_snapshot!(
-        "fork_load_one_session",
-        serde_json::to_string_pretty(f).unwrap()
-    );
+    snapshot("fork_load_one_session", f);
 }
 
 #[test]
@@ -116,10 +128,7 @@ fn fork_load_in_its_own_session_is_due_its_whole_demand() {
     assert!(close(jobs.cpu_fair, 1.2), "{jobs:?}");
     assert_eq!(loop_.group, "autogroup-8");
     assert_eq!(jobs.group, "autogroup-7");
-    insta::assert_snapshot!(
-        "fork_load_own_session",
-        serde_json::to_string_pretty(f).unwrap()
-    );
+    snapshot("fork_load_own_session", f);
 }
 
 #[test]
@@ -189,10 +198,7 @@ fn a_child_reaped_by_the_workload_is_counted_once() {
 
 #[test]
 fn a_thread_that_exits_is_dropped_without_fuss() {
-    let f = FakeProc::new();
-    let targets = [target(1, "ref-job", 100)];
-    let mut probe = f.probe();
-    hogs(&f, 1, 7);
+    let (f, targets, mut probe) = ref_job();
     let s0 = probe.sample(&targets);
     assert_eq!(s0.workloads[0].processes[0].threads.len(), 4);
     // One thread exits: its directory goes and the thread count drops.
@@ -205,10 +211,7 @@ fn a_thread_that_exits_is_dropped_without_fuss() {
 
 #[test]
 fn an_unreadable_file_makes_the_workload_partial_with_the_reason() {
-    let f = FakeProc::new();
-    let targets = [target(1, "ref-job", 100)];
-    let mut probe = f.probe();
-    hogs(&f, 1, 7);
+    let (f, targets, mut probe) = ref_job();
     unreadable(&f, "100/task/101/schedstat");
     let s = probe.sample(&targets);
     let (state, why) = health(&s);
@@ -238,10 +241,7 @@ fn an_unreadable_leader_is_gone_with_the_reason() {
 
 #[test]
 fn a_dead_workload_is_gone_and_a_reused_pid_is_not_mistaken_for_it() {
-    let f = FakeProc::new();
-    let targets = [target(1, "ref-job", 100)];
-    let mut probe = f.probe();
-    hogs(&f, 1, 7);
+    let (f, targets, mut probe) = ref_job();
     assert_eq!(probe.sample(&targets).workloads[0].health, Health::Ok);
     // The workload dies; pid 100 is reused by an unrelated process in another group.
     f.remove(100);
@@ -259,10 +259,7 @@ fn a_dead_workload_is_gone_and_a_reused_pid_is_not_mistaken_for_it() {
 
 #[test]
 fn a_process_leaving_the_group_is_dropped() {
-    let f = FakeProc::new();
-    let targets = [target(1, "ref-job", 100)];
-    let mut probe = f.probe();
-    hogs(&f, 1, 7);
+    let (f, targets, mut probe) = ref_job();
     forker(&f, 1, 100, 7);
     // The forker joins group 100 first, then setsid()s away into its own.
     let mut text = fs::read_to_string(f.root().join("200/stat")).unwrap();

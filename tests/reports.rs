@@ -3,13 +3,14 @@
 //! zero, the per-repeat CSV reads back into the same figures, and a results file's machine is
 //! this machine, field by field. No workload runs here.
 
+mod common;
+
 use schedlab::cli::compare::{compare_many, machine_differences, to_text};
 use schedlab::model::latency::Distribution;
 use schedlab::model::Verdict;
-use schedlab::probe::LatencySample;
 use schedlab::record::latency::LatencyResult;
 use schedlab::record::results::{
-    Host, Metric, MetricResult, RunResults, ScenarioInfo, SchedSetting, WorkloadResult,
+    Host, Metric, MetricResult, Provenance, RunResults, ScenarioInfo, SchedSetting, WorkloadResult,
     CSV_REPEATS_HEADER,
 };
 
@@ -37,14 +38,7 @@ fn host(kernel: &str, governor: &str, rt_runtime: &str) -> Host {
 
 /// A repeat's round trips: `n` of 20 µs and one of 900 µs.
 fn round_trips(n: u64) -> Distribution {
-    let bucket = |ns| schedlab::sys::shared::histogram::bucket_of(ns) as u16;
-    Distribution::cumulative(&LatencySample {
-        unit: "round trip".into(),
-        samples: n + 1,
-        sum_ns: n * 20_000 + 900_000,
-        rejected: 0,
-        buckets: vec![(bucket(20_000), n), (bucket(900_000), 1)],
-    })
+    common::latency_with_outlier("round trip", n, 20_000, 900_000)
 }
 
 fn workload(name: &str, kind: &str, unit: &str, metrics: &[(Metric, &[f64])]) -> WorkloadResult {
@@ -74,8 +68,8 @@ fn results(kernel: &str, governor: &str, repeats: usize, scale: f64) -> RunResul
         },
         repeats,
     );
-    r.schedlab_commit = Some("ff47afa".into());
-    r.started_utc = Some("2026-12-06T02:11:19Z".into());
+    r.provenance.schedlab_commit = Some("ff47afa".into());
+    r.provenance.started_utc = Some("2026-12-06T02:11:19Z".into());
     let tp: Vec<f64> = [
         1_303_576_696.0,
         1_298_004_112.0,
@@ -214,7 +208,7 @@ fn compare_fits_100_columns_and_says_where_the_machines_differ() {
         autogroup: true,
         ..Default::default()
     };
-    old.schedlab_commit = None;
+    old.provenance.schedlab_commit = None;
     old.scenario.content = None;
     assert_eq!(
         machine_differences(&[old, files[0].clone()]),
@@ -262,27 +256,24 @@ fn the_per_repeat_csv_reads_back_into_the_same_figures() {
         leads.iter().all(|l| l == "chat-30x1000,6.18.0,lab1"),
         "{leads:?}"
     );
+    // The runs the CSV has for a workload's figure of that name.
+    let runs_of = |workload: &str, name: &str| {
+        let key = (workload.to_owned(), name.to_owned());
+        &parsed.iter().find(|(k, _)| *k == key).unwrap().1
+    };
     let mut expected = 0;
     for w in &r.workloads {
         for m in &w.metrics {
-            let (_, runs) = parsed
-                .iter()
-                .find(|(k, _)| *k == (w.name.clone(), m.metric.name().to_owned()))
-                .unwrap();
+            let runs = runs_of(&w.name, m.metric.name());
             assert_eq!(runs, &m.runs, "exact doubles: {}", m.metric.name());
             assert_eq!(stats(runs).summary, m.summary);
             expected += 1;
         }
-        for l in &w.latency {
-            for f in &l.figures {
-                let (_, runs) = parsed
-                    .iter()
-                    .find(|(k, _)| *k == (w.name.clone(), f.figure.gate_name().to_owned()))
-                    .unwrap();
-                assert_eq!(runs, &f.runs);
-                assert_eq!(stats(runs).summary, f.summary);
-                expected += 1;
-            }
+        for f in w.latency.iter().flat_map(|l| &l.figures) {
+            let runs = runs_of(&w.name, f.figure.gate_name());
+            assert_eq!(runs, &f.runs);
+            assert_eq!(stats(runs).summary, f.summary);
+            expected += 1;
         }
     }
     assert_eq!(parsed.len(), expected, "no row of anything else");
@@ -340,10 +331,10 @@ fn this_machine_is_described_field_by_field() {
     }
     // A results file carries it, with the commit and round-trips through the strict reader.
     let mut r = RunResults::new(h.clone(), ScenarioInfo::default(), 1);
-    r.started_utc = Some("2026-12-06T02:11:19Z".into());
+    r.provenance.started_utc = Some("2026-12-06T02:11:19Z".into());
     let back = RunResults::from_json(&r.to_json(), "x.json").unwrap();
     assert_eq!(back.host, h);
-    let commit = back.schedlab_commit.unwrap();
+    let commit = back.provenance.schedlab_commit.unwrap();
     assert!(
         commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
         "{commit}"
@@ -377,10 +368,12 @@ fn suite() -> schedlab::record::suite::SuiteResults {
     };
     SuiteResults {
         suite_schema_version: schedlab::record::suite::SUITE_SCHEMA_VERSION,
-        schedlab_version: "0.1.0".into(),
-        schedlab_commit: Some("b73b6f3".into()),
-        started_utc: Some("2026-12-06T04:56:44Z".into()),
-        command_line: Some(vec!["schedlab".into(), "suite".into(), "--quick".into()]),
+        provenance: Provenance {
+            schedlab_version: "0.1.0".into(),
+            schedlab_commit: Some("b73b6f3".into()),
+            started_utc: Some("2026-12-06T04:56:44Z".into()),
+            command_line: Some(vec!["schedlab".into(), "suite".into(), "--quick".into()]),
+        },
         host: host("6.18.44", "performance", "950000"),
         quick: true,
         repeats: 1,

@@ -38,6 +38,16 @@ fn run_of(sc: &Path) -> Command {
     cmd
 }
 
+/// `schedlab run SCENARIO --repeat N --format json`, which must succeed.
+fn json_repeats(sc: &Path, repeats: &str) -> Output {
+    let out = run_of(sc)
+        .args(["--repeat", repeats, "--format", "json"])
+        .output()
+        .unwrap();
+    common::assert_success(&out);
+    out
+}
+
 fn one_line_error(out: &Output, cmd: &str) -> String {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -52,11 +62,7 @@ fn one_line_error(out: &Output, cmd: &str) -> String {
 #[test]
 fn json_output_follows_the_schema_and_gives_the_spread() {
     let (_dir, sc) = with_scenario(FINITE);
-    let out = run_of(&sc)
-        .args(["--repeat", "3", "--format", "json"])
-        .output()
-        .unwrap();
-    common::assert_success(&out);
+    let out = json_repeats(&sc, "3");
     assert!(out.stderr.is_empty(), "no progress bar when piped");
     let text = String::from_utf8(out.stdout).unwrap();
     let r = RunResults::from_json(&text, "stdout").expect("strict schema");
@@ -94,11 +100,7 @@ fn json_output_follows_the_schema_and_gives_the_spread() {
 #[test]
 fn results_carry_their_machine_and_every_repeat_in_csv() {
     let (_dir, sc) = with_scenario(FINITE);
-    let out = run_of(&sc)
-        .args(["--repeat", "2", "--format", "json"])
-        .output()
-        .unwrap();
-    common::assert_success(&out);
+    let out = json_repeats(&sc, "2");
     let r = RunResults::from_json(&String::from_utf8(out.stdout).unwrap(), "stdout").unwrap();
     let here = schedlab::record::results::Host::here(r.host.cpus, r.host.autogroup);
     assert_eq!(r.host, here, "the machine, field by field");
@@ -107,7 +109,7 @@ fn results_carry_their_machine_and_every_repeat_in_csv() {
         Some(FINITE),
         "the scenario's text"
     );
-    let cmd = r.command_line.unwrap();
+    let cmd = r.provenance.command_line.unwrap();
     assert!(
         cmd[1..]
             == [
@@ -120,12 +122,12 @@ fn results_carry_their_machine_and_every_repeat_in_csv() {
             ],
         "{cmd:?}"
     );
-    let started = r.started_utc.unwrap();
+    let started = r.provenance.started_utc.unwrap();
     assert!(
         started.starts_with("20") && started.ends_with('Z'),
         "{started}"
     );
-    assert!(r.schedlab_commit.is_some());
+    assert!(r.provenance.schedlab_commit.is_some());
 
     // Every repeat's value, one row each, with the scenario, kernel and host.
     let out = run_of(&sc)

@@ -4,20 +4,12 @@
 mod common;
 
 use schedlab::model::latency::Distribution;
-use schedlab::probe::LatencySample;
 use schedlab::record::latency::LatencyResult;
 use schedlab::record::results::{Host, RunResults, ScenarioInfo, SchedSetting, SCHEMA_VERSION};
 
 /// A repeat's fork cycles: `n` of 1 ms and one of 40 ms.
 fn fork_cycles(n: u64) -> Distribution {
-    let bucket = |ns| schedlab::sys::shared::histogram::bucket_of(ns) as u16;
-    Distribution::cumulative(&LatencySample {
-        unit: "fork cycle".into(),
-        samples: n + 1,
-        sum_ns: n * 1_000_000 + 40_000_000,
-        rejected: 0,
-        buckets: vec![(bucket(1_000_000), n), (bucket(40_000_000), 1)],
-    })
+    common::latency_with_outlier("fork cycle", n, 1_000_000, 40_000_000)
 }
 
 /// A machine with every field known.
@@ -69,9 +61,9 @@ fn example() -> RunResults {
         ],
         &[frames, second],
     );
-    r.schedlab_commit = Some("ff47afa".into());
-    r.started_utc = Some("2026-12-06T02:11:19Z".into());
-    r.command_line = Some(vec![
+    r.provenance.schedlab_commit = Some("ff47afa".into());
+    r.provenance.started_utc = Some("2026-12-06T02:11:19Z".into());
+    r.provenance.command_line = Some(vec![
         "schedlab".into(),
         "run".into(),
         "contest-fork-load".into(),
@@ -182,7 +174,10 @@ fn strays_and_other_versions_are_refused() {
     v["scenario"].as_object_mut().unwrap().remove("content");
     let old = RunResults::from_json(&v.to_string(), "x.json").unwrap();
     assert_eq!((old.host.hostname, old.host.sched.len()), (None, 0));
-    assert_eq!((old.started_utc, old.scenario.content), (None, None));
+    assert_eq!(
+        (old.provenance.started_utc, old.scenario.content),
+        (None, None)
+    );
     // Schema 2, without latency, is still read.
     let mut v = serde_json::to_value(example()).unwrap();
     v["schema_version"] = 2.into();

@@ -10,7 +10,6 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use schedlab::engine::lab::Lab;
 use schedlab::record::suite::SuiteResults;
 
 static MACHINE: Mutex<()> = Mutex::new(());
@@ -18,23 +17,9 @@ static MACHINE: Mutex<()> = Mutex::new(());
 /// The quick suite must stay well inside CI's time.
 const QUICK_LIMIT: Duration = Duration::from_secs(300);
 
-fn wait_for_quiet() {
-    let mut lab = Lab::new(Duration::from_millis(250)).expect("lab");
-    if let Err(last) = common::wait::until_quiet(&mut lab, Duration::from_millis(250)) {
-        panic!("the machine never got quiet (other tasks wanted {last:.2} CPUs)");
-    }
-}
-
 /// Runs `schedlab suite ARGS --format json -o FILE` and reads the file back.
 fn suite(args: &[&str], out: &Path) -> (SuiteResults, String, std::process::ExitStatus) {
-    let run = common::schedlab()
-        .arg("suite")
-        .args(args)
-        .args(["--format", "json", "-o"])
-        .arg(out)
-        .output()
-        .expect("schedlab suite runs");
-    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let (run, stderr) = common::run_json("suite", args, out);
     let text = std::fs::read_to_string(out)
         .unwrap_or_else(|e| panic!("no results ({e}); stderr: {stderr}"));
     (
@@ -60,8 +45,7 @@ fn schedlab_processes() -> Vec<u32> {
 
 #[test]
 fn the_quick_suite_states_what_the_rules_give_and_records_the_verdicts() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    wait_for_quiet();
+    let _m = common::wait::quiet_turn(&MACHINE);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("quick.json");
     let before = schedlab_processes();
@@ -159,8 +143,7 @@ fn findings_dir(dir: &Path, nice: i32) {
 
 #[test]
 fn compare_flags_only_the_finding_changed_on_purpose() {
-    let _m = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    wait_for_quiet();
+    let _m = common::wait::quiet_turn(&MACHINE);
     let dir = tempfile::tempdir().unwrap();
     let (same, niced) = (dir.path().join("same"), dir.path().join("niced"));
     findings_dir(&same, 0);

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use schedlab::engine::lab::Lab;
@@ -31,7 +31,9 @@ use schedlab::model::{Frame, Verdict};
 use schedlab::probe::monotonic_ns;
 use schedlab::probe::sample::RestSample;
 use schedlab::scenario::Scenario;
-use schedlab::sys::kernel::tracefs::{lost_in, mount, remove_instance, remove_stale, TRACING};
+use schedlab::sys::kernel::tracefs::{
+    event_dir, lost_in, new_instance, remove_instance, write_setting, TRACING,
+};
 
 const EVENTS: [&str; 3] = ["sched_wakeup", "sched_wakeup_new", "sched_switch"];
 /// Per CPU. The pipe is drained every tick (250 ms), and the filters keep only the rest's
@@ -89,15 +91,10 @@ struct Instance {
 impl Instance {
     /// The instance, or why tracing cannot be done here.
     fn open() -> Result<Instance, String> {
-        let root = Path::new(TRACING);
-        let mounted = mount()?;
-        remove_stale(root, INSTANCE_PREFIX);
-        let dir = root
-            .join("instances")
-            .join(format!("{INSTANCE_PREFIX}{}", std::process::id()));
+        let (mounted, dir) = new_instance(INSTANCE_PREFIX)?;
         if let Err(e) = fs::create_dir(&dir) {
             if mounted {
-                let _ = nix::mount::umount(root);
+                let _ = nix::mount::umount(TRACING);
             }
             return Err(format!("cannot create {}: {e}", dir.display()));
         }
@@ -109,13 +106,13 @@ impl Instance {
             buf: vec![0; 64 * 1024],
         };
         for ev in EVENTS {
-            if !inst.event(ev).is_dir() {
+            if !event_dir(&inst.dir, ev).is_dir() {
                 return Err(format!("this kernel has no sched:{ev} tracepoint"));
             }
         }
-        inst.write("buffer_size_kb", &BUFFER_KB.to_string())?;
+        write_setting(&inst.dir, "buffer_size_kb", &BUFFER_KB.to_string())?;
         // CLOCK_MONOTONIC: the clock the Samples and the schedstat reads are stamped with.
-        inst.write("trace_clock", "mono")?;
+        write_setting(&inst.dir, "trace_clock", "mono")?;
         let pipe = OpenOptions::new()
             .read(true)
             .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
@@ -123,15 +120,6 @@ impl Instance {
             .map_err(|e| format!("cannot open {}/trace_pipe: {e}", inst.dir.display()))?;
         inst.pipe = Some(pipe);
         Ok(inst)
-    }
-
-    fn event(&self, ev: &str) -> PathBuf {
-        self.dir.join("events/sched").join(ev)
-    }
-
-    fn write(&self, file: &str, value: &str) -> Result<(), String> {
-        let path = self.dir.join(file);
-        fs::write(&path, value).map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
     }
 
     /// Records the three events for every task but `excluded` (the workloads' tasks, whose
@@ -162,11 +150,11 @@ impl Instance {
             ("sched_wakeup_new", &wakeup),
             ("sched_switch", &switch),
         ] {
-            let path = self.event(ev).join("filter");
+            let path = event_dir(&self.dir, ev).join("filter");
             fs::write(&path, filter).map_err(|e| format!("filter {filter:?} for {ev}: {e}"))?;
         }
         for ev in EVENTS {
-            fs::write(self.event(ev).join("enable"), "1")
+            fs::write(event_dir(&self.dir, ev).join("enable"), "1")
                 .map_err(|e| format!("enabling {ev}: {e}"))?;
         }
         Ok(())
@@ -174,7 +162,7 @@ impl Instance {
 
     fn disable(&self) {
         for ev in EVENTS {
-            let _ = fs::write(self.event(ev).join("enable"), "0");
+            let _ = fs::write(event_dir(&self.dir, ev).join("enable"), "0");
         }
     }
 

@@ -77,6 +77,18 @@ impl Tmux {
         }
     }
 
+    /// A directory for the labs this test serves, and the tag they carry: this test's, kept
+    /// apart from its dashboard's.
+    fn served_place(&self) -> (tempfile::TempDir, String) {
+        (tempfile::tempdir().unwrap(), format!("{}-served", self.tag))
+    }
+
+    /// Runs `schedlab tui ARGS` at the prompt, tagged as this test's.
+    fn run_tui(&self, args: &str) {
+        self.type_text(&format!("SCHEDLAB_E2E_TAG={} {BIN} tui {args}", self.tag));
+        self.keys(&["Enter"]);
+    }
+
     fn type_text(&self, text: &str) {
         let ok = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys", "-t", "e2e", "-l", text])
@@ -143,6 +155,12 @@ impl Tmux {
             .find(|(pid, cmd)| cmd.trim() == cmdline && common::comm(*pid) == "schedlab")
             .map(|(pid, _)| pid)
             .expect("no dashboard process")
+    }
+
+    /// Quits with `keys`; then as [`Tmux::assert_clean_exit`], `how` naming the quit.
+    fn quit_cleanly(&self, keys: &[&str], how: &str) {
+        self.keys(keys);
+        self.assert_clean_exit(how);
     }
 
     /// After the dashboard ended: prompt back, terminal sane, nothing left.
@@ -328,13 +346,17 @@ fn quit_with_q_after_adding_a_chat_workload() {
         );
     }
 
-    t.keys(&["q"]);
-    t.assert_clean_exit("q");
+    t.quit_cleanly(&["q"], "q");
 }
 
 /// The nice value of a tagged process whose command line holds `what`.
 fn nice_of(t: &Tmux, what: &str) -> Option<i32> {
     let (pid, _) = t.tagged().into_iter().find(|(_, cmd)| cmd.contains(what))?;
+    nice_of_pid(pid)
+}
+
+/// The nice value of process `pid`, from its stat.
+fn nice_of_pid(pid: u32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Field 19, the 17th after the command's closing parenthesis.
     stat.rsplit(')')
@@ -371,8 +393,7 @@ fn a_workload_added_from_the_picker_is_the_one_reniced() {
     }
     assert_eq!(nice_of(&t, "cpu-hog --threads"), Some(1), "{}", t.screen());
     assert_eq!(nice_of(&t, "ref-job -j"), Some(0), "{}", t.screen());
-    t.keys(&["q"]);
-    t.assert_clean_exit("q");
+    t.quit_cleanly(&["q"], "q");
 }
 
 #[test]
@@ -453,8 +474,7 @@ fn ctrl_c_restores_the_terminal_and_stops_every_workload() {
         return;
     };
     t.start_dashboard();
-    t.keys(&["C-c"]);
-    t.assert_clean_exit("Ctrl-C");
+    t.quit_cleanly(&["C-c"], "Ctrl-C");
 }
 
 /// A workload killed from outside while the dashboard runs: the dashboard carries on, and
@@ -485,8 +505,7 @@ fn a_crashed_workload_leaves_the_dashboard_usable_and_nothing_behind() {
         std::path::Path::new(&format!("/proc/{dash}")).exists(),
         "the dashboard died with its workload"
     );
-    t.keys(&["q"]);
-    t.assert_clean_exit("q after a workload crashed");
+    t.quit_cleanly(&["q"], "q after a workload crashed");
 }
 
 /// `schedlab tui --attach pid:P` as a person would: the process schedlab did not start is a
@@ -504,21 +523,8 @@ fn sigkill_of_a_dashboard_that_reniced_an_attached_process_puts_its_nice_back() 
         .spawn()
         .unwrap();
     let pid = outside.id();
-    let nice = |pid: u32| -> Option<i32> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        stat.rsplit(')')
-            .next()?
-            .split_whitespace()
-            .nth(16)?
-            .parse()
-            .ok()
-    };
     let name = format!("pid:{pid}");
-    t.type_text(&format!(
-        "SCHEDLAB_E2E_TAG={} {BIN} tui --attach {name}",
-        t.tag
-    ));
-    t.keys(&["Enter"]);
+    t.run_tui(&format!("--attach {name}"));
     t.wait_for("the attached row", Duration::from_secs(20), |s| {
         row(s, &name).is_some()
     });
@@ -529,18 +535,22 @@ fn sigkill_of_a_dashboard_that_reniced_an_attached_process_puts_its_nice_back() 
     });
     t.keys(&["]"]);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while nice(pid) != Some(1) && Instant::now() < deadline {
+    while nice_of_pid(pid) != Some(1) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(nice(pid), Some(1), "{}", t.screen());
+    assert_eq!(nice_of_pid(pid), Some(1), "{}", t.screen());
     let dashboard = t.dashboard_pid_of(&format!("{BIN} tui --attach {name}"));
     let _ = kill(Pid::from_raw(dashboard as i32), Signal::SIGKILL);
     let killed = Instant::now();
-    while nice(pid) != Some(0) && killed.elapsed() < Duration::from_secs(3) {
+    while nice_of_pid(pid) != Some(0) && killed.elapsed() < Duration::from_secs(3) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let back = killed.elapsed();
-    assert_eq!(nice(pid), Some(0), "nice not put back 3 s after SIGKILL");
+    assert_eq!(
+        nice_of_pid(pid),
+        Some(0),
+        "nice not put back 3 s after SIGKILL"
+    );
     eprintln!(
         "nice put back {:.0} ms after SIGKILL",
         back.as_secs_f64() * 1e3
@@ -589,8 +599,7 @@ fn e_shows_the_kernels_events_for_the_selected_row() {
         assert_eq!(left, 0, "a tracefs instance left");
         t.keys(&["Escape"]);
     }
-    t.keys(&["q"]);
-    t.assert_clean_exit("q");
+    t.quit_cleanly(&["q"], "q");
 }
 
 #[test]
@@ -599,14 +608,9 @@ fn a_served_lab_is_watched_from_another_dashboard_read_only() {
         return;
     };
     // The served lab: a process of its own, tagged apart, as another machine's would be.
-    let dir = tempfile::tempdir().unwrap();
-    let served_tag = format!("{}-served", t.tag);
+    let (dir, served_tag) = t.served_place();
     let (mut serve, addr) = serve_lab(dir.path(), &served_tag, "served-hogs", "far_hog");
-    t.type_text(&format!(
-        "SCHEDLAB_E2E_TAG={} {BIN} tui --connect {addr}",
-        t.tag
-    ));
-    t.keys(&["Enter"]);
+    t.run_tui(&format!("--connect {addr}"));
     let at = format!("@{addr}");
     t.wait_for("the served lab's row", Duration::from_secs(20), |s| {
         row(s, "far_hog").is_some() && s.contains(&at)
@@ -616,8 +620,7 @@ fn a_served_lab_is_watched_from_another_dashboard_read_only() {
     t.wait_for("the refusal", Duration::from_secs(10), |s| {
         s.contains("read-only: it was served")
     });
-    t.keys(&["q"]);
-    t.assert_clean_exit("q");
+    t.quit_cleanly(&["q"], "q");
     // Quitting the watching dashboard stopped nothing of the served lab.
     assert!(
         serve.0.try_wait().unwrap().is_none(),
@@ -689,15 +692,10 @@ fn two_served_labs_side_by_side() {
     let Some(t) = Tmux::start("pair") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let tag = format!("{}-served", t.tag);
+    let (dir, tag) = t.served_place();
     let (_a, a) = serve_lab(dir.path(), &tag, "base", "hog_one");
     let (_b, b) = serve_lab(dir.path(), &tag, "patched", "hog_two");
-    t.type_text(&format!(
-        "SCHEDLAB_E2E_TAG={} {BIN} tui --connect {a} --connect {b}",
-        t.tag
-    ));
-    t.keys(&["Enter"]);
+    t.run_tui(&format!("--connect {a} --connect {b}"));
     // A row's words after its name: A's got, due, ratio (and verdict), B's...
     let figures = |s: &str, name: &str| -> Vec<String> {
         s.lines()
@@ -716,8 +714,7 @@ fn two_served_labs_side_by_side() {
     // Each row has its own lab's figures and a dash where the other lab has no such workload.
     let one = figures(&s, "hog_one");
     assert!(one.iter().any(|w| w == "-"), "{s}");
-    t.keys(&["q"]);
-    t.assert_clean_exit("q");
+    t.quit_cleanly(&["q"], "q");
     // Both labs go on without their watcher.
     assert!(tagged_with(&tag).len() >= 4, "{:?}", tagged_with(&tag));
 }

@@ -573,7 +573,6 @@ pub fn moved_findings(c: &Comparison) -> Vec<Moved> {
 
 /// The moved findings, a line each, under the tables.
 fn moved_text(moved: &[Moved], labels: &[String]) -> String {
-    use std::fmt::Write as _;
     let mut out = String::from("\n");
     if moved.is_empty() {
         out.push_str("findings that moved: none\n");
@@ -590,11 +589,7 @@ fn moved_text(moved: &[Moved], labels: &[String]) -> String {
             m.finding,
             m.what.join("; ")
         );
-        let _ = writeln!(
-            out,
-            "{}",
-            crate::record::text::wrap(&line, crate::record::text::COLUMNS, 4)
-        );
+        crate::record::text::push_wrapped(&mut out, &line, 4);
     }
     out
 }
@@ -611,8 +606,14 @@ pub fn machine_differences(files: &[RunResults]) -> Vec<String> {
         .iter()
         .map(|r| {
             let mut f = r.host.fields();
-            f.push(("schedlab".into(), Some(r.schedlab_version.clone())));
-            f.push(("schedlab commit".into(), r.schedlab_commit.clone()));
+            f.push((
+                "schedlab".into(),
+                Some(r.provenance.schedlab_version.clone()),
+            ));
+            f.push((
+                "schedlab commit".into(),
+                r.provenance.schedlab_commit.clone(),
+            ));
             f
         })
         .collect();

@@ -265,8 +265,8 @@ pub fn main(args: Args) -> Result<()> {
     }
 
     let mut results = results_of(&scenario, file, limit, host, &repeats, &latencies);
-    results.started_utc = Some(started);
-    results.command_line = Some(machine::command_line());
+    results.provenance.started_utc = Some(started);
+    results.provenance.command_line = Some(machine::command_line());
     results.scenario.content = content;
     let text = match args.format {
         Format::Text => results.to_text(),

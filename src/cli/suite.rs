@@ -12,7 +12,7 @@ use crate::cli::run::{output_file, parse_duration, results_of, run_once, write_r
 use crate::cli::ArgumentError;
 use crate::finding::{self, Machine};
 use crate::record::machine;
-use crate::record::results::Host;
+use crate::record::results::{Host, Provenance};
 use crate::record::suite::{FindingResult, SuiteResults, SUITE_SCHEMA_VERSION};
 use crate::scenario::Scenario;
 use crate::sys::kernel::priority::SamplerPriority;
@@ -197,10 +197,11 @@ pub fn main(args: Args) -> Result<()> {
     progress.finish_and_clear();
     let suite = SuiteResults {
         suite_schema_version: SUITE_SCHEMA_VERSION,
-        schedlab_version: env!("CARGO_PKG_VERSION").into(),
-        schedlab_commit: Some(machine::GIT_COMMIT.into()),
-        started_utc: Some(started),
-        command_line: Some(machine::command_line()),
+        provenance: Provenance {
+            started_utc: Some(started),
+            command_line: Some(machine::command_line()),
+            ..Provenance::this_build()
+        },
         host: host.unwrap_or_else(|| Host::here(crate::supervisor::usable_cpus(), here.autogroup)),
         quick: args.quick,
         repeats,

@@ -285,20 +285,27 @@ fn capitalise(s: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Three repeats at `ratio` of a 0.2 due, times each of `spread`, wanting a whole CPU: the
+/// figures this module's tests and the report's share.
+#[cfg(test)]
+pub(crate) fn repeats_at(ratio: f64, spread: [f64; 3]) -> Vec<RepeatFigures> {
+    spread
+        .iter()
+        .map(|k| RepeatFigures {
+            received: 0.2 * ratio * k,
+            due: 0.2,
+            demand: 1.0,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// Three repeats around `ratio` of a 0.2 due, wanting a whole CPU.
     fn repeats(ratio: f64) -> Vec<RepeatFigures> {
-        [0.98, 1.0, 1.02]
-            .iter()
-            .map(|k| RepeatFigures {
-                received: 0.2 * ratio * k,
-                due: 0.2,
-                demand: 1.0,
-            })
-            .collect()
+        repeats_at(ratio, [0.98, 1.0, 1.02])
     }
 
     fn change(gist: &str, m: Mechanism) -> Change {

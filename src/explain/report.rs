@@ -307,13 +307,23 @@ impl ExplainReport {
         }
     }
 
+    /// A row's figures as both tables show them: received, due, ratio, the ratio's 95%
+    /// interval, the change against the scenario as it is, and the effect.
+    fn cells(o: &Outcome) -> [String; 6] {
+        [
+            format!("{:.2}", o.received),
+            format!("{:.2}", o.due),
+            format!("{:.2}", o.ratio.mean),
+            text::Interval::of(&o.ratio).cell(),
+            Self::change_cell(o),
+            o.effect.words().to_string(),
+        ]
+    }
+
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let line = |out: &mut String, s: &str, indent: usize| {
-            let _ = writeln!(out, "{}", text::wrap(s, text::COLUMNS, indent));
-        };
         for l in self.header() {
-            line(&mut out, &l, 4);
+            text::push_wrapped(&mut out, &l, 4);
         }
         let _ = writeln!(out);
         let _ = writeln!(
@@ -322,41 +332,30 @@ impl ExplainReport {
             "variant", "received", "due", "ratio", "95% interval", "change vs as-is"
         );
         for o in &self.outcomes {
+            let [received, due, ratio, interval, change, effect] = Self::cells(o);
             let row = format!(
-                "{:<15} {:>8.2} {:>5.2} {:>7.2}  {:<18} {:<22} {}",
+                "{:<15} {received:>8} {due:>5} {ratio:>7}  {interval:<18} {change:<22} {effect}",
                 text::fit(&o.what.key, 15),
-                o.received,
-                o.due,
-                o.ratio.mean,
-                text::Interval::of(&o.ratio).cell(),
-                Self::change_cell(o),
-                o.effect.words()
             );
             let _ = writeln!(out, "{}", row.trim_end());
         }
         let _ = writeln!(out);
         for o in &self.outcomes {
-            line(&mut out, &format!("  {}: {}", o.what.key, o.what.change), 6);
+            text::push_wrapped(&mut out, &format!("  {}: {}", o.what.key, o.what.change), 6);
         }
         let _ = writeln!(out);
-        line(&mut out, &format!("Conclusion: {}", self.conclusion), 4);
+        text::push_wrapped(&mut out, &format!("Conclusion: {}", self.conclusion), 4);
         for n in &self.not_tried {
-            line(&mut out, &format!("Not tried: {n}"), 4);
+            text::push_wrapped(&mut out, &format!("Not tried: {n}"), 4);
         }
         if let Some(t) = &self.traced {
             let _ = writeln!(out);
             for l in t.lines(&self.workload) {
-                line(&mut out, &l, 6);
+                text::push_wrapped(&mut out, &l, 6);
             }
         }
-        if self.outcomes.len() > 1 {
-            // Whole lines, however long: they are for copying.
-            let _ = writeln!(out, "Rerun a variant by hand:");
-            for o in &self.outcomes[1..] {
-                let _ = writeln!(out, "{}", self.rerun(&o.what.key));
-            }
-        }
-        out
+        // Whole lines, however long: they are for copying.
+        out + &self.reruns("Rerun a variant by hand:\n", "")
     }
 
     /// The same as a mailing list reads it.
@@ -372,17 +371,11 @@ impl ExplainReport {
         );
         let _ = writeln!(out, "|---|---|---:|---:|---|---|---|");
         for o in &self.outcomes {
+            let [received, due, ratio, interval, change, effect] = Self::cells(o);
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.2} | {:.2} | {:.2} {} | {} | {} |",
-                o.what.key,
-                o.what.change,
-                o.received,
-                o.due,
-                o.ratio.mean,
-                text::Interval::of(&o.ratio).cell(),
-                Self::change_cell(o),
-                o.effect.words()
+                "| {} | {} | {received} | {due} | {ratio} {interval} | {change} | {effect} |",
+                o.what.key, o.what.change,
             );
         }
         let _ = writeln!(out, "\n**Conclusion.** {}", self.conclusion);
@@ -403,10 +396,17 @@ impl ExplainReport {
                 }
             }
         }
+        out + &self.reruns("\nRerun a variant by hand:\n\n", "    ")
+    }
+
+    /// Under `heading`, the command line that reruns each variant, one a line after `indent`;
+    /// nothing when only the scenario as it is ran.
+    fn reruns(&self, heading: &str, indent: &str) -> String {
+        let mut out = String::new();
         if self.outcomes.len() > 1 {
-            let _ = writeln!(out, "\nRerun a variant by hand:\n");
+            out.push_str(heading);
             for o in &self.outcomes[1..] {
-                let _ = writeln!(out, "    {}", self.rerun(&o.what.key));
+                let _ = writeln!(out, "{indent}{}", self.rerun(&o.what.key));
             }
         }
         out
@@ -420,20 +420,11 @@ impl ExplainReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::conclusion::RepeatFigures;
+    use crate::explain::conclusion::repeats_at;
     use crate::explain::variant::{Change, Mechanism};
 
     fn report() -> ExplainReport {
-        let figures = |ratio: f64| -> Vec<RepeatFigures> {
-            [0.97, 1.0, 1.03]
-                .iter()
-                .map(|k| RepeatFigures {
-                    received: 0.2 * ratio * k,
-                    due: 0.2,
-                    demand: 1.0,
-                })
-                .collect()
-        };
+        let figures = |ratio: f64| repeats_at(ratio, [0.97, 1.0, 1.03]);
         let as_is = Outcome::new(Change::none(), &figures(2.13), None).unwrap();
         let batch = Change {
             key: "batch".into(),
@@ -524,24 +515,22 @@ mod tests {
              --duration 12\n"
         ));
         let md = r.to_markdown();
-        assert!(md.contains("| batch | a workload with a long name"), "{md}");
-        assert!(
-            text.contains("fork_load: preempted 1000/s (by ref-job 75%, itself 25%)"),
-            "{text}"
-        );
-        assert!(
-            md.contains("new tasks 2000/s, first ran after p50 30.5 µs"),
-            "{md}"
-        );
-        assert!(
-            text.contains("fork_load 0.975 (1950 forks a second traced"),
-            "{text}"
-        );
-        assert!(md.contains("- fork_load: preempted 1000/s"), "{md}");
-        assert!(
-            md.contains("its new tasks (2000/s) first ran after p50 30.5 µs, within a base slice"),
-            "{md}"
-        );
+        for (doc, line) in [
+            (&md, "| batch | a workload with a long name"),
+            (
+                &text,
+                "fork_load: preempted 1000/s (by ref-job 75%, itself 25%)",
+            ),
+            (&md, "new tasks 2000/s, first ran after p50 30.5 µs"),
+            (&text, "fork_load 0.975 (1950 forks a second traced"),
+            (&md, "- fork_load: preempted 1000/s"),
+            (
+                &md,
+                "its new tasks (2000/s) first ran after p50 30.5 µs, within a base slice",
+            ),
+        ] {
+            assert!(doc.contains(line), "{doc}");
+        }
         let back: ExplainReport = serde_json::from_str(&r.to_json()).unwrap();
         assert_eq!(back, r);
     }

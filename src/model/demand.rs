@@ -195,24 +195,35 @@ mod tests {
         (w.busy / MS, w.waited / MS)
     }
 
+    /// What it wanted over an interval of `interval_ns` in which `o` was seen: busy and
+    /// waited, in ms.
+    fn wants(o: Observed, interval_ns: u64, m: &mut TaskMemo) -> (u64, u64) {
+        bw(wanted(o, interval_ns, m))
+    }
+
+    /// A task runnable at its last read, with those switch counts (voluntary, involuntary)
+    /// and that share of its waits taken as preemptions.
+    fn runnable_switching(switches: (u64, u64), preempted: f64) -> TaskMemo {
+        TaskMemo {
+            runnable: Some(true),
+            switches: Some(switches),
+            preempted: Some(preempted),
+            ..TaskMemo::default()
+        }
+    }
+
     #[test]
     fn a_starved_task_wants_every_interval_and_its_late_wait_is_not_counted_twice() {
         // A fair hog beside a real-time one, 500 ms intervals: it runs 50 ms a second.
         let mut m = TaskMemo::default();
         // Running when first seen.
-        assert_eq!(
-            bw(wanted(obs(500, 0, Some(true)), 500 * MS, &mut m)),
-            (500, 0)
-        );
+        assert_eq!(wants(obs(500, 0, Some(true)), 500 * MS, &mut m), (500, 0));
         // Never ran, runnable at both ends: waited throughout (not idle).
-        assert_eq!(
-            bw(wanted(obs(0, 0, Some(true)), 500 * MS, &mut m)),
-            (500, 500)
-        );
+        assert_eq!(wants(obs(0, 0, Some(true)), 500 * MS, &mut m), (500, 500));
         assert_eq!(m.credit_ns, 500 * MS);
         // Then it runs 50 ms; schedstat reports its 950 ms wait at once: 500 were counted.
         assert_eq!(
-            bw(wanted(obs(50, 950, Some(true)), 500 * MS, &mut m)),
+            wants(obs(50, 950, Some(true)), 500 * MS, &mut m),
             (500, 450)
         );
         assert_eq!(m.credit_ns, 0);
@@ -222,12 +233,7 @@ mod tests {
     fn a_thread_starved_for_whole_intervals_still_wants_them() {
         // A CPU hog by its switches (only ever preempted), runnable and never run for two
         // whole intervals: it wanted both (STARVED, not late).
-        let mut m = TaskMemo {
-            runnable: Some(true),
-            switches: Some((0, 100)),
-            preempted: Some(1.0),
-            ..TaskMemo::default()
-        };
+        let mut m = runnable_switching((0, 100), 1.0);
         for _ in 0..2 {
             let w = wanted(obs(0, 0, Some(true)), 500 * MS, &mut m);
             assert_eq!((bw(w), w.woken_wait), ((500, 500), 0));
@@ -240,12 +246,7 @@ mod tests {
         // The VM's agent beside a free pipe ping-pong: it sleeps at nearly every switch, and
         // once woke and waited 6 s (the kernel's tracepoints timed it). Over such a second it
         // wanted almost none of the CPU; the second is a wakeup delay.
-        let mut m = TaskMemo {
-            runnable: Some(true),
-            switches: Some((61_218, 264)),
-            preempted: Some(0.0),
-            ..TaskMemo::default()
-        };
+        let mut m = runnable_switching((61_218, 264), 0.0);
         let w = wanted(obs(0, 0, Some(true)), 1000 * MS, &mut m);
         assert_eq!(bw(w), (0, 1000));
         assert_eq!(w.woken_wait, 1000 * MS);
@@ -260,7 +261,7 @@ mod tests {
             runnable: Some(false),
             ..TaskMemo::default()
         };
-        assert_eq!(bw(wanted(obs(0, 0, Some(true)), 500 * MS, &mut m)), (0, 0));
+        assert_eq!(wants(obs(0, 0, Some(true)), 500 * MS, &mut m), (0, 0));
         assert_eq!(m.credit_ns, 0);
     }
 
@@ -274,7 +275,7 @@ mod tests {
         let mut o = obs(30, 0, Some(true));
         o.since_ns = 1_000;
         o.vol = Some((7, 2_000));
-        assert_eq!(bw(wanted(o, 500 * MS, &mut m)), (500, 470));
+        assert_eq!(wants(o, 500 * MS, &mut m), (500, 470));
         // The same, but it slept in between (its voluntary switches moved): only what it used.
         let mut m = TaskMemo {
             runnable: Some(true),
@@ -282,7 +283,7 @@ mod tests {
             ..TaskMemo::default()
         };
         o.vol = Some((8, 2_000));
-        assert_eq!(bw(wanted(o, 500 * MS, &mut m)), (30, 0));
+        assert_eq!(wants(o, 500 * MS, &mut m), (30, 0));
     }
 
     #[test]
@@ -292,19 +293,19 @@ mod tests {
             runnable: Some(true),
             ..TaskMemo::default()
         };
-        assert_eq!(bw(wanted(obs(0, 0, None), 100 * MS, &mut m)), (100, 100));
+        assert_eq!(wants(obs(0, 0, None), 100 * MS, &mut m), (100, 100));
         assert_eq!(m.runnable, Some(true));
         // Once it ran, an unread state says nothing: it may have slept since. (Its 5 ms of
         // late wait pay back part of the 100 counted ahead.)
-        assert_eq!(bw(wanted(obs(20, 5, None), 100 * MS, &mut m)), (20, 0));
+        assert_eq!(wants(obs(20, 5, None), 100 * MS, &mut m), (20, 0));
         assert_eq!((m.runnable, m.credit_ns), (None, 95 * MS));
     }
 
     #[test]
     fn a_sleeper_wants_nothing() {
         let mut m = TaskMemo::default();
-        assert_eq!(bw(wanted(obs(0, 0, Some(false)), 500 * MS, &mut m)), (0, 0));
-        assert_eq!(bw(wanted(obs(0, 0, None), 500 * MS, &mut m)), (0, 0));
+        assert_eq!(wants(obs(0, 0, Some(false)), 500 * MS, &mut m), (0, 0));
+        assert_eq!(wants(obs(0, 0, None), 500 * MS, &mut m), (0, 0));
         assert_eq!(m.runnable, None);
     }
 
@@ -364,7 +365,7 @@ mod tests {
         let mut m = TaskMemo::default();
         // Runnable at the read: taken as preempted.
         assert_eq!(
-            bw(wanted(obs(100, 50, Some(true)), 1000 * MS, &mut m)),
+            wants(obs(100, 50, Some(true)), 1000 * MS, &mut m),
             (150, 50)
         );
         // Asleep at the read: taken as woken.

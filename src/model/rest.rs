@@ -331,6 +331,20 @@ mod tests {
         cs[1..].iter().map(|c| c.claim.demand).sum()
     }
 
+    /// What the tasks gone unseen wanted is `want` CPUs, to `within`.
+    #[track_caller]
+    fn assert_unseen(tasks: Vec<RestTask>, procs: Vec<RestProc>, want: f64, within: f64) {
+        let unseen = unseen_demand(tasks, procs);
+        assert!((unseen - want).abs() < within, "{unseen}");
+    }
+
+    /// The first claim wanted `want` CPUs, to 1e-9.
+    #[track_caller]
+    fn assert_demand(cs: &[RestClaim], want: f64) {
+        let got = cs[0].claim.demand;
+        assert!((got - want).abs() < 1e-9, "{got}");
+    }
+
     fn received(cs: &[RestClaim]) -> f64 {
         cs.iter().map(|c| c.claim.received).sum()
     }
@@ -369,16 +383,13 @@ mod tests {
         // reaped, ran 600 ms and waited unseen. The loop wanted its CPU and both waits.
         let mut sh = task(50, 50, 30, 150);
         (sh.runnable, sh.slices, sh.vol, sh.invol) = (false, 1000, Some(1000), Some(0));
-        let unseen = unseen_demand(vec![sh.clone()], vec![proc(50, 30, 600)]);
-        assert!((unseen - 0.87).abs() < 0.01, "{unseen}");
+        assert_unseen(vec![sh.clone()], vec![proc(50, 30, 600)], 0.87, 0.01);
         // Never more than one CPU for the loop, the shell's own run included.
         let mut busy = sh.clone();
         busy.wait_ns = 600 * MS;
-        let unseen = unseen_demand(vec![busy], vec![proc(50, 30, 600)]);
-        assert!((unseen - 0.97).abs() < 0.01, "{unseen}");
+        assert_unseen(vec![busy], vec![proc(50, 30, 600)], 0.97, 0.01);
         // A process whose own threads did the work is not taken for a loop.
-        let unseen = unseen_demand(vec![sh], vec![proc(50, 700, 100)]);
-        assert!((unseen - 0.77).abs() < 0.01, "{unseen}");
+        assert_unseen(vec![sh], vec![proc(50, 700, 100)], 0.77, 0.01);
     }
 
     #[test]
@@ -387,8 +398,7 @@ mod tests {
         // lab, reaped orphans that had run 30 ms unseen: they took 30 ms, and wanted that.
         let mut init = task(1, 1, 2, 40);
         (init.runnable, init.slices, init.vol, init.invol) = (false, 4, Some(4), Some(0));
-        let unseen = unseen_demand(vec![init.clone()], vec![proc(1, 2, 30)]);
-        assert!((unseen - 0.030).abs() < 1e-9, "{unseen}");
+        assert_unseen(vec![init.clone()], vec![proc(1, 2, 30)], 0.030, 1e-9);
         // Any other process reaping that much more than it ran is a closed loop.
         let mut sh = init;
         (sh.pid, sh.tid) = (50, 50);
@@ -402,8 +412,7 @@ mod tests {
         // wait removed would make it take more than about 32 ms.
         let mut sh = task(50, 50, 1, 20);
         (sh.runnable, sh.slices, sh.vol, sh.invol) = (false, 4, Some(4), Some(0));
-        let unseen = unseen_demand(vec![sh], vec![proc(50, 1, 30)]);
-        assert!((unseen - 0.031).abs() < 0.002, "{unseen}");
+        assert_unseen(vec![sh], vec![proc(50, 1, 30)], 0.031, 0.002);
     }
 
     #[test]
@@ -413,18 +422,14 @@ mod tests {
         let mut d = task(60, 60, 7, 90);
         (d.runnable, d.slices, d.vol, d.invol) = (false, 20, Some(10), Some(10));
         let cs = claims(&sample(vec![d.clone()], vec![]), &mut Default::default());
-        assert!((cs[0].claim.demand - 0.007).abs() < 1e-9);
+        assert_demand(&cs, 0.007);
         assert!((cs[0].woken_wait_ns - 90.0 * MS as f64).abs() < 1.0);
         // Runnable at the read it may have work left, but it slept most of the second: at
         // most the burst pending, which without an earlier count of its sleeps is at most
         // what it ran (7 ms), not its whole preempted half (45 ms).
         d.runnable = true;
         let cs = claims(&sample(vec![d], vec![]), &mut Default::default());
-        assert!(
-            (cs[0].claim.demand - 0.014).abs() < 1e-9,
-            "{}",
-            cs[0].claim.demand
-        );
+        assert_demand(&cs, 0.014);
     }
 
     #[test]
@@ -432,7 +437,7 @@ mod tests {
         let mut kworker = task(40, 40, 1, 971);
         (kworker.kthread, kworker.runnable, kworker.slices) = (true, false, 12);
         let cs = claims(&sample(vec![kworker], vec![]), &mut Default::default());
-        assert!((cs[0].claim.demand - 0.001).abs() < 1e-9);
+        assert_demand(&cs, 0.001);
         assert!((cs[0].woken_wait_ns - 971.0 * MS as f64).abs() < 1.0);
         assert_eq!(cs[0].wakeups, 12.0);
     }
@@ -444,11 +449,7 @@ mod tests {
         let mut me = task(70, 70, 57, 60);
         (me.observer, me.slices, me.vol, me.invol) = (true, 20, Some(10), Some(10));
         let cs = claims(&sample(vec![me], vec![]), &mut Default::default());
-        assert!(
-            (cs[0].claim.demand - 0.057).abs() < 1e-9,
-            "{}",
-            cs[0].claim.demand
-        );
+        assert_demand(&cs, 0.057);
     }
 
     #[test]
@@ -472,11 +473,7 @@ mod tests {
             )])
         };
         let cs = claims(&sample(vec![a.clone()], vec![]), &mut memo());
-        assert!(
-            (cs[0].claim.demand - 0.0092).abs() < 1e-9,
-            "{}",
-            cs[0].claim.demand
-        );
+        assert_demand(&cs, 0.0092);
         // The wait it did not want is a delay.
         assert!(
             (cs[0].woken_wait_ns - 322.4 * MS as f64).abs() < 1.0,
@@ -488,28 +485,16 @@ mod tests {
         let mut again = a.clone();
         again.runnable_before = true;
         let cs = claims(&sample(vec![again], vec![]), &mut memo());
-        assert!(
-            (cs[0].claim.demand - 0.0046).abs() < 1e-9,
-            "{}",
-            cs[0].claim.demand
-        );
+        assert_demand(&cs, 0.0046);
         // Its switch counts unread at this read (status is read every few reads): it slept
         // at least once, so at most one burst, its whole run, is pending.
         let mut unread = a.clone();
         (unread.vol, unread.invol) = (None, None);
         let cs = claims(&sample(vec![unread.clone()], vec![]), &mut memo());
-        assert!(
-            (cs[0].claim.demand - 0.0092).abs() < 1e-9,
-            "{}",
-            cs[0].claim.demand
-        );
+        assert_demand(&cs, 0.0092);
         unread.runnable_before = true;
         let cs = claims(&sample(vec![unread], vec![]), &mut memo());
-        assert!(
-            (cs[0].claim.demand - 0.0046).abs() < 1e-9,
-            "{}",
-            cs[0].claim.demand
-        );
+        assert_demand(&cs, 0.0046);
         // A second of 600 ms waited for one that usually sleeps 90% of its seconds: still a
         // sleeper, one burst pending at most.
         let mut long_wait = a.clone();
@@ -517,11 +502,7 @@ mod tests {
         let mut sleepy = memo();
         sleepy.get_mut(&103).unwrap().asleep = Some(0.9);
         let cs = claims(&sample(vec![long_wait], vec![]), &mut sleepy);
-        assert!(
-            (cs[0].claim.demand - 0.0092).abs() < 1e-9,
-            "{}",
-            cs[0].claim.demand
-        );
+        assert_demand(&cs, 0.0092);
         // Runnable for most of the second, it is CPU-bound: its preempted wait is demand.
         a.wait_ns = 900 * MS;
         let cs = claims(&sample(vec![a], vec![]), &mut memo());

@@ -137,11 +137,15 @@ mod tests {
 
     #[test]
     fn times_are_rfc3339_utc() {
-        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
-        // `date -u -d @1796523079`.
-        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339_utc(1_796_523_079), "2026-12-06T02:11:19Z");
-        assert_eq!(rfc3339_utc(4_107_542_399), "2100-02-28T23:59:59Z");
+        // As `date -u -d @SECONDS` has them.
+        for (secs, text) in [
+            (0, "1970-01-01T00:00:00Z"),
+            (951_782_400, "2000-02-29T00:00:00Z"),
+            (1_796_523_079, "2026-12-06T02:11:19Z"),
+            (4_107_542_399, "2100-02-28T23:59:59Z"),
+        ] {
+            assert_eq!(rfc3339_utc(secs), text);
+        }
         let now = now_utc();
         assert_eq!(now.len(), 20, "{now}");
     }

@@ -216,21 +216,54 @@ pub struct WorkloadResult {
     pub latency: Vec<LatencyResult>,
 }
 
+/// Which schedlab wrote a file, when and by what command: the head of a results file and of
+/// a suite file alike (the fields after the version came in results schema 4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub schedlab_version: String,
+    /// The git commit schedlab was built from, "unknown" outside a checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedlab_commit: Option<String>,
+    /// When the first repeat started, UTC, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_utc: Option<String>,
+    /// The command line that ran it, one argument per element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
+}
+
+impl Provenance {
+    /// This schedlab, its start and command line not yet known.
+    pub fn this_build() -> Self {
+        Provenance {
+            schedlab_version: env!("CARGO_PKG_VERSION").into(),
+            schedlab_commit: Some(crate::record::machine::GIT_COMMIT.into()),
+            started_utc: None,
+            command_line: None,
+        }
+    }
+
+    /// "schedlab 0.1.0 (ff47afa), started 2026-12-06T02:11:19Z", as much as is known.
+    pub fn by_line(&self) -> String {
+        let mut by = format!("schedlab {}", self.schedlab_version);
+        if let Some(c) = &self.schedlab_commit {
+            let _ = write!(by, " ({c})");
+        }
+        if let Some(t) = &self.started_utc {
+            let _ = write!(by, ", started {t}");
+        }
+        by
+    }
+}
+
 /// The whole result file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunResults {
     pub schema_version: u32,
-    pub schedlab_version: String,
-    /// The git commit schedlab was built from, "unknown" outside a checkout (schema 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedlab_commit: Option<String>,
-    /// When the first repeat started, UTC, RFC 3339 (schema 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_utc: Option<String>,
-    /// The command line that ran it, one argument per element (schema 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command_line: Option<Vec<String>>,
+    /// Which schedlab ran it, when and how, written as fields of this object.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     pub host: Host,
     pub scenario: ScenarioInfo,
     pub repeats: usize,
@@ -339,10 +372,7 @@ impl RunResults {
     pub fn new(host: Host, scenario: ScenarioInfo, repeats: usize) -> Self {
         RunResults {
             schema_version: SCHEMA_VERSION,
-            schedlab_version: env!("CARGO_PKG_VERSION").into(),
-            schedlab_commit: Some(crate::record::machine::GIT_COMMIT.into()),
-            started_utc: None,
-            command_line: None,
+            provenance: Provenance::this_build(),
             host,
             scenario,
             repeats,
@@ -497,9 +527,7 @@ impl RunResults {
     /// notes and warnings wrapped.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let line = |out: &mut String, text: String| {
-            let _ = writeln!(out, "{}", text::wrap(&text, text::COLUMNS, 4));
-        };
+        let line = |out: &mut String, s: String| text::push_wrapped(out, &s, 4);
         let h = &self.host;
         line(
             &mut out,
@@ -524,14 +552,7 @@ impl RunResults {
         if !machine.is_empty() {
             line(&mut out, machine.join(", "));
         }
-        let mut by = format!("schedlab {}", self.schedlab_version);
-        if let Some(c) = &self.schedlab_commit {
-            let _ = write!(by, " ({c})");
-        }
-        if let Some(t) = &self.started_utc {
-            let _ = write!(by, ", started {t}");
-        }
-        line(&mut out, by);
+        line(&mut out, self.provenance.by_line());
         let (mut two_runs, mut clamped) = (false, false);
         for w in &self.workloads {
             let _ = writeln!(out, "\n{} ({})", w.name, w.kind);

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::finding::{Finding, DUE_TOLERANCE};
 use crate::model::{Frame, Verdict};
 use crate::record::machine::Host;
-use crate::record::results::RunResults;
+use crate::record::results::{Provenance, RunResults};
 use crate::record::text;
 
 /// The suite file's own version (its findings' results follow the results schema).
@@ -23,13 +23,9 @@ pub const SUITE_SCHEMA_VERSION: u32 = 1;
 #[serde(deny_unknown_fields)]
 pub struct SuiteResults {
     pub suite_schema_version: u32,
-    pub schedlab_version: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedlab_commit: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_utc: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command_line: Option<Vec<String>>,
+    /// Which schedlab ran it, when and how, as a results file has it.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     pub host: Host,
     /// `--quick`: one repeat of short runs.
     pub quick: bool,
@@ -242,9 +238,10 @@ impl SuiteResults {
             ..Default::default()
         };
         let mut r = RunResults::new(self.host.clone(), info, self.repeats as usize);
-        r.schedlab_version.clone_from(&self.schedlab_version);
-        r.schedlab_commit.clone_from(&self.schedlab_commit);
-        r.started_utc.clone_from(&self.started_utc);
+        r.provenance = Provenance {
+            command_line: None,
+            ..self.provenance.clone()
+        };
         for f in &self.findings {
             let Some(res) = &f.results else { continue };
             for w in &res.workloads {
@@ -268,13 +265,7 @@ impl SuiteResults {
             h.cpus,
             if h.autogroup { "on" } else { "off" }
         )];
-        let mut by = format!("schedlab {}", self.schedlab_version);
-        if let Some(c) = &self.schedlab_commit {
-            let _ = write!(by, " ({c})");
-        }
-        if let Some(t) = &self.started_utc {
-            let _ = write!(by, ", started {t}");
-        }
+        let mut by = self.provenance.by_line();
         if let Some(m) = &h.cpu_model {
             let _ = write!(by, ", {m}");
         }
@@ -285,17 +276,14 @@ impl SuiteResults {
     /// What each finding showed, for people, in 100 columns.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let line = |out: &mut String, s: &str, indent: usize| {
-            let _ = writeln!(out, "{}", text::wrap(s, text::COLUMNS, indent));
-        };
         for l in self.header() {
-            line(&mut out, &l, 4);
+            text::push_wrapped(&mut out, &l, 4);
         }
         for f in &self.findings {
             let _ = writeln!(out);
-            line(&mut out, &format!("{}: {}", f.name, f.title), 4);
+            text::push_wrapped(&mut out, &format!("{}: {}", f.name, f.title), 4);
             if let Some(why) = &f.skipped {
-                line(&mut out, &format!("  skipped: {why}"), 4);
+                text::push_wrapped(&mut out, &format!("  skipped: {why}"), 4);
                 continue;
             }
             let _ = writeln!(
@@ -317,7 +305,7 @@ impl SuiteResults {
                 let _ = writeln!(out, "{}", row.trim_end());
             }
             for l in findings_notes(f) {
-                line(&mut out, &format!("  {l}"), 4);
+                text::push_wrapped(&mut out, &format!("  {l}"), 4);
             }
         }
         out

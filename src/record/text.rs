@@ -87,6 +87,13 @@ pub const CLAMPED_NOTE: &str =
     "0*: the interval's low end fell below zero and is shown as 0 (none of these figures can be \
      negative); with so few or so spread runs, trust the interval little";
 
+/// Appends `s` to `out` as one paragraph of a report for people: lines of at most
+/// [`COLUMNS`], those after the first indented by `indent`.
+pub fn push_wrapped(out: &mut String, s: &str, indent: usize) {
+    out.push_str(&wrap(s, COLUMNS, indent));
+    out.push('\n');
+}
+
 /// `text` as lines of at most `width` characters: broken at spaces, every line after the
 /// first indented by `indent` spaces; a word longer than a line stays whole.
 pub fn wrap(text: &str, width: usize, indent: usize) -> String {
@@ -135,15 +142,19 @@ mod tests {
 
     #[test]
     fn large_numbers_read_at_a_glance() {
-        assert_eq!(human(1_303_576_696.0), "1.30 G");
-        assert_eq!(human(61_235.0), "61.2 k");
-        assert_eq!(human(999.4), "999.4");
-        assert_eq!(human(999.7), "1.00 k");
-        assert_eq!(human(123_456.0), "123 k");
-        assert_eq!(human(999_999.0), "1.00 M");
-        assert_eq!(human(-5_607_268_918.0), "-5.61 G");
-        assert_eq!(human(0.981), "0.981");
-        assert_eq!(human(4.2e13), "42.0 T");
+        for (x, text) in [
+            (1_303_576_696.0, "1.30 G"),
+            (61_235.0, "61.2 k"),
+            (999.4, "999.4"),
+            (999.7, "1.00 k"),
+            (123_456.0, "123 k"),
+            (999_999.0, "1.00 M"),
+            (-5_607_268_918.0, "-5.61 G"),
+            (0.981, "0.981"),
+            (4.2e13, "42.0 T"),
+        ] {
+            assert_eq!(human(x), text);
+        }
         assert_eq!(signed(1500.0), "+1.50 k");
         assert_eq!(signed(-2.0), "-2.00");
     }

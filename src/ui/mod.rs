@@ -30,6 +30,7 @@ pub mod table;
 pub mod terminal;
 pub mod theme;
 
+use std::ops::ControlFlow;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -140,40 +141,41 @@ pub fn run(scenario: Scenario, interval: Duration, source: Source) -> Result<()>
         app.title = format!("{}: {} (? for what it shows)", scenario.name, finding.title);
         app.finding = Some(finding.clone());
     }
-    let result = (|| -> Result<()> {
-        loop {
-            session.term.draw(|f| draw(f, &app)).context("drawing")?;
-            let Ok(first) = rx.recv() else { return Ok(()) };
-            // Take everything that is waiting, then draw once.
-            for msg in std::iter::once(first).chain(rx.try_iter()) {
-                match msg {
-                    Msg::Engine(ev) => {
-                        if let Event::Frame(f) = &*ev {
-                            app.cpus = f.machine.cpus.max(1);
-                            // Debug builds only: lets the end-to-end test prove that a panic
-                            // gives the terminal back and stops every workload.
-                            #[cfg(debug_assertions)]
-                            if f.t > 1.0
-                                && std::env::var_os("SCHEDLAB_FAILPOINT_UI_PANIC").is_some()
-                            {
-                                panic!("failpoint SCHEDLAB_FAILPOINT_UI_PANIC");
-                            }
+    let result = session.run(
+        &mut app,
+        &rx,
+        draw,
+        |app, msg| {
+            match msg {
+                Msg::Engine(ev) => {
+                    if let Event::Frame(f) = &*ev {
+                        app.cpus = f.machine.cpus.max(1);
+                        // Debug builds only: lets the end-to-end test prove that a panic
+                        // gives the terminal back and stops every workload.
+                        #[cfg(debug_assertions)]
+                        if f.t > 1.0 && std::env::var_os("SCHEDLAB_FAILPOINT_UI_PANIC").is_some() {
+                            panic!("failpoint SCHEDLAB_FAILPOINT_UI_PANIC");
                         }
-                        app.on_event(*ev)
                     }
-                    Msg::Input(ev) => input::handle(&mut app, &ev),
-                    Msg::EngineFailed(e) => bail!("{e}"),
-                    Msg::InputGone(e) => bail!("reading the terminal: {e}"),
+                    app.on_event(*ev)
                 }
+                Msg::Input(ev) => input::handle(app, &ev),
+                Msg::EngineFailed(e) => bail!("{e}"),
+                Msg::InputGone(e) => bail!("reading the terminal: {e}"),
             }
+            Ok(ControlFlow::Continue(()))
+        },
+        |app| {
             for cmd in app.outbox.drain(..) {
                 let _ = cmd_tx.send(cmd);
             }
             if app.quit {
-                return Ok(());
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
             }
-        }
-    })();
+        },
+    );
     // The prompt comes back first; then every workload is stopped before we return.
     session.leave();
     let _ = cmd_tx.send(Command::Quit);

@@ -7,6 +7,7 @@
 //! Ctrl-C disconnects both; the labs go on.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::ControlFlow;
 use std::sync::mpsc;
 
 use anyhow::{Context, Result};
@@ -130,26 +131,27 @@ pub fn run(a: Remote, b: Remote) -> Result<()> {
     }
     super::input::spawn_reader(tx.clone(), Msg::Input, Msg::InputGone)?;
     drop(tx);
-    let result = (|| -> Result<()> {
-        loop {
-            session.term.draw(|f| draw(f, &pair)).context("drawing")?;
-            let Ok(first) = rx.recv() else { return Ok(()) };
-            for msg in std::iter::once(first).chain(rx.try_iter()) {
-                match msg {
-                    Msg::Lab(i, ev) => pair.sides[i].on_event(*ev),
-                    Msg::Input(TermEvent::Key(k)) if k.kind != KeyEventKind::Release => {
-                        let ctrl_c = k.code == KeyCode::Char('c')
-                            && k.modifiers.contains(KeyModifiers::CONTROL);
-                        if ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc) {
-                            return Ok(());
-                        }
+    let result = session.run(
+        &mut pair,
+        &rx,
+        draw,
+        |pair, msg| {
+            match msg {
+                Msg::Lab(i, ev) => pair.sides[i].on_event(*ev),
+                Msg::Input(TermEvent::Key(k)) if k.kind != KeyEventKind::Release => {
+                    let ctrl_c =
+                        k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                    if ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc) {
+                        return Ok(ControlFlow::Break(()));
                     }
-                    Msg::Input(_) => {}
-                    Msg::InputGone(e) => anyhow::bail!("reading the terminal: {e}"),
                 }
+                Msg::Input(_) => {}
+                Msg::InputGone(e) => anyhow::bail!("reading the terminal: {e}"),
             }
-        }
-    })();
+            Ok(ControlFlow::Continue(()))
+        },
+        |_| ControlFlow::Continue(()),
+    );
     session.leave();
     for q in quits {
         let _ = q.send(Command::Quit);

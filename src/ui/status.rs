@@ -37,6 +37,16 @@ fn lateness_words(fr: &crate::model::Frame) -> (String, String) {
     }
 }
 
+/// An item's words for a machine figure shown only while above zero (`m` is the shown Frame's
+/// machine, zero without one); an empty item else.
+fn if_positive(x: f64, words: impl Fn(f64) -> (String, String)) -> (String, String) {
+    if x > 0.0 {
+        words(x)
+    } else {
+        Default::default()
+    }
+}
+
 /// Total width of spans.
 fn width(spans: &[Span]) -> usize {
     spans.iter().map(|s| s.width()).sum()
@@ -87,13 +97,12 @@ fn status_items(app: &App) -> Vec<(String, String)> {
             None => ("PSI n/a".into(), "PSI -".into()),
         },
         // The rest of the machine is read about once a second: how old its figures are.
-        match frame {
-            Some(fr) if fr.machine.rest_age > 0.0 => (
-                format!("rest read {:.1} s ago", fr.machine.rest_age),
-                format!("rest {:.1}s", fr.machine.rest_age),
-            ),
-            _ => (String::new(), String::new()),
-        },
+        if_positive(m.rest_age, |age| {
+            (
+                format!("rest read {age:.1} s ago"),
+                format!("rest {age:.1}s"),
+            )
+        }),
         match frame {
             // Many threads: switches are read less often than every tick (the probe's budget).
             Some(fr) if fr.status_interval > app.interval.as_secs_f64().max(1.0) + 0.05 => (
@@ -115,14 +124,13 @@ fn status_items(app: &App) -> Vec<(String, String)> {
             }
             None => ("self -".into(), "self -".into()),
         },
-        match frame {
-            // The host stopped this VM: time its kernel charged to whatever ran.
-            Some(fr) if fr.machine.host_stall_ms > 0.0 => (
-                format!("host stopped a CPU {:.0} ms", fr.machine.host_stall_ms),
-                format!("host {:.0}ms", fr.machine.host_stall_ms),
-            ),
-            _ => (String::new(), String::new()),
-        },
+        // The host stopped this VM: time its kernel charged to whatever ran.
+        if_positive(m.host_stall_ms, |ms| {
+            (
+                format!("host stopped a CPU {ms:.0} ms"),
+                format!("host {ms:.0}ms"),
+            )
+        }),
         match frame {
             Some(fr) if fr.workloads.len() > 1 && fr.jain_index > 0.0 => {
                 (format!("Jain {:.2}", fr.jain_index), String::new())

@@ -11,8 +11,10 @@
 //!   lost it to the alternate screen under load).
 
 use std::io::{IsTerminal, Stdout, Write};
+use std::ops::ControlFlow;
 use std::os::fd::{AsFd, BorrowedFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::mpsc::Receiver;
 use std::sync::Once;
 
 use anyhow::{bail, Context, Result};
@@ -72,6 +74,32 @@ impl Session {
             Err(e) => {
                 restore(false);
                 Err(e)
+            }
+        }
+    }
+
+    /// Draws `state`, then waits for messages and hands `handle` every one waiting before
+    /// drawing once more, and `after` the state after each such batch; until the channel
+    /// closes, either says Break, or `handle` fails.
+    pub(crate) fn run<S, M>(
+        &mut self,
+        state: &mut S,
+        rx: &Receiver<M>,
+        draw: impl Fn(&mut ratatui::Frame, &S),
+        mut handle: impl FnMut(&mut S, M) -> Result<ControlFlow<()>>,
+        mut after: impl FnMut(&mut S) -> ControlFlow<()>,
+    ) -> Result<()> {
+        loop {
+            self.term.draw(|f| draw(f, state)).context("drawing")?;
+            let Ok(first) = rx.recv() else { return Ok(()) };
+            // Take everything that is waiting, then draw once.
+            for msg in std::iter::once(first).chain(rx.try_iter()) {
+                if handle(state, msg)?.is_break() {
+                    return Ok(());
+                }
+            }
+            if after(state).is_break() {
+                return Ok(());
             }
         }
     }

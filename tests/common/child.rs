@@ -1,5 +1,5 @@
 //! Child processes of a test: their pipes read to the end, the port a server names on its first
-//! line, and a program run through another command.
+//! line, a program run through another command, and a session leader killed with its group.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::Command;
@@ -51,4 +51,14 @@ pub fn through(prefix: &[&str], program: &str) -> Command {
             c
         }
     }
+}
+
+/// Kills a session leader started by a test with its whole process group (SIGKILL), and reaps
+/// it: nothing it started outlives the test.
+pub fn kill_group(leader: &mut std::process::Child) {
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(leader.id() as i32),
+        nix::sys::signal::SIGKILL,
+    );
+    let _ = leader.wait();
 }

@@ -13,10 +13,37 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use schedlab::knobs::Knobs;
+use schedlab::model::latency::Distribution;
 use schedlab::model::{Frame, MachineFrame, WorkloadFrame, WorkloadState};
+use schedlab::probe::LatencySample;
 use schedlab::scenario::WorkloadDecl;
 use schedlab::supervisor::{spawn, LaunchSpec, Program, Running};
 use schedlab::workload::registry::WorkloadKind;
+
+/// A repeat's latency timed as `unit`: `n` operations of `typical_ns` and one of `outlier_ns`.
+pub fn latency_with_outlier(unit: &str, n: u64, typical_ns: u64, outlier_ns: u64) -> Distribution {
+    let bucket = |ns| schedlab::sys::shared::histogram::bucket_of(ns) as u16;
+    Distribution::cumulative(&LatencySample {
+        unit: unit.into(),
+        samples: n + 1,
+        sum_ns: n * typical_ns + outlier_ns,
+        rejected: 0,
+        buckets: vec![(bucket(typical_ns), n), (bucket(outlier_ns), 1)],
+    })
+}
+
+/// Runs `schedlab SUBCOMMAND ARGS --format json -o OUT`: how it ended, and its stderr.
+pub fn run_json(subcommand: &str, args: &[&str], out: &Path) -> (std::process::Output, String) {
+    let run = schedlab()
+        .arg(subcommand)
+        .args(args)
+        .args(["--format", "json", "-o"])
+        .arg(out)
+        .output()
+        .unwrap_or_else(|e| panic!("schedlab {subcommand} does not run: {e}"));
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    (run, stderr)
+}
 
 /// The command succeeded; its stderr says why not.
 pub fn assert_success(out: &std::process::Output) {

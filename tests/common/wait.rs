@@ -1,5 +1,6 @@
 //! Waiting for a condition with a deadline: the one polling loop the test files share.
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Calls `check` every `every` until it returns `Ok`, for at most `within`. When time runs
@@ -53,6 +54,17 @@ pub fn until_quiet(lab: &mut schedlab::engine::lab::Lab, every: Duration) -> Res
         }
         Err(rest)
     })
+}
+
+/// A test's turn at a quiet machine: `machine` held (one such test at a time), then the rest
+/// of the machine quiet, as [`until_quiet`] waits for it; panics when it never gets quiet.
+pub fn quiet_turn(machine: &'static Mutex<()>) -> MutexGuard<'static, ()> {
+    let turn = machine.lock().unwrap_or_else(|p| p.into_inner());
+    let mut lab = schedlab::engine::lab::Lab::new(Duration::from_millis(250)).expect("lab");
+    if let Err(last) = until_quiet(&mut lab, Duration::from_millis(250)) {
+        panic!("the machine never got quiet (other tasks wanted {last:.2} CPUs)");
+    }
+    turn
 }
 
 /// Panics when another program got busy during the measured Frames: a session or cgroup of

@@ -302,12 +302,7 @@ impl Instance {
     /// root, no tracefs, an old kernel). Opening takes a while (the buffers are allocated):
     /// recording then starts at once.
     pub fn open(buffer_kb: u32) -> Result<Instance, String> {
-        let root = Path::new(TRACING);
-        let mounted = mount()?;
-        remove_stale(root, PREFIX);
-        let dir = root
-            .join("instances")
-            .join(format!("{PREFIX}{}", std::process::id()));
+        let (mounted, dir) = new_instance(PREFIX)?;
         let made = fs::create_dir(&dir);
         // From here on the Drop cleans up, the mount included.
         let mut inst = Instance {
@@ -320,15 +315,15 @@ impl Instance {
         made.map_err(|e| format!("cannot create {}: {e}", inst.dir.display()))?;
         register(&inst.dir);
         for ev in EVENTS {
-            let format = fs::read_to_string(inst.event(ev).join("format"))
+            let format = fs::read_to_string(event_dir(&inst.dir, ev).join("format"))
                 .map_err(|_| format!("this kernel has no sched:{ev} tracepoint"))?;
             inst.layout.add(ev, &format)?;
         }
         let header = fs::read_to_string(inst.dir.join("events/header_page")).unwrap_or_default();
         inst.page = vec![0; page_size(&header)];
-        inst.write("buffer_size_kb", &buffer_kb.to_string())?;
+        write_setting(&inst.dir, "buffer_size_kb", &buffer_kb.to_string())?;
         // CLOCK_MONOTONIC: the clock Samples are stamped with.
-        inst.write("trace_clock", "mono")?;
+        write_setting(&inst.dir, "trace_clock", "mono")?;
         let cpus = fs::read_dir(inst.dir.join("per_cpu"))
             .map_err(|e| format!("{}/per_cpu: {e}", inst.dir.display()))?;
         let mut paths: Vec<PathBuf> = cpus
@@ -347,19 +342,11 @@ impl Instance {
         Ok(inst)
     }
 
-    fn event(&self, ev: &str) -> PathBuf {
-        self.dir.join("events/sched").join(ev)
-    }
-
-    fn write(&self, file: &str, value: &str) -> Result<(), String> {
-        let path = self.dir.join(file);
-        fs::write(&path, value).map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
-    }
-
     /// Stops or starts recording the events (their tracepoints off cost nothing).
     pub fn set_recording(&self, on: bool) -> Result<(), String> {
         for ev in EVENTS {
-            self.write(
+            write_setting(
+                &self.dir,
                 &format!("events/sched/{ev}/enable"),
                 if on { "1" } else { "0" },
             )?;
@@ -428,6 +415,30 @@ pub fn lost_in(instance: &Path) -> u64 {
         }
     }
     lost
+}
+
+/// The directory of a scheduler event `ev` in the tracefs instance `instance`.
+pub fn event_dir(instance: &Path, ev: &str) -> PathBuf {
+    instance.join("events/sched").join(ev)
+}
+
+/// Writes `value` to the instance's `file` (a setting, or an event's), or says what failed.
+pub fn write_setting(instance: &Path, file: &str, value: &str) -> Result<(), String> {
+    let path = instance.join(file);
+    fs::write(&path, value).map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
+}
+
+/// Gets tracefs ready for an instance of this process named `prefix` and its pid: mounted
+/// when it was not, what a killed process left under that prefix removed. Whether this call
+/// mounted tracefs, and the instance's path (not made yet); or why tracing cannot be done.
+pub fn new_instance(prefix: &str) -> Result<(bool, PathBuf), String> {
+    let root = Path::new(TRACING);
+    let mounted = mount()?;
+    remove_stale(root, prefix);
+    let dir = root
+        .join("instances")
+        .join(format!("{prefix}{}", std::process::id()));
+    Ok((mounted, dir))
 }
 
 /// Mounts tracefs at [`TRACING`] when it is not there: whether this call mounted it (then the
