@@ -38,10 +38,8 @@ pub struct Args {
     /// may be left out when --attach names what to watch.
     #[arg(required_unless_present = "attach")]
     pub scenario: Option<String>,
-    /// Also watch processes schedlab did not start (never signalled; stopping detaches):
-    /// pid:PID, comm:NAME, session:SID or cgroup:PATH. Repeatable.
-    #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::lab_args::attach_selector)]
-    pub attach: Vec<crate::probe::Selector>,
+    #[command(flatten)]
+    pub lab: crate::cli::lab_args::LabArgs,
     /// How long each repeat lasts (e.g. 30, 30s, 500ms, 2m); overrides the scenario's duration.
     #[arg(long, value_parser = parse_duration, allow_negative_numbers = true)]
     pub duration: Option<f64>,
@@ -70,16 +68,6 @@ pub struct Args {
     /// The token clients of --serve must present, from the file's first line.
     #[arg(long, value_name = "FILE", requires = "serve")]
     pub token_file: Option<PathBuf>,
-    /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::lab_args::verdict_window)]
-    pub verdict_window: Option<f64>,
-    /// How the sampling thread is scheduled: realtime (SCHED_FIFO 1 when permitted, so the
-    /// load it watches cannot make it late; the fairness model counts it) or normal.
-    #[arg(long, value_enum, default_value_t = SamplerPriority::Realtime)]
-    pub sampler_priority: SamplerPriority,
-    /// Start even when the size guard finds it too big for this machine.
-    #[arg(long)]
-    pub force: bool,
     /// When the run ends, send SIGTERM to the processes it watched but did not start
     /// (--attach, attach workloads): without it, schedlab never signals them.
     #[arg(long)]
@@ -157,12 +145,8 @@ pub fn main(args: Args) -> Result<()> {
         Some(arg) => load_scenario(arg)?,
         None => (Scenario::attached_only(), None),
     };
-    scenario.attach(&args.attach);
-    if args.verdict_window.is_some() {
-        scenario.verdict_window = args.verdict_window;
-    }
+    args.lab.apply(&mut scenario)?;
     let limit = repeat_limit(&scenario, args.duration)?;
-    crate::scenario::check_scenario(&scenario, args.force)?;
     let attached: Vec<(String, crate::probe::Selector)> = scenario
         .workloads
         .iter()
@@ -232,7 +216,7 @@ pub fn main(args: Args) -> Result<()> {
                 &Plan {
                     scenario: &scenario,
                     limit,
-                    sampler: args.sampler_priority,
+                    sampler: args.lab.sampler_priority,
                     progress_from: 0,
                     on_sample: None,
                     serve: server.as_ref(),

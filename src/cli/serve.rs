@@ -10,7 +10,6 @@ use anyhow::Result;
 use crate::engine::thread::Engine;
 use crate::scenario::INTERVAL_MS;
 use crate::serve::{ServeConfig, Server};
-use crate::sys::kernel::priority::SamplerPriority;
 
 /// How a lab is served: shared by `serve`, and by `tui`, `replay` and `run` as `--serve`.
 #[derive(clap::Args, Debug, Default, Clone)]
@@ -70,30 +69,14 @@ pub struct Args {
     #[arg(short, long, value_parser = clap::value_parser!(u64)
         .range(*INTERVAL_MS.start()..=*INTERVAL_MS.end()))]
     pub interval: Option<u64>,
-    /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::lab_args::verdict_window)]
-    pub verdict_window: Option<f64>,
-    /// How the sampling thread is scheduled (as for `tui`).
-    #[arg(long, value_enum, default_value_t = SamplerPriority::Realtime)]
-    pub sampler_priority: SamplerPriority,
-    /// Start even when the size guard finds it too big for this machine.
-    #[arg(long)]
-    pub force: bool,
-    /// Also watch processes schedlab did not start: pid:PID, comm:NAME, session:SID or
-    /// cgroup:PATH. Repeatable.
-    #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::lab_args::attach_selector)]
-    pub attach: Vec<crate::probe::Selector>,
+    #[command(flatten)]
+    pub lab: crate::cli::lab_args::LabArgs,
 }
 
 /// Serves the lab until a signal (Ctrl-C, SIGTERM, SIGHUP) ends it; every workload it
 /// started is stopped then, by the exit hook.
 pub fn main(args: Args) -> Result<()> {
-    let scenario = crate::cli::lab_args::lab_scenario(
-        args.scenario.as_deref(),
-        &args.attach,
-        args.verdict_window,
-        args.force,
-    )?;
+    let scenario = crate::cli::lab_args::lab_scenario(args.scenario.as_deref(), &args.lab)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     let (config, said) = args.serve.config(&args.addr, true)?;
     crate::engine::live::install_exit_hook();
@@ -127,7 +110,7 @@ pub fn main(args: Args) -> Result<()> {
         crate::errln!("schedlab serve: {line}");
     }
     let mut lab = crate::engine::lab::Lab::new(interval)?;
-    lab.set_sampler_priority(args.sampler_priority);
+    lab.set_sampler_priority(args.lab.sampler_priority);
     if let Some(w) = scenario.verdict_window {
         lab.set_verdict_window(w);
     }

@@ -19,20 +19,8 @@ pub struct TuiArgs {
     #[arg(short, long, value_parser = clap::value_parser!(u64)
         .range(*INTERVAL_MS.start()..=*INTERVAL_MS.end()))]
     pub interval: Option<u64>,
-    /// Seconds each verdict covers (1 to 600; default: the scenario's, else 5).
-    #[arg(long, value_name = "SECS", value_parser = crate::cli::lab_args::verdict_window)]
-    pub verdict_window: Option<f64>,
-    /// How the sampling thread is scheduled: realtime (SCHED_FIFO 1 when permitted; the
-    /// status line then says `self … rt`) or normal.
-    #[arg(long, value_enum, default_value_t = crate::sys::kernel::priority::SamplerPriority::Realtime)]
-    pub sampler_priority: crate::sys::kernel::priority::SamplerPriority,
-    /// Start even when the size guard finds it too big for this machine.
-    #[arg(long)]
-    pub force: bool,
-    /// Also watch processes schedlab did not start (never signalled; stopping detaches):
-    /// pid:PID, comm:NAME, session:SID or cgroup:PATH. Repeatable.
-    #[arg(long, value_name = "SELECTOR", value_parser = crate::cli::lab_args::attach_selector)]
-    pub attach: Vec<crate::probe::Selector>,
+    #[command(flatten)]
+    pub lab: crate::cli::lab_args::LabArgs,
     /// Watch a lab served elsewhere (`schedlab serve`, or `--serve` on its dashboard or run)
     /// instead of starting one: HOST:PORT. Twice: two labs side by side (a baseline kernel and
     /// a patched one), rows paired by workload name. The token from --token-file or
@@ -59,14 +47,9 @@ pub fn main(args: TuiArgs) -> Result<()> {
             .into())
         }
     }
-    let scenario = crate::cli::lab_args::lab_scenario(
-        args.scenario.as_deref(),
-        &args.attach,
-        args.verdict_window,
-        args.force,
-    )?;
+    let scenario = crate::cli::lab_args::lab_scenario(args.scenario.as_deref(), &args.lab)?;
     let window = scenario.verdict_window;
-    let sampler = args.sampler_priority;
+    let sampler = args.lab.sampler_priority;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     let serve = match &args.serve {
         Some(addr) => {
