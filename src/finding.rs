@@ -48,6 +48,10 @@ pub const CATALOGUE: &[(&str, &str)] = &[
         include_str!("../assets/findings/three-hogs-two-cpus.toml"),
     ),
     (
+        "pingpong-beside-hog",
+        include_str!("../assets/findings/pingpong-beside-hog.toml"),
+    ),
+    (
         "wakeup-latency-beside-hog",
         include_str!("../assets/findings/wakeup-latency-beside-hog.toml"),
     ),
