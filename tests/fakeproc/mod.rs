@@ -217,8 +217,18 @@ impl Task {
 
 impl FakeProc {
     pub fn new() -> FakeProc {
+        FakeProc::with_dir(tempfile::tempdir().unwrap())
+    }
+
+    /// A tree in a temporary directory under `parent`: /dev/shm for a big one, where a file
+    /// is rewritten in microseconds (on this VM's ext4 /tmp, truncating one took 250 µs).
+    pub fn new_in(parent: &Path) -> FakeProc {
+        FakeProc::with_dir(tempfile::tempdir_in(parent).unwrap())
+    }
+
+    fn with_dir(dir: tempfile::TempDir) -> FakeProc {
         let f = FakeProc {
-            dir: tempfile::tempdir().unwrap(),
+            dir,
             machine: RefCell::new(MachineText {
                 total: (0, 1000),
                 per_cpu: vec![(0, 0), (0, 0)],
