@@ -222,10 +222,12 @@ impl BigMachine {
             f.cgroup_file(&slice, "cgroup.subtree_control", "cpu memory\n");
         }
         for i in 0..self.shape.cgroups {
-            // Weights 50 to 400; a quota on one leaf in eight.
+            // Weights 50 to 400; a quota on one leaf in eight, a fifth above what its tasks
+            // get (the kernel would hold them to a quota below it).
             f.cgroup_file(&leaf(i), "cpu.weight", &format!("{}\n", 50 * (1 + i % 8)));
             let max = if i % 8 == 7 {
-                format!("{} 100000\n", 400_000 + 100_000 * (i / 8))
+                let quota = (self.cgroup_cpu[i as usize] * 1.2).max(0.5);
+                format!("{} 100000\n", (quota * 100_000.0) as u64)
             } else {
                 "max 100000\n".to_string()
             };
@@ -308,9 +310,19 @@ impl BigMachine {
             ));
         }
         f.write("schedstat", &schedstat);
+        // Each slice counts its leaves' usage, as the kernel's hierarchy does.
+        let slices = self.cgroup_cpu.chunks(8).map(|c| c.iter().sum::<f64>());
+        for (s, cpu) in slices.enumerate() {
+            let usage = (cpu * secs * 1e6) as u64;
+            f.cgroup_file(
+                &format!("/slice{s}.slice"),
+                "cpu.stat",
+                &format!("usage_usec {usage}\nuser_usec {usage}\nsystem_usec 0\n"),
+            );
+        }
         for (i, &cpu) in self.cgroup_cpu.iter().enumerate() {
             let usage = (cpu * secs * 1e6) as u64;
-            let throttled = if i % 8 == 7 { k * 10 } else { 0 };
+            let throttled = if i % 8 == 7 { k } else { 0 };
             f.cgroup_file(
                 &leaf(i as u32),
                 "cpu.stat",
@@ -318,7 +330,7 @@ impl BigMachine {
                     "usage_usec {usage}\nuser_usec {usage}\nsystem_usec 0\nnr_periods {}\n\
                      nr_throttled {throttled}\nthrottled_usec {}\n",
                     k * 10,
-                    throttled * 20_000
+                    throttled * 2_000
                 ),
             );
         }
