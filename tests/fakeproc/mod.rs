@@ -439,9 +439,11 @@ impl FakeProc {
             ),
         );
         if stat {
+            // A thread's stat gives its process's thread count, as Linux's does: a process
+            // of more than 16 threads is re-listed whenever its main thread's stat disagrees.
             self.write(
                 &format!("{dir}/stat"),
-                &Self::stat_line(p, t.tid, 1, 0, 0, t),
+                &Self::stat_line(p, t.tid, p.threads.len(), 0, 0, t),
             );
         }
     }
