@@ -769,7 +769,8 @@ fn cpu_view_160x48() {
     assert!(text_after(&mut app, 'c', 160, 48).contains("Throughput"));
 }
 
-/// 64 CPUs at 80x24: in columns of bars alone, and what does not fit is counted.
+/// 64 CPUs at 80x24: more than a bar each can show, so a grid of a cell per CPU (every CPU
+/// in it), then the busiest with their bars and the rest counted.
 #[test]
 fn cpu_view_of_many_cpus() {
     let mut app = seed_app();
@@ -784,7 +785,8 @@ fn cpu_view_of_many_cpus() {
         .collect();
     app.on_event(Event::Frame(f));
     key(&mut app, KeyCode::Char('c'));
-    shows!(&app, 80 x 24, ["cpu0 ", "cpu10", "cpu46", "+17 more CPUs"]);
+    shows!(&app, 80 x 24, ["cpu0-31", "cpu32-63", "64 CPUs 43% busy", "busiest first:",
+        "cpu9 ", "+41 more CPUs", "coloured by who ran most"]);
 }
 
 /// A workload added from the picker is the selected one once the engine adds it: the next

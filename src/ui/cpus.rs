@@ -1,7 +1,9 @@
 //! The per-CPU view, in the charts' place: each CPU's busy share over the last interval as a
 //! bar, split by whose tasks ran there (each workload in its colour, everything else as
 //! "other"), then how often each workload's threads moved between CPUs. Many CPUs are laid out
-//! in columns, their bars alone (the colours still say whose) when words no longer fit.
+//! in columns, their bars alone (the colours still say whose) when words no longer fit. More
+//! than fit so (a 256-CPU machine) are a grid of one cell per CPU, its height how busy and its
+//! colour whose tasks ran most there, above a summary and the busiest CPUs with their bars.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -57,13 +59,49 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
         return;
     }
 
-    let most_columns = ((inner.width as usize + 1) / (BAR_ONLY_WIDTH + 1)).max(1);
-    let mut footer = footer(app, inner.width as usize);
-    // The note on how to read the view gives its line to CPUs that would not fit.
-    if (inner.height as usize).saturating_sub(footer.len()) * most_columns < cpus.len() {
-        footer.truncate(1);
-    }
-    let rows = inner.height.saturating_sub(footer.len() as u16).max(1) as usize;
+    let width = inner.width as usize;
+    let most_columns = ((width + 1) / (BAR_ONLY_WIDTH + 1)).max(1);
+    let mut footer = footer(app, width);
+    let room = (inner.height as usize).saturating_sub(footer.len());
+    let text = if room * most_columns >= cpus.len() {
+        let all: Vec<&CpuFrame> = cpus.iter().collect();
+        columns(app, &all, room.max(1), width)
+    } else {
+        // Too many CPUs for a bar each: a cell each, then the busiest with their bars.
+        let long = "a cell a CPU: ▁ to █ how busy, in the colour of the workload that ran most \
+                    there (dim: other tasks); · idle. A task counts on the CPU it was last seen on";
+        let short = "a cell a CPU: ▁ to █ how busy, coloured by who ran most there; · idle";
+        let legend = if long.chars().count() <= width {
+            long
+        } else {
+            short
+        };
+        footer[1] = clip_line(vec![Span::styled(legend, t.dim())], width);
+        let mut lines = grid(app, cpus, width, room);
+        lines.extend(summary(app, cpus, width));
+        let left = room.saturating_sub(lines.len() + 1);
+        if left > 0 {
+            lines.push(Line::from(Span::styled("busiest first:", t.dim())));
+            let mut busiest: Vec<&CpuFrame> = cpus.iter().collect();
+            // Stable: among equals the lower id first.
+            busiest.sort_by(|a, b| b.busy.unwrap_or(0.0).total_cmp(&a.busy.unwrap_or(0.0)));
+            lines.extend(columns(app, &busiest, left, width));
+        }
+        lines.truncate(room.max(1));
+        lines
+    };
+    // The footer sits at the bottom of the panel.
+    let [top, bottom] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(footer.len() as u16)])
+            .areas(inner);
+    f.render_widget(Paragraph::new(text), top);
+    f.render_widget(Paragraph::new(footer), bottom);
+}
+
+/// `cpus` in columns of `rows` lines: with words while each column has room for them, bars
+/// alone past that, and what does not fit counted.
+fn columns(app: &App, cpus: &[&CpuFrame], rows: usize, width: usize) -> Vec<Line<'static>> {
+    let most_columns = ((width + 1) / (BAR_ONLY_WIDTH + 1)).max(1);
     let columns = cpus.len().div_ceil(rows).clamp(1, most_columns);
     let per_column = cpus.len().div_ceil(columns);
     let shown = if per_column > rows {
@@ -72,7 +110,7 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
     } else {
         cpus.len()
     };
-    let entry_w = (inner.width as usize + 1) / columns - 1;
+    let entry_w = (width + 1) / columns - 1;
     let label_w = cpus.iter().map(|c| label(c).len()).max().unwrap_or(4);
     let mut lines: Vec<Vec<Span<'static>>> = vec![Vec::new(); rows.min(per_column)];
     for (i, c) in cpus.iter().take(shown).enumerate() {
@@ -86,22 +124,124 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
         line.extend(spans);
         line.push(Span::raw(" ".repeat(entry_w.saturating_sub(used))));
     }
-    let mut text: Vec<Line> = lines
-        .into_iter()
-        .map(|l| clip_line(l, inner.width as usize))
-        .collect();
+    let mut text: Vec<Line> = lines.into_iter().map(|l| clip_line(l, width)).collect();
     if shown < cpus.len() {
         let more = format!(" +{} more CPUs", cpus.len() - shown);
         if let Some(last) = text.last_mut() {
+            last.spans.push(Span::styled(more, app.theme.dim()));
+        }
+    }
+    text
+}
+
+/// The glyph of a CPU `busy` share of its interval.
+fn cell(busy: Option<f64>) -> &'static str {
+    const LEVELS: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
+    match busy {
+        None => "?",
+        Some(b) if b < 0.05 => "·",
+        Some(b) => LEVELS[((b * 8.0).ceil() as usize).clamp(1, 8) - 1],
+    }
+}
+
+/// Every CPU as one cell, as many to a line as fit in groups of 8 (64, 32, 16 or 8 a line),
+/// each line labelled with its first and last CPU: "cpu64-127  ▆▆▇█▆▅▆▇ ▆▆▇█▆▅▆▇ …". At most
+/// `rows` lines.
+fn grid(app: &App, cpus: &[CpuFrame], width: usize, rows: usize) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let label_of = |chunk: &[CpuFrame]| {
+        format!(
+            "cpu{}-{}",
+            chunk[0].id,
+            chunk.last().map_or(chunk[0].id, |c| c.id)
+        )
+    };
+    let fits = |n: usize| {
+        let label_w = cpus.chunks(n).map(|c| label_of(c).len()).max().unwrap_or(0);
+        label_w + 1 + n + n / 8 - 1 <= width
+    };
+    let (per_line, spaced) = [64, 32, 16, 8]
+        .into_iter()
+        .find(|&n| fits(n))
+        .map_or((width.saturating_sub(12).max(1), false), |n| (n, true));
+    let label_w = cpus
+        .chunks(per_line)
+        .map(|c| label_of(c).len())
+        .max()
+        .unwrap_or(0);
+    let slot_of = |id: u32| app.workloads.iter().find(|w| w.id == id).map(|w| w.slot);
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for chunk in cpus.chunks(per_line).take(rows) {
+        let mut spans = vec![Span::styled(
+            format!("{:<label_w$} ", label_of(chunk)),
+            t.title(),
+        )];
+        for (i, c) in chunk.iter().enumerate() {
+            if spaced && i > 0 && i % 8 == 0 {
+                spans.push(Span::raw(" "));
+            }
+            // The colour of whoever ran most there: the busiest workload, or the rest.
+            let ours: f64 = c.by_workload.iter().map(|s| s.share).sum();
+            let other = c.busy.map_or(0.0, |b| (b - ours).max(0.0));
+            let top = c
+                .by_workload
+                .iter()
+                .filter(|s| s.share > other)
+                .max_by(|a, b| a.share.total_cmp(&b.share));
+            let style = top
+                .and_then(|s| slot_of(s.id))
+                .map_or_else(|| t.dim(), |k| t.workload(k));
+            spans.push(Span::styled(cell(c.busy), style));
+        }
+        lines.push(clip_line(spans, width));
+    }
+    let drawn = lines.len() * per_line;
+    if drawn < cpus.len() {
+        if let Some(last) = lines.last_mut() {
+            let more = format!(" +{} more CPUs", cpus.len() - drawn);
             last.spans.push(Span::styled(more, t.dim()));
         }
     }
-    // The footer sits at the bottom of the panel.
-    let [top, bottom] =
-        Layout::vertical([Constraint::Min(1), Constraint::Length(footer.len() as u16)])
-            .areas(inner);
-    f.render_widget(Paragraph::new(text), top);
-    f.render_widget(Paragraph::new(footer), bottom);
+    lines
+}
+
+/// How busy the CPUs were, and each workload's CPUs and on how many: two lines.
+fn summary(app: &App, cpus: &[CpuFrame], width: usize) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let known: Vec<f64> = cpus.iter().filter_map(|c| c.busy).collect();
+    let mean = known.iter().sum::<f64>() / known.len().max(1) as f64;
+    let idle = known.iter().filter(|&&b| b < 0.05).count();
+    let full = known.iter().filter(|&&b| b >= 0.95).count();
+    let machine = format!(
+        "{} CPUs {:.0}% busy on average: {full} at 95% or more, {idle} idle",
+        cpus.len(),
+        mean * 100.0
+    );
+    let mut spans = vec![Span::raw("whose, in CPUs (on how many):")];
+    for w in &app.workloads {
+        let shares: Vec<f64> = cpus
+            .iter()
+            .filter_map(|c| c.by_workload.iter().find(|s| s.id == w.id))
+            .map(|s| s.share)
+            .filter(|&s| s > 0.0)
+            .collect();
+        if shares.is_empty() {
+            continue;
+        }
+        spans.push(Span::styled(
+            format!(
+                " ■{} {} ({})",
+                w.decl.name,
+                si(shares.iter().sum()),
+                shares.len()
+            ),
+            t.workload(w.slot),
+        ));
+    }
+    vec![
+        clip_line(vec![Span::raw(machine)], width),
+        clip_line(spans, width),
+    ]
 }
 
 fn label(c: &CpuFrame) -> String {

@@ -5,6 +5,8 @@
 //! it does on the real /proc.
 #![allow(dead_code)]
 
+pub mod big;
+
 use std::cell::RefCell;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -215,8 +217,18 @@ impl Task {
 
 impl FakeProc {
     pub fn new() -> FakeProc {
+        FakeProc::with_dir(tempfile::tempdir().unwrap())
+    }
+
+    /// A tree in a temporary directory under `parent`: /dev/shm for a big one, where a file
+    /// is rewritten in microseconds (on this VM's ext4 /tmp, truncating one took 250 µs).
+    pub fn new_in(parent: &Path) -> FakeProc {
+        FakeProc::with_dir(tempfile::tempdir_in(parent).unwrap())
+    }
+
+    fn with_dir(dir: tempfile::TempDir) -> FakeProc {
         let f = FakeProc {
-            dir: tempfile::tempdir().unwrap(),
+            dir,
             machine: RefCell::new(MachineText {
                 total: (0, 1000),
                 per_cpu: vec![(0, 0), (0, 0)],
@@ -403,27 +415,55 @@ impl FakeProc {
             }
         }
         for t in &p.threads {
-            let dir = format!("{base}/task/{}", t.tid);
-            self.write(
-                &format!("{dir}/schedstat"),
-                &format!("{} {} {}\n", t.run_ns, t.wait_ns, t.slices),
-            );
-            let cpus = t
-                .cpus_allowed
-                .as_ref()
-                .map(|l| format!("Cpus_allowed_list:\t{l}\n"))
-                .unwrap_or_default();
-            self.write(
-                &format!("{dir}/status"),
-                &format!(
-                    "Name:\tfake\nState:\t{}\n{cpus}voluntary_ctxt_switches:\t{}\nnonvoluntary_ctxt_switches:\t{}\n",
-                    t.state, t.vol, t.invol
-                ),
-            );
+            self.write_thread(p, t, true);
+        }
+    }
+
+    /// A thread's schedstat and status, and with `stat` its stat.
+    fn write_thread(&self, p: &Process, t: &Task, stat: bool) {
+        let dir = format!("{}/task/{}", p.pid, t.tid);
+        self.write(
+            &format!("{dir}/schedstat"),
+            &format!("{} {} {}\n", t.run_ns, t.wait_ns, t.slices),
+        );
+        let cpus = t
+            .cpus_allowed
+            .as_ref()
+            .map(|l| format!("Cpus_allowed_list:\t{l}\n"))
+            .unwrap_or_default();
+        self.write(
+            &format!("{dir}/status"),
+            &format!(
+                "Name:\tfake\nState:\t{}\n{cpus}voluntary_ctxt_switches:\t{}\nnonvoluntary_ctxt_switches:\t{}\n",
+                t.state, t.vol, t.invol
+            ),
+        );
+        if stat {
+            // A thread's stat gives its process's thread count, as Linux's does: a process
+            // of more than 16 threads is re-listed whenever its main thread's stat disagrees.
             self.write(
                 &format!("{dir}/stat"),
-                &Self::stat_line(p, t.tid, 1, 0, 0, t),
+                &Self::stat_line(p, t.tid, p.threads.len(), 0, 0, t),
             );
+        }
+    }
+
+    /// The counters of a process already written with `put` and of the same threads in the
+    /// same states: its stat, and each thread's schedstat and status. A tree of 100,000
+    /// threads advances in a third fewer writes than `put` takes.
+    pub fn advance(&self, p: &Process) {
+        let main = p
+            .threads
+            .iter()
+            .find(|t| t.tid == p.pid)
+            .or(p.threads.first())
+            .expect("a process with threads");
+        self.write(
+            &format!("{}/stat", p.pid),
+            &Self::stat_line(p, p.pid, p.threads.len(), p.cpu_ticks, p.child_ticks, main),
+        );
+        for t in &p.threads {
+            self.write_thread(p, t, false);
         }
     }
 
@@ -566,6 +606,9 @@ pub struct Session {
     sweeps: Vec<(u64, u64)>,
     pub samples: Vec<Sample>,
     pub frames: Vec<Frame>,
+    /// Monotonic ns each sweep took, and each model step (the first Frame's included).
+    pub sweep_ns: Vec<u64>,
+    pub model_ns: Vec<u64>,
 }
 
 /// Where pinned time starts: a monotonic clock is never 0, which Samples use for "never".
@@ -580,6 +623,8 @@ impl Session {
             sweeps: Vec::new(),
             samples: Vec::new(),
             frames: Vec::new(),
+            sweep_ns: Vec::new(),
+            model_ns: Vec::new(),
         }
     }
 
@@ -587,12 +632,16 @@ impl Session {
     pub fn sample(&mut self, targets: &[Target]) -> &Frame {
         let before = monotonic_ns();
         let s = self.probe.sample(targets);
-        self.sweeps.push((before, monotonic_ns()));
+        let after = monotonic_ns();
+        self.sweeps.push((before, after));
+        self.sweep_ns.push(after - before);
         let s = self.pin(s);
+        let stepping = monotonic_ns();
         let frame = match self.samples.last() {
             Some(prev) => self.model.step(prev, &s),
             None => self.model.first(&s),
         };
+        self.model_ns.push(monotonic_ns() - stepping);
         self.samples.push(s);
         self.frames.push(frame);
         self.frames.last().unwrap()
