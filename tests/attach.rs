@@ -367,9 +367,13 @@ fn two_processes_of_one_name_are_both_counted() {
     let Some((_m, group)) = counted_turn("comm") else {
         return;
     };
-    let dir = scratch("comm-bin");
+    // Removed when the test ends, passing or not (a failed run once left it in /tmp).
+    let dir = tempfile::Builder::new()
+        .prefix("schedlab-attach-comm-bin-")
+        .tempdir()
+        .unwrap();
     let name = format!("slat{}", std::process::id() % 100_000);
-    let shell = dir.join(&name);
+    let shell = dir.path().join(&name);
     std::os::unix::fs::symlink("/bin/sh", &shell).unwrap();
     let a = Outside::start("comm-a", &shell, "while :; do :; done", Some(0));
     let b = Outside::start("comm-b", &shell, "while :; do :; done", Some(1));
@@ -392,7 +396,6 @@ fn two_processes_of_one_name_are_both_counted() {
     drop(lab);
     a.never_signalled().unwrap();
     b.never_signalled().unwrap();
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A fork loop started outside, attached by its session: its children (born after the attach,
