@@ -59,13 +59,27 @@ fn lab_runs_samples_and_cleans_up() {
     }
 }
 
+/// A child killed when dropped, so a failing assertion leaves no hog behind.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn attach_watches_an_existing_process_until_it_exits() {
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
-        .spawn()
-        .unwrap();
-    let pid = child.id();
+    // Spins until killed: a loop of fixed length (200,000 counts, about 0.2 s of CPU) could end
+    // before the second sample on a quiet machine, and a CI run read it gone there.
+    let mut child = Killed(
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
     let mut lab = Lab::new(Duration::from_millis(100)).unwrap();
     let id = lab.attach("counting", pid).unwrap();
     lab.tick();
@@ -74,8 +88,8 @@ fn attach_watches_an_existing_process_until_it_exits() {
     let w = f.workloads.iter().find(|w| w.id == id).unwrap();
     assert_eq!(w.tasks, 1, "{w:?}");
     assert!(w.cpu_received > 0.0, "{w:?}");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     std::thread::sleep(Duration::from_millis(50));
     let f = lab.tick();
     let w = f.workloads.iter().find(|w| w.id == id).unwrap();
