@@ -3,6 +3,7 @@
 //! the real probe and stepped by the real model with pinned clocks, its Frames drawn at 160x48
 //! with the per-CPU view open: the table of eight workloads and a grid of 256 CPUs that fits.
 
+mod common;
 mod fakeproc;
 
 use std::time::Duration;
@@ -11,6 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
+use common::screen::text_of;
 use fakeproc::big::{BigMachine, Shape};
 use fakeproc::{FakeProc, Session};
 use schedlab::engine::Event;
@@ -48,18 +50,6 @@ fn frames() -> (BigMachine, Vec<Frame>) {
         s.sample(&targets);
     }
     (m, s.frames)
-}
-
-fn text_of(term: &Terminal<TestBackend>) -> String {
-    let buf = term.backend().buffer();
-    let mut s = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            s.push_str(buf[(x, y)].symbol());
-        }
-        s.push('\n');
-    }
-    s
 }
 
 #[test]

@@ -3,12 +3,15 @@
 //! session on a 2-CPU machine. Five runnable tasks of equal weight: each is due 40% of a CPU;
 //! the fork loop receives 16% (the O(1) kernels' 8%-of-20% story, scaled to two CPUs).
 
+mod common;
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
 use ratatui::Terminal;
+
+use common::screen::text_of;
 
 use schedlab::engine::{Command, Event};
 use schedlab::knobs::Knobs;
@@ -238,18 +241,6 @@ fn key(app: &mut App, code: KeyCode) {
 fn text_after(app: &mut App, c: char, w: u16, h: u16) -> String {
     key(app, KeyCode::Char(c));
     text_of(&screen(app, w, h))
-}
-
-fn text_of(term: &Terminal<TestBackend>) -> String {
-    let buf = term.backend().buffer();
-    let mut s = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            s.push_str(buf[(x, y)].symbol());
-        }
-        s.push('\n');
-    }
-    s
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! What several test files share: deterministic Frames for exporter tests (two workloads
 //! over ten half-second intervals), the real schedlab binary in place of the test harness
 //! wherever a workload would run "this binary", scenario files in a temporary directory, and
-//! (in the submodules) waiting with a deadline and reading child processes.
+//! (in the submodules) waiting with a deadline, reading child processes and a drawn screen's text.
 #![allow(dead_code)]
 
 pub mod child;
 pub mod netns;
+pub mod screen;
 pub mod tree;
 pub mod wait;
 
