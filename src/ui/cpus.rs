@@ -60,10 +60,9 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
     }
 
     let width = inner.width as usize;
-    let most_columns = ((width + 1) / (BAR_ONLY_WIDTH + 1)).max(1);
     let mut footer = footer(app, width);
     let room = (inner.height as usize).saturating_sub(footer.len());
-    let text = if room * most_columns >= cpus.len() {
+    let text = if room * most_columns(width) >= cpus.len() {
         let all: Vec<&CpuFrame> = cpus.iter().collect();
         columns(app, &all, room.max(1), width)
     } else {
@@ -101,8 +100,7 @@ pub fn draw(f: &mut TermFrame, area: Rect, app: &App) {
 /// `cpus` in columns of `rows` lines: with words while each column has room for them, bars
 /// alone past that, and what does not fit counted.
 fn columns(app: &App, cpus: &[&CpuFrame], rows: usize, width: usize) -> Vec<Line<'static>> {
-    let most_columns = ((width + 1) / (BAR_ONLY_WIDTH + 1)).max(1);
-    let columns = cpus.len().div_ceil(rows).clamp(1, most_columns);
+    let columns = cpus.len().div_ceil(rows).clamp(1, most_columns(width));
     let per_column = cpus.len().div_ceil(columns);
     let shown = if per_column > rows {
         // Room for rows × columns entries, one of them saying how many are left out.
@@ -134,12 +132,20 @@ fn columns(app: &App, cpus: &[&CpuFrame], rows: usize, width: usize) -> Vec<Line
     text
 }
 
+/// How many columns of bars alone fit in `width`.
+fn most_columns(width: usize) -> usize {
+    ((width + 1) / (BAR_ONLY_WIDTH + 1)).max(1)
+}
+
+/// Below this share of its interval busy, a CPU counts as idle (the grid's `·`).
+const IDLE_BELOW: f64 = 0.05;
+
 /// The glyph of a CPU `busy` share of its interval.
 fn cell(busy: Option<f64>) -> &'static str {
     const LEVELS: [&str; 8] = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
     match busy {
         None => "?",
-        Some(b) if b < 0.05 => "·",
+        Some(b) if b < IDLE_BELOW => "·",
         Some(b) => LEVELS[((b * 8.0).ceil() as usize).clamp(1, 8) - 1],
     }
 }
@@ -210,7 +216,7 @@ fn summary(app: &App, cpus: &[CpuFrame], width: usize) -> Vec<Line<'static>> {
     let t = &app.theme;
     let known: Vec<f64> = cpus.iter().filter_map(|c| c.busy).collect();
     let mean = known.iter().sum::<f64>() / known.len().max(1) as f64;
-    let idle = known.iter().filter(|&&b| b < 0.05).count();
+    let idle = known.iter().filter(|&&b| b < IDLE_BELOW).count();
     let full = known.iter().filter(|&&b| b >= 0.95).count();
     let machine = format!(
         "{} CPUs {:.0}% busy on average: {full} at 95% or more, {idle} idle",
