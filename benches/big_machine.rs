@@ -8,6 +8,8 @@
 //! `SCHEDLAB_BIG_THREADS=20000 SCHEDLAB_BIG_TICKS=3 cargo bench --bench big_machine`. The tree
 //! (about 1.2 GB at 100,000 threads: a page a file) is written to a temporary directory in
 //! /dev/shm (or `SCHEDLAB_BIG_DIR`), removed at the end; an interrupted run leaves it there.
+//! `SCHEDLAB_BIG_HEAP=glibc`: the C library's heap defaults (src/sys/heap.rs) for a paired
+//! comparison.
 //!
 //! A plain main, not criterion: each tick needs the whole tree rewritten first (seconds), and
 //! the probe's budgets follow real time, so a tick cannot be repeated in place.
@@ -56,6 +58,11 @@ fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs benches as tests: nothing then.
     if !std::env::args().any(|a| a == "--bench") {
         return;
+    }
+    // As `schedlab run` and the dashboard do (src/main.rs); SCHEDLAB_BIG_HEAP=glibc keeps the
+    // C library's defaults, to measure what keeping freed memory saves.
+    if std::env::var("SCHEDLAB_BIG_HEAP").as_deref() != Ok("glibc") {
+        schedlab::sys::heap::keep_freed_memory();
     }
     let shape = Shape {
         threads: env_u32("SCHEDLAB_BIG_THREADS", Shape::BIG.threads),

@@ -48,6 +48,13 @@ fn main() -> ExitCode {
         // Still one thread: the sampler's descriptors will not wait for an RCU grace period.
         schedlab::sys::kernel::fdtable::reserve_early();
     }
+    if matches!(
+        command,
+        None | Some("tui" | "run" | "contest" | "suite" | "explain" | "serve")
+    ) {
+        // Every command that steps the model: its per-step vectors stay in the heap.
+        schedlab::sys::heap::keep_freed_memory();
+    }
     lifeline::install();
     lifeline::arm_injected_panic(command.unwrap_or("tui"));
     schedlab::sys::exit::output::set_command(command.unwrap_or("tui"));

@@ -1,4 +1,4 @@
-//! Host plumbing under every layer, in three parts:
+//! Host plumbing under every layer, in four parts:
 //!
 //! - [`kernel`]: the kernel's interfaces outside the probe's sampling: /proc (one process's
 //!   stat, sysctls, this process's own files), cgroups, CPU lists as the kernel prints them,
@@ -11,7 +11,9 @@
 //! - [`exit`]: leaving nothing behind on any way out: the lifeline (signals, panics, a lost
 //!   parent), the lists of what to kill, whole process groups at exit, and output that never
 //!   panics on a closed pipe.
+//! - [`heap`]: the C library's heap told to keep what the model frees at every step.
 
 pub mod exit;
+pub mod heap;
 pub mod kernel;
 pub mod shared;
