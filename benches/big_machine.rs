@@ -7,7 +7,8 @@
 //! `cargo bench --bench big_machine` (about a minute and a half here). Smaller:
 //! `SCHEDLAB_BIG_THREADS=20000 SCHEDLAB_BIG_TICKS=3 cargo bench --bench big_machine`. The tree
 //! (about 1.2 GB at 100,000 threads: a page a file) is written to a temporary directory in
-//! /dev/shm (or `SCHEDLAB_BIG_DIR`), removed at the end; an interrupted run leaves it there.
+//! /dev/shm (or `SCHEDLAB_BIG_DIR`), removed at the end, and after Ctrl-C, SIGTERM or SIGHUP
+//! at the next tick's boundary (a second or two).
 //! `SCHEDLAB_BIG_HEAP=glibc`: the C library's heap defaults (src/sys/heap.rs) for a paired
 //! comparison.
 //!
@@ -17,6 +18,8 @@
 #[path = "../tests/fakeproc/mod.rs"]
 mod fakeproc;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fakeproc::big::{BigMachine, Shape};
@@ -74,6 +77,24 @@ fn main() {
     // second at 100,000 threads, so 500 ms could not be kept); status read each second.
     let interval = Duration::from_millis(u64::from(env_u32("SCHEDLAB_BIG_INTERVAL_MS", 1000)));
 
+    // A signal only sets this; the loop stops at the next boundary, and the tree's TempDir
+    // (1.2 GB of /dev/shm) is removed as it is dropped.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, Arc::clone(&stop)).expect("a signal handler");
+    }
+    let stopped = || {
+        let asked = stop.load(Ordering::Relaxed);
+        if asked {
+            eprintln!("big_machine: interrupted; the fake tree is removed");
+        }
+        asked
+    };
+
     let t = Instant::now();
     let mut machine = BigMachine::new(shape);
     // In memory, as /proc is: /dev/shm where there is one (SCHEDLAB_BIG_DIR to choose).
@@ -86,6 +107,9 @@ fn main() {
         FakeProc::new()
     };
     machine.write_first(&fake);
+    if stopped() {
+        return;
+    }
     println!(
         "big_machine: {} CPUs, {} cgroups, {} threads in {} processes ({} workloads and the rest); tree written in {:.1} s, resident {:.0} MB",
         machine.shape.cpus,
@@ -113,6 +137,9 @@ fn main() {
 
     let (mut sweeps, mut steps, mut writes, mut threads_seen) = (vec![], vec![], vec![], 0);
     for k in 1..=u64::from(ticks) {
+        if stopped() {
+            return;
+        }
         let t = Instant::now();
         machine.write_tick(&fake, k);
         writes.push(t.elapsed().as_secs_f64());
