@@ -196,6 +196,12 @@ pub(crate) fn account(
         // read ones: like reaped children, folded into the process's main thread.
         let mut exited = 0;
         if let Some(clock) = clock_run(p, pp, t_ns as u64) {
+            let t = t_ns as u64;
+            let clock = if clock > t {
+                clock.min(most_run(p, t))
+            } else {
+                clock
+            };
             if intervals.iter().any(|iv| iv.held) {
                 match_clock(&mut intervals, clock, t_ns as u64);
             } else {
@@ -449,6 +455,29 @@ fn clock_run(p: &ProcessSample, before: Option<&ProcessSample>, t: u64) -> Optio
     }
     let ran = p.cpu_ns.checked_sub(b.cpu_ns)?;
     Some((ran as f64 * t as f64 / own as f64) as u64)
+}
+
+/// The most a process's threads could run in `t`: one CPU each of those they may use (the
+/// threads' count is no bound: the clock counts threads that exited since, side by side). Its
+/// CPU clock's rate can read above that: the kernel brings a thread running on another CPU up
+/// to date only at that CPU's tick, so each read lags by up to a tick per busy CPU, and two
+/// reads 100 ms apart differ by up to a tenth either way (300 spinners on 2 CPUs read 2.22
+/// CPUs in CI's setting). Only computed when the clock says more than one CPU.
+fn most_run(p: &ProcessSample, t: u64) -> u64 {
+    let mut allowed = CpuSet::default();
+    let mut last = None;
+    for th in &p.threads {
+        let set = cpus_of(th, &mut last);
+        if set.is_empty() {
+            // Not read: no bound.
+            return u64::MAX;
+        }
+        allowed.add_all(&set);
+    }
+    if allowed.is_empty() {
+        return u64::MAX;
+    }
+    t.saturating_mul(allowed.len() as u64)
 }
 
 /// A process read in rotation: the threads this sweep skipped hold their last rates, which
@@ -832,6 +861,34 @@ mod tests {
         assert!((acc.received_ns - 40.0 * MS as f64).abs() < 1.0);
         assert!((acc.claims[0].received - 0.4).abs() < 1e-6);
         assert!(acc.claims[1..].iter().all(|c| c.demand == 0.0));
+    }
+
+    #[test]
+    fn a_clock_that_reads_more_than_the_allowed_cpus_runs_them_all_and_no_more() {
+        // Three spinners allowed CPUs 0-1, read in rotation: the clock moved 222 ms in 100 ms
+        // (the ticks' lag of its two reads), 2.22 CPUs on 2. Held to 2; one CPU more allowed,
+        // the same clock stands.
+        let (a, b, c) = (1000 * MS, 1100 * MS, 1200 * MS);
+        let t = 100.0 * MS as f64;
+        let on = |mut w: WorkloadSample, cpus: &str| {
+            for th in &mut w.processes[0].threads {
+                th.cpus = Some(cpus.into());
+            }
+            w
+        };
+        for (cpus, want) in [("0-1", 200.0), ("0-2", 222.0)] {
+            let mut memo = WorkloadMemo::default();
+            let first = on(rotated(1, a, [(0, 0, a); 3]), cpus);
+            let second = on(rotated(201, b, [(66, 0, b); 3]), cpus);
+            account(&first, &second, t, a, &mut memo);
+            let third = on(rotated(423, c, [(140, 0, c), (66, 0, b), (66, 0, b)]), cpus);
+            let acc = account(&second, &third, t, b, &mut memo);
+            assert!(
+                (acc.received_ns - want * MS as f64).abs() < 1.0,
+                "on {cpus}: {} ms",
+                acc.received_ns / MS as f64
+            );
+        }
     }
 
     #[test]
