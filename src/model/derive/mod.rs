@@ -27,6 +27,7 @@ use super::rest::{self, RestClaim};
 use super::solver::{self, Class};
 use super::thread_rates::{self, RateMemo};
 use super::tree::{Placement, Tree};
+use crate::probe::parse::NS_PER_TICK;
 
 mod rest_figures;
 use super::window::{Means, Shares, Slot, Windows, DEFAULT_WINDOW};
@@ -289,7 +290,14 @@ impl Model {
                     } else {
                         acc.cpus_allowed.intersection(&iv.online).len()
                     };
-                    contention::cap(&mut acc.claims, received + others + held, capacity as f64);
+                    // One /proc/stat tick a CPU: within it, the CPUs were full.
+                    let slack = capacity as f64 * NS_PER_TICK as f64 / iv.t_ns;
+                    contention::cap(
+                        &mut acc.claims,
+                        received + others + held,
+                        capacity as f64,
+                        slack,
+                    );
                 }
                 acc.busy_tasks = acc.claims.iter().filter(|c| c.demand >= 0.5).count();
                 Some(acc)
