@@ -76,7 +76,7 @@ fn the_quick_suite_states_what_the_rules_give_and_records_the_verdicts() {
                 f.name,
                 w.name
             );
-            if w.due_agrees() == Some(false) && f.rest_cpu <= 0.1 {
+            if w.due_agrees(f.rest_cpu) == Some(false) && f.rest_cpu <= 0.1 {
                 panic!(
                     "{}: {} due {:.3}, the kernel's rules {:.3} (rest {:.2} CPU)",
                     f.name,
