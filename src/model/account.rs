@@ -196,12 +196,6 @@ pub(crate) fn account(
         // read ones: like reaped children, folded into the process's main thread.
         let mut exited = 0;
         if let Some(clock) = clock_run(p, pp, t_ns as u64) {
-            let t = t_ns as u64;
-            let clock = if clock > t {
-                clock.min(most_run(p, t))
-            } else {
-                clock
-            };
             if intervals.iter().any(|iv| iv.held) {
                 match_clock(&mut intervals, clock, t_ns as u64);
             } else {
@@ -446,7 +440,7 @@ struct ThreadInterval {
 /// at both ends, a span from half to twice the interval apart: the kernel brings a running
 /// thread's time up to date only at its CPU's tick (4 ms here), so over a much shorter span the
 /// clock's rate is noise (up to 34 CPUs on a 2-CPU machine, measured, between reads a
-/// millisecond apart).
+/// millisecond apart). Held to the CPUs its threads may use (`most_run`).
 fn clock_run(p: &ProcessSample, before: Option<&ProcessSample>, t: u64) -> Option<u64> {
     let b = before?;
     let own = p.cpu_read_ns.checked_sub(b.cpu_read_ns)?;
@@ -454,7 +448,12 @@ fn clock_run(p: &ProcessSample, before: Option<&ProcessSample>, t: u64) -> Optio
         return None;
     }
     let ran = p.cpu_ns.checked_sub(b.cpu_ns)?;
-    Some((ran as f64 * t as f64 / own as f64) as u64)
+    let run = (ran as f64 * t as f64 / own as f64) as u64;
+    Some(if run > t {
+        run.min(most_run(p, t))
+    } else {
+        run
+    })
 }
 
 /// The most a process's threads could run in `t`: one CPU each of those they may use (the
