@@ -2,6 +2,7 @@
 //! open files under /proc, and everything else asks them, through named functions; and the
 //! model, the probe and the plumbing never import the engine, the dashboard or the commands
 //! (`crate::engine`, `crate::ui`, `crate::cli`), so data flows one way.
+//! No file under src/ runs past 900 lines.
 //!
 //! The rule, kept simple so that a failure is obvious: outside those two folders, no line of
 //! Rust code under src/ holds a string literal that starts with `/proc/` (or is `"/proc"`), as
@@ -146,5 +147,28 @@ fn model_probe_and_sys_never_import_engine_ui_or_cli() {
         LOWER.join(", "),
         UPPER.join(", "),
         offenders.join("\n")
+    );
+}
+
+/// No file under src/ runs past this many lines: a longer one holds more than one concern
+/// (issue 31's bound).
+const MOST_LINES: usize = 900;
+
+#[test]
+fn no_source_file_runs_past_the_bound() {
+    let long: Vec<String> = files_under("src", "rs")
+        .into_iter()
+        .filter_map(|file| {
+            let lines = fs::read_to_string(repo().join(&file))
+                .unwrap()
+                .lines()
+                .count();
+            (lines > MOST_LINES).then(|| format!("{}: {lines} lines", file.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "over {MOST_LINES} lines, split by concern:\n{}",
+        long.join("\n")
     );
 }
