@@ -50,6 +50,7 @@ impl From<&crate::probe::Life> for WorkloadState {
 }
 
 /// One workload over one interval.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadFrame {
     pub id: u32,
@@ -62,6 +63,7 @@ pub struct WorkloadFrame {
     /// What an operation is: "msg", "fork", "rt", "unit".
     pub ops_unit: String,
     /// Progress of a finite run, 0..=1.
+    #[serialize_always]
     pub progress: Option<f64>,
     /// CPUs received over the interval (1.0 = one whole CPU).
     pub cpu_received: f64,
@@ -114,7 +116,6 @@ pub struct WorkloadFrame {
     pub cpus_used: String,
     /// How long its own operations took over the interval, from its in-band histograms
     /// (model/latency.rs); None: it times nothing (a CPU hog, any command).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
     /// Its other kinds of latency, when it times more than one (the wakeup probe's thread
     /// wakeups beside its timer wakeups, which are `latency`).
@@ -126,7 +127,6 @@ pub struct WorkloadFrame {
     /// Its tasks' mean delay from a wakeup to running, over the verdict window, in µs: the
     /// run-queue wait that followed wakeups (latency, not CPU it was refused:
     /// model/demand.rs). None: no wakeup seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_delay_us: Option<f64>,
     /// Its tasks waited long after wakeups (frame::is_late): latency, shown beside a CPU
     /// verdict that it does not change.
@@ -135,7 +135,6 @@ pub struct WorkloadFrame {
     /// How often its threads moved to another CPU, per second, summed over threads
     /// (`se.nr_migrations`, each thread's over its own read interval: model/migrations.rs).
     /// None: not known yet, or the kernel has no per-task sched file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrations_per_sec: Option<f64>,
 }
 
@@ -388,6 +387,7 @@ pub(crate) fn weight_text(w: f64) -> String {
 }
 
 /// The machine over one interval.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineFrame {
     pub cpus: usize,
@@ -395,6 +395,7 @@ pub struct MachineFrame {
     pub ctxt_per_sec: f64,
     pub procs_running: u32,
     /// PSI cpu "some" avg10, when the kernel has PSI.
+    #[serialize_always]
     pub psi_some_avg10: Option<f64>,
     /// CPUs used by everything outside schedlab's workloads.
     pub rest_cpu_received: f64,
@@ -409,7 +410,6 @@ pub struct MachineFrame {
     #[serde(default)]
     pub rest_verdict: Verdict,
     /// The rest's tasks' mean wakeup delay over the window, in µs (None: none seen).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rest_wake_delay_us: Option<f64>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub rest_late: bool,
@@ -454,6 +454,7 @@ fn is_zero_f64(x: &f64) -> bool {
 }
 
 /// A group of the rest of the machine (a session, a cgroup, the root's loose tasks).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RestGroup {
     /// As people know it: "session 812 (bash: make, cc1)", "cgroup /system.slice/x (nginx)",
@@ -475,7 +476,6 @@ pub struct RestGroup {
     #[serde(default)]
     pub verdict: Verdict,
     /// Its tasks' mean wakeup delay over the window (µs), and whether that makes it late.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_delay_us: Option<f64>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub late: bool,
