@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::probe::sample::is_default;
+
 /// Where a workload's CPU time came from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -130,7 +132,7 @@ pub struct WorkloadFrame {
     pub wake_delay_us: Option<f64>,
     /// Its tasks waited long after wakeups (frame::is_late): latency, shown beside a CPU
     /// verdict that it does not change.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub late: bool,
     /// How often its threads moved to another CPU, per second, summed over threads
     /// (`se.nr_migrations`, each thread's over its own read interval: model/migrations.rs).
@@ -411,20 +413,20 @@ pub struct MachineFrame {
     pub rest_verdict: Verdict,
     /// The rest's tasks' mean wakeup delay over the window, in µs (None: none seen).
     pub rest_wake_delay_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rest_late: bool,
     /// CPUs interrupts and softirqs took over the interval (/proc/stat irq + softirq): no
     /// task's, never due to a group.
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub irq_cpu: f64,
     /// CPUs /proc/stat counts busy that neither the workloads nor any read of the rest's
     /// groups accounts for (processes born and gone between reads whose parent is not read,
     /// tick rounding).
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rest_unattributed: f64,
     /// How old the rest's figures are at the end of the interval, in seconds (it is read
     /// about once a second).
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rest_age: f64,
     /// The rest's busiest groups over the window (by due share), for "who paid".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -437,20 +439,8 @@ pub struct MachineFrame {
     pub rt_cpu: f64,
     /// The longest time the host stopped one CPU in this interval (ms; 0: none seen): a
     /// virtual machine's time its kernel never saw (model/host.rs).
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub host_stall_ms: f64,
-}
-
-fn is_false(x: &bool) -> bool {
-    !*x
-}
-
-fn is_zero(x: &u32) -> bool {
-    *x == 0
-}
-
-fn is_zero_f64(x: &f64) -> bool {
-    *x == 0.0
 }
 
 /// A group of the rest of the machine (a session, a cgroup, the root's loose tasks).
@@ -468,7 +458,7 @@ pub struct RestGroup {
     /// The session of its tasks (of the first seen, for a cgroup or the root, which may hold
     /// several): what the dashboard attaches when it is promoted to a row of its own (a
     /// replay promotes nothing; a dashboard watching a served lab asks the lab to).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub session: u32,
     /// CPUs received and due over the verdict window, and its verdict.
     pub received: f64,
@@ -477,7 +467,7 @@ pub struct RestGroup {
     pub verdict: Verdict,
     /// Its tasks' mean wakeup delay over the window (µs), and whether that makes it late.
     pub wake_delay_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub late: bool,
 }
 

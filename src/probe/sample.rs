@@ -25,21 +25,21 @@ pub struct Sample {
     pub status_every_ns: u64,
     /// When the session began, on the same clock as `t_ns` (0: unknown, the first Sample's
     /// time is used): Frame times count from it, live and replayed.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub epoch_ns: u64,
     /// When this sample was due on the sampling grid, when its sweep began (both on `t_ns`'s
     /// clock; 0: unknown), the grid's interval, and the grid points skipped before it: how
     /// late the observer was, which its figures carry.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub due_ns: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub sweep_start_ns: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub interval_ns: u64,
-    #[serde(default, skip_serializing_if = "is_zero32")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub missed: u32,
     /// The sampling thread ran under SCHED_FIFO (a prompt sampler).
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub observer_rt: bool,
 }
 
@@ -74,7 +74,7 @@ pub struct MachineSample {
     pub per_cpu: Vec<CpuTimes>,
     /// When /proc/stat was read (monotonic ns; 0: unknown, take the Sample's time): the
     /// interval its lines cover, for the time the host took (model/host.rs).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub stat_ns: u64,
     /// The share of each CPU real-time tasks must leave to fair tasks that want it: the fair
     /// server's runtime / period (kernel 6.12 and later), else 1 - sched_rt_runtime_us /
@@ -96,10 +96,10 @@ pub struct CpuTimes {
     pub idle_ns: u64,
     /// Steal: the hypervisor ran something else while this CPU had work, when it tells the
     /// guest (model/host.rs also finds the time it does not tell).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub steal_ns: u64,
     /// Interrupts and softirqs (/proc/stat's irq and softirq): time no task took.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub irq_ns: u64,
 }
 
@@ -115,9 +115,9 @@ pub struct CgroupNode {
     /// Its bandwidth limit in CPUs (v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us).
     pub quota: Option<f64>,
     /// Time it was throttled by that limit since it was made, in ns, and how many times.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub throttled_ns: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub nr_throttled: u64,
 }
 
@@ -135,7 +135,7 @@ pub struct RestSample {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub procs: Vec<RestProc>,
     /// Tasks the read budget left out this time (a machine with very many tasks).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub skipped: u64,
 }
 
@@ -155,13 +155,13 @@ pub struct RestProc {
     pub own_ns: u64,
     /// ns its children that it reaped used, less what was counted as theirs while they
     /// lived (cutime + cstime).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub reaped_ns: u64,
     /// Its main thread's nice, policy and allowed CPUs: what its unseen tasks most likely had.
     pub nice: i32,
     pub policy: u32,
     pub cpus: Option<Arc<str>>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub kthread: bool,
 }
 
@@ -180,34 +180,34 @@ pub struct RestTask {
     pub run_ns: u64,
     pub wait_ns: u64,
     /// CPU of children its process reaped over the interval (main thread only), in ns.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub reaped_ns: u64,
     /// Runnable (state R) at this read and at the previous one.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub runnable: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub runnable_before: bool,
     pub nice: i32,
     pub policy: u32,
-    #[serde(default, skip_serializing_if = "is_zero32")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rt_priority: u32,
     pub dl_bw: Option<f64>,
     pub cpus: Option<Arc<str>>,
     pub cpu: Option<u32>,
     /// A kernel thread: it serves work queued by others, so the time it waits does not add
     /// to what it wants (a starved kworker would otherwise seem to want the whole CPU).
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub kthread: bool,
     /// A thread of schedlab itself: it does one sweep per interval, so waiting makes it late
     /// (its skipped samples say so), not want more. It is always runnable at its own read.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub observer: bool,
     /// Its voluntary and involuntary switch counts at this read, when it ran since the last
     /// (status is read for those only): which part of its wait followed a wakeup.
     pub vol: Option<u64>,
     pub invol: Option<u64>,
     /// Timeslices it ran over the interval.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub slices: u64,
 }
 
@@ -243,7 +243,7 @@ pub struct WorkloadSample {
     pub closed_loops: Option<u32>,
     /// Its tasks are paced by timers, as its kind says (the wakeup probe): served sooner they
     /// would do the same work sooner, not more of it (model/demand.rs `paced`).
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub paced: bool,
     pub processes: Vec<ProcessSample>,
     #[serialize_always]
@@ -273,7 +273,7 @@ pub struct LatencySample {
     pub sum_ns: u64,
     /// Operations whose latency could not be read (a chat server that does not relay the
     /// content it is sent).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rejected: u64,
     /// The non-empty buckets as (index, count); index 896 counts values past 137 s.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -363,9 +363,9 @@ pub struct ProcessSample {
     /// ones too, in ns; and when it was read (CLOCK_MONOTONIC ns). Read at every sweep that
     /// reads its threads in rotation, if it has more than 16, and only then (0, 0 otherwise):
     /// the threads a sweep skips keep their last rates in the model, which this total corrects.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub cpu_ns: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub cpu_read_ns: u64,
     pub threads: Vec<TaskSample>,
     /// Its cgroup in the cpu controller's hierarchy ("/": the root), when readable.
@@ -391,7 +391,7 @@ pub struct TaskSample {
     /// CLOCK_MONOTONIC ns when its schedstat was read (0: unknown, as in older recordings).
     /// A sweep over thousands of threads can be preempted midway, so threads are read at
     /// different times; each thread's deltas are over its own interval, not the sample's.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub read_ns: u64,
     /// Its state letter from stat ('R' runnable, 'S', 'D', ...) when stat was read at this
     /// sweep; None when not read this time (stat is read at status sweeps, and at every sweep
@@ -404,33 +404,27 @@ pub struct TaskSample {
     /// nearly never changes.
     pub cpus: Option<Arc<str>>,
     /// Its real-time priority (1..=99 under SCHED_FIFO/RR).
-    #[serde(default, skip_serializing_if = "is_zero32")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rt_priority: u32,
     /// A SCHED_DEADLINE task's reserved bandwidth (runtime / period).
     pub dl_bw: Option<f64>,
     /// When `vol` was read (CLOCK_MONOTONIC ns; 0 = never): a thread that may be starving has
     /// its status read out of turn, so this can be later than the Sample's status time.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub vol_ns: u64,
     /// `se.nr_migrations` from its sched file: how many times it moved to another CPU since
     /// it began. None: not read yet, or this kernel has no such file.
     pub migrations: Option<u64>,
     /// When `migrations` was read (CLOCK_MONOTONIC ns; 0 = never). The sched file is read less
     /// often than schedstat and in rotation, so each thread's rate is over its own interval.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub migrations_ns: u64,
 }
 
-fn is_zero(x: &u64) -> bool {
-    *x == 0
-}
-
-fn is_zero32(x: &u32) -> bool {
-    *x == 0
-}
-
-fn is_false(x: &bool) -> bool {
-    !*x
+/// A field at its default (0, false) is left out of a Sample or a Frame: older files lack it,
+/// and serde's `default` reads it back as the same value.
+pub(crate) fn is_default<T: Default + PartialEq>(x: &T) -> bool {
+    *x == T::default()
 }
 
 /// The workload's own cgroup.
