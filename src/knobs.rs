@@ -116,6 +116,7 @@ impl Placement {
 }
 
 /// The knobs set on a workload before it starts.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Knobs {
     pub nice: i32,
@@ -123,11 +124,11 @@ pub struct Knobs {
     /// Real-time priority, for the FIFO and RR policies (1..99).
     pub rt_priority: u8,
     /// CPUs it may run on; None = all.
+    #[serialize_always]
     pub affinity: Option<Vec<usize>>,
     pub placement: Placement,
     /// A bandwidth limit for its cgroup (placement = cgroup only), in % of one CPU: cgroup
     /// v2 `cpu.max`, v1 `cpu.cfs_quota_us` over a 100 ms period.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_quota: Option<u32>,
 }
 

@@ -50,6 +50,7 @@ pub struct WorkloadDecl {
 }
 
 /// A whole scenario.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     pub name: String,
@@ -57,13 +58,12 @@ pub struct Scenario {
     /// Sampling interval in milliseconds (100..=10000).
     pub interval_ms: u64,
     /// Seconds a headless run lasts; None = until the last finite workload ends.
+    #[serialize_always]
     pub duration: Option<f64>,
     /// Seconds the table's verdicts cover; None = the default (5 s).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict_window: Option<f64>,
     pub workloads: Vec<WorkloadDecl>,
     /// What it reproduces, when it is a finding (a `[finding]` table: src/finding.rs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finding: Option<Finding>,
 }
 

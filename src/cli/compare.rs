@@ -274,13 +274,13 @@ fn verdict_text(what: Gated, v: Verdict) -> &'static str {
 }
 
 /// A threshold crossed.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Serialize)]
 pub struct Regression {
     pub candidate: usize,
     pub file: String,
     pub workload: String,
     /// The latency unit of a latency figure ("round trip"); absent for a metric.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
     pub metric: Gated,
     /// How much worse than the baseline, in percent.
@@ -468,6 +468,7 @@ pub fn labels(paths: &[&Path]) -> Vec<String> {
 }
 
 /// What `--format json` prints.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize)]
 struct Report<'a> {
     files: Vec<FileInfo<'a>>,
@@ -480,7 +481,6 @@ struct Report<'a> {
     unmatched: &'a [String],
     regressions: &'a [Regression],
     /// Suite files only: the findings whose figures moved.
-    #[serde(skip_serializing_if = "Option::is_none")]
     moved_findings: Option<&'a [Moved]>,
 }
 

@@ -86,6 +86,7 @@ impl Effect {
 }
 
 /// One row of the table: the scenario as it is, or a variant.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Outcome {
@@ -99,7 +100,6 @@ pub struct Outcome {
     pub ratios: Vec<f64>,
     pub ratio: Summary,
     /// The ratio's difference from as it is (Welch's test); None for as-is itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub against_as_is: Option<Welch>,
     pub effect: Effect,
 }

@@ -16,6 +16,7 @@ use crate::record::text;
 pub const EXPLAIN_SCHEMA_VERSION: u32 = 2;
 
 /// A whole explain run.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplainReport {
@@ -39,19 +40,17 @@ pub struct ExplainReport {
     /// Variants this run did not try, and why.
     pub not_tried: Vec<String>,
     /// One more run as it is with the kernel's events recorded; none with --no-evidence.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traced: Option<TracedRun>,
 }
 
 /// The run as it is once more, with the kernel's scheduler events recorded over its settled
 /// span: the evidence, or why there is none, and what recording cost.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TracedRun {
     /// Why the kernel's events are missing (not root, no tracefs), when they are.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
     /// Each workload's throughput traced against its mean as it is (untraced).
     pub cost: Vec<TracingCost>,

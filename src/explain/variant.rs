@@ -51,13 +51,13 @@ impl Mechanism {
 /// What a row of the report changed: its key (as `--variant` takes it; "as-is" for the
 /// scenario as it is), the change in words, the same in a few words for the conclusion, and
 /// the mechanism it tests.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Change {
     pub key: String,
     pub change: String,
     pub gist: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mechanism: Option<Mechanism>,
 }
 

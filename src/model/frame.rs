@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::probe::sample::is_default;
+
 /// Where a workload's CPU time came from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -50,6 +52,7 @@ impl From<&crate::probe::Life> for WorkloadState {
 }
 
 /// One workload over one interval.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadFrame {
     pub id: u32,
@@ -62,6 +65,7 @@ pub struct WorkloadFrame {
     /// What an operation is: "msg", "fork", "rt", "unit".
     pub ops_unit: String,
     /// Progress of a finite run, 0..=1.
+    #[serialize_always]
     pub progress: Option<f64>,
     /// CPUs received over the interval (1.0 = one whole CPU).
     pub cpu_received: f64,
@@ -114,7 +118,6 @@ pub struct WorkloadFrame {
     pub cpus_used: String,
     /// How long its own operations took over the interval, from its in-band histograms
     /// (model/latency.rs); None: it times nothing (a CPU hog, any command).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
     /// Its other kinds of latency, when it times more than one (the wakeup probe's thread
     /// wakeups beside its timer wakeups, which are `latency`).
@@ -126,16 +129,14 @@ pub struct WorkloadFrame {
     /// Its tasks' mean delay from a wakeup to running, over the verdict window, in µs: the
     /// run-queue wait that followed wakeups (latency, not CPU it was refused:
     /// model/demand.rs). None: no wakeup seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_delay_us: Option<f64>,
     /// Its tasks waited long after wakeups (frame::is_late): latency, shown beside a CPU
     /// verdict that it does not change.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub late: bool,
     /// How often its threads moved to another CPU, per second, summed over threads
     /// (`se.nr_migrations`, each thread's over its own read interval: model/migrations.rs).
     /// None: not known yet, or the kernel has no per-task sched file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrations_per_sec: Option<f64>,
 }
 
@@ -388,6 +389,7 @@ pub(crate) fn weight_text(w: f64) -> String {
 }
 
 /// The machine over one interval.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineFrame {
     pub cpus: usize,
@@ -395,6 +397,7 @@ pub struct MachineFrame {
     pub ctxt_per_sec: f64,
     pub procs_running: u32,
     /// PSI cpu "some" avg10, when the kernel has PSI.
+    #[serialize_always]
     pub psi_some_avg10: Option<f64>,
     /// CPUs used by everything outside schedlab's workloads.
     pub rest_cpu_received: f64,
@@ -409,22 +412,21 @@ pub struct MachineFrame {
     #[serde(default)]
     pub rest_verdict: Verdict,
     /// The rest's tasks' mean wakeup delay over the window, in µs (None: none seen).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rest_wake_delay_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rest_late: bool,
     /// CPUs interrupts and softirqs took over the interval (/proc/stat irq + softirq): no
     /// task's, never due to a group.
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub irq_cpu: f64,
     /// CPUs /proc/stat counts busy that neither the workloads nor any read of the rest's
     /// groups accounts for (processes born and gone between reads whose parent is not read,
     /// tick rounding).
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rest_unattributed: f64,
     /// How old the rest's figures are at the end of the interval, in seconds (it is read
     /// about once a second).
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub rest_age: f64,
     /// The rest's busiest groups over the window (by due share), for "who paid".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -437,23 +439,12 @@ pub struct MachineFrame {
     pub rt_cpu: f64,
     /// The longest time the host stopped one CPU in this interval (ms; 0: none seen): a
     /// virtual machine's time its kernel never saw (model/host.rs).
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub host_stall_ms: f64,
 }
 
-fn is_false(x: &bool) -> bool {
-    !*x
-}
-
-fn is_zero(x: &u32) -> bool {
-    *x == 0
-}
-
-fn is_zero_f64(x: &f64) -> bool {
-    *x == 0.0
-}
-
 /// A group of the rest of the machine (a session, a cgroup, the root's loose tasks).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RestGroup {
     /// As people know it: "session 812 (bash: make, cc1)", "cgroup /system.slice/x (nginx)",
@@ -467,7 +458,7 @@ pub struct RestGroup {
     /// The session of its tasks (of the first seen, for a cgroup or the root, which may hold
     /// several): what the dashboard attaches when it is promoted to a row of its own (a
     /// replay promotes nothing; a dashboard watching a served lab asks the lab to).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub session: u32,
     /// CPUs received and due over the verdict window, and its verdict.
     pub received: f64,
@@ -475,9 +466,8 @@ pub struct RestGroup {
     #[serde(default)]
     pub verdict: Verdict,
     /// Its tasks' mean wakeup delay over the window (µs), and whether that makes it late.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_delay_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub late: bool,
 }
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// The machine the results come from. Everything after `autogroup` came in schema 4: absent
 /// (None, empty) in older files, and where this machine does not show it.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Host {
@@ -16,16 +17,12 @@ pub struct Host {
     /// Whether the kernel's autogroup was enabled.
     pub autogroup: bool,
     /// `uname -n`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
     /// `uname -v`: the kernel's build and preemption flavour.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_version: Option<String>,
     /// /proc/cpuinfo's "model name".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_model: Option<String>,
     /// cpu0's cpufreq scaling_governor, where readable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpufreq_governor: Option<String>,
     /// The scheduler settings readable by the user who ran it, sorted by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -29,6 +29,7 @@ use crate::scenario::Scenario;
 pub(crate) const RECORDING_VERSION: u32 = 1;
 
 /// The first line of a recording: where and what was recorded.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Header {
     /// Format version; also what marks the file as a schedlab recording.
@@ -43,17 +44,13 @@ pub struct Header {
     pub scenario: Scenario,
     /// The same start, UTC, RFC 3339. This field and the three after it came later, within
     /// version 1: an older recording has none of them, and an older reader ignores them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_utc: Option<String>,
     /// The git commit schedlab was built from ("unknown" outside a checkout).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedlab_commit: Option<String>,
     /// The command line that recorded it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_line: Option<Vec<String>>,
     /// The machine in full, as a results file carries it (host name, CPU model, governor,
     /// scheduler settings, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
 }
 

@@ -156,19 +156,21 @@ impl Better {
 }
 
 /// Which scenario ran.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioInfo {
     pub name: String,
     /// The file it came from; None for the built-in default.
+    #[serialize_always]
     pub file: Option<String>,
     /// Sampling interval in milliseconds.
     pub interval_ms: u64,
     /// Seconds each repeat lasted at most; None = until its finite workloads ended.
+    #[serialize_always]
     pub duration_s: Option<f64>,
     /// The scenario's TOML as it was read (the file's or the preset's text; schema 4). None
     /// for a scenario of attached processes only, and in older files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
 }
 
@@ -218,17 +220,15 @@ pub struct WorkloadResult {
 
 /// Which schedlab wrote a file, when and by what command: the head of a results file and of
 /// a suite file alike (the fields after the version came in results schema 4).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
     pub schedlab_version: String,
     /// The git commit schedlab was built from, "unknown" outside a checkout.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedlab_commit: Option<String>,
     /// When the first repeat started, UTC, RFC 3339.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_utc: Option<String>,
     /// The command line that ran it, one argument per element.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_line: Option<Vec<String>>,
 }
 
@@ -257,6 +257,7 @@ impl Provenance {
 }
 
 /// The whole result file.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunResults {
@@ -273,11 +274,9 @@ pub struct RunResults {
     pub noise_threshold_cv: f64,
     pub workloads: Vec<WorkloadResult>,
     /// What observing cost and how punctual it was (schema 2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observer: Option<ObserverResult>,
     /// The rest of the machine beside the workloads: what it received and was due, and its
     /// groups, as the dashboard's "other tasks" row and its `x` rows (schema 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_tasks: Option<OtherTasksResult>,
 }
 

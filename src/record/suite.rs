@@ -34,6 +34,7 @@ pub struct SuiteResults {
 }
 
 /// One finding: what it states, and what this kernel did.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FindingResult {
@@ -41,24 +42,22 @@ pub struct FindingResult {
     pub title: String,
     pub text: String,
     /// Why it did not run here (a requirement this machine lacks), when it did not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
     /// Per workload, over the settled part of every repeat.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workloads: Vec<FindingWorkload>,
     /// Jain's index over the workloads' fairness ratios, mean over the settled frames.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jain_index: Option<f64>,
     /// The rest of the machine took this many CPUs on average: the rules' due figures hold
     /// for a quiet machine.
     #[serde(default)]
     pub rest_cpu: f64,
     /// The run's full results (statistics across repeats, latency), as `run` writes them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub results: Option<RunResults>,
 }
 
 /// One workload of a finding.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FindingWorkload {
@@ -68,7 +67,6 @@ pub struct FindingWorkload {
     pub due: f64,
     /// What the kernel's rules make it due on a quiet machine (the finding's `due`), when
     /// the finding states it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rules_due: Option<f64>,
     /// The verdict most settled frames gave, and how many frames gave each.
     pub verdict: Verdict,
@@ -77,9 +75,7 @@ pub struct FindingWorkload {
     #[serde(default)]
     pub throttled_pct: f64,
     /// Its mean wakeup delay (µs) and migrations per second, where known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_delay_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrations_per_sec: Option<f64>,
 }
 

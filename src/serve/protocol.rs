@@ -35,6 +35,7 @@ pub const MAX_FROM_SERVER: usize = 64 * 1024 * 1024;
 pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
 
 /// A client's first message.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
     /// [`MAGIC`].
@@ -43,7 +44,6 @@ pub struct Hello {
     /// The program's version, for the server's refusal to name.
     pub version: String,
     /// The token the server printed or read from its file; none on loopback.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
 }
 

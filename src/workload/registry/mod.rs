@@ -209,6 +209,24 @@ pub(crate) fn kind_of(k: &WorkloadKind) -> &'static Kind {
 /// In contest, a finite workload repeats until stopped.
 const REPEATED: &[(&str, Setting)] = &[("runs", Setting::Count(0))];
 
+/// What an entry leaves out, it has none of: no old names, no contest loads, no variants, no
+/// subcommand of its own (the program in `argv` runs), no tools, and one process at its largest.
+/// Its word, about line, unit, parameters and end are every entry's own (a test holds that each
+/// gives them).
+const PLAIN: Kind = Kind {
+    word: "",
+    aliases: &[],
+    about: "",
+    unit: "",
+    params: &Params::new(&[]),
+    ends: Ends::Never,
+    loads: &[],
+    variants: None,
+    cli: None,
+    tools: &[],
+    demand: |_, _| Demand::processes(1),
+};
+
 static CHAT: Kind = Kind {
     word: "chat",
     aliases: &["chat-bench"],
@@ -217,7 +235,6 @@ static CHAT: Kind = Kind {
     params: &params::CHAT,
     ends: Ends::AfterRuns,
     loads: &[REPEATED],
-    variants: None,
     cli: Some(Cli::of::<chat::BenchArgs>(|m| chat::bench_main(parsed(m)?))),
     tools: &[
         Tool {
@@ -233,62 +250,54 @@ static CHAT: Kind = Kind {
         },
     ],
     demand: |v, _| chat::demand(v.count("rooms"), 2),
+    ..PLAIN
 };
 
 static HACKBENCH: Kind = Kind {
     word: "hackbench",
-    aliases: &[],
     about: "groups of 20 senders x 20 receivers over sockets or pipes",
     unit: "msg",
     params: &params::HACKBENCH,
     ends: Ends::AfterRuns,
     loads: &[REPEATED],
-    variants: None,
     cli: Some(Cli::of::<hackbench::Args>(|m| hackbench::main(parsed(m)?))),
-    tools: &[],
     demand: |v, _| hackbench::demand(v.count("groups"), v.count("fds"), v.switch("threads")),
+    ..PLAIN
 };
 
 static FORK_LOAD: Kind = Kind {
     word: "fork-load",
-    aliases: &[],
     about: "contest's fork_load: fork, exec nil, wait, repeat",
     unit: "fork",
     params: &params::FORK_LOAD,
     ends: Ends::Never,
     loads: &[&[]],
-    variants: None,
     cli: Some(Cli::of::<fork_load::Args>(|m| fork_load::main(parsed(m)?))),
-    tools: &[],
     demand: |v, cpus| Demand::processes(2 * v.optional("forkers").map_or(cpus, u64::from)),
+    ..PLAIN
 };
 
 static REF_JOB: Kind = Kind {
     word: "ref-job",
-    aliases: &[],
     about: "fixed parallel CPU work standing in for make -j4",
     unit: "unit",
     params: &params::REF_JOB,
     ends: Ends::AfterRuns,
-    loads: &[],
-    variants: None,
     cli: Some(Cli::of::<refjob::Args>(|m| refjob::main(parsed(m)?))),
-    tools: &[],
     demand: |v, _| Demand::processes(u64::from(v.count("jobs")) + 1),
+    ..PLAIN
 };
 
 static CPU_HOG: Kind = Kind {
     word: "cpu-hog",
-    aliases: &[],
     about: "threads that only spin",
     unit: "loop",
     params: &params::CPU_HOG,
     ends: Ends::Never,
     loads: &[&[("threads", Setting::UsableCpus)]],
-    variants: None,
     cli: Some(Cli::of::<cpuhog::Args>(|m| cpuhog::main(parsed(m)?))),
-    tools: &[],
     demand: |v, _| Demand::threads(u64::from(v.count("threads"))),
+    ..PLAIN
 };
 
 static PINGPONG: Kind = Kind {
@@ -321,68 +330,53 @@ static PINGPONG: Kind = Kind {
         ],
     )),
     cli: Some(Cli::of::<pingpong::Args>(|m| pingpong::main(parsed(m)?))),
-    tools: &[],
     demand: |v, cpus| {
         let pairs = v.optional("pairs").map_or(cpus, u64::from);
         pingpong::demand(pairs, v.switch("threads"))
     },
+    ..PLAIN
 };
 
 static MSGBENCH: Kind = Kind {
     word: "msgbench",
-    aliases: &[],
     about: "timed batches of msgget/msgsnd/msgctl over many queues",
     unit: "op",
     params: &params::MSGBENCH,
     ends: Ends::Always,
-    loads: &[],
-    variants: None,
     cli: Some(Cli::of::<msgbench::Args>(|m| msgbench::main(parsed(m)?))),
-    tools: &[],
-    demand: |_, _| Demand::processes(1),
+    ..PLAIN
 };
 
 static WAKEUP_PROBE: Kind = Kind {
     word: "wakeup-probe",
-    aliases: &[],
     about: "threads woken by a timer or a thread: how late they run",
     unit: "wake",
     params: &params::WAKEUP_PROBE,
     ends: Ends::Never,
     loads: &[&[]],
-    variants: None,
     cli: Some(Cli::of::<wakeup::Args>(|m| wakeup::main(parsed(m)?))),
-    tools: &[],
     demand: |v, _| wakeup::demand(v.count("timers"), v.count("pairs")),
+    ..PLAIN
 };
 
 static COMMAND: Kind = Kind {
     word: "command",
-    aliases: &[],
     about: "any program, e.g. make -j4 (looked up in PATH)",
     unit: "",
     params: &params::COMMAND,
     ends: Ends::Always,
-    loads: &[],
-    variants: None,
-    cli: None,
-    tools: &[],
-    demand: |_, _| Demand::processes(1),
+    ..PLAIN
 };
 
 static ATTACH: Kind = Kind {
     word: "attach",
-    aliases: &[],
     about: "watch processes by pid, name, session or cgroup",
     unit: "",
     params: &params::ATTACH,
     ends: Ends::Never,
-    loads: &[],
-    variants: None,
-    cli: None,
-    tools: &[],
     // It starts nothing.
     demand: |_, _| Demand::default(),
+    ..PLAIN
 };
 
 /// The kind a scenario or a command line names with `word` (or one of its old names).
@@ -752,6 +746,15 @@ mod tests {
             for p in kind.params {
                 assert!(std::ptr::eq(kind.param(p.key), p));
             }
+        }
+    }
+
+    #[test]
+    fn every_entry_gives_what_plain_cannot() {
+        for kind in KINDS {
+            assert!(!kind.word.is_empty(), "{kind:?}");
+            assert!(!kind.about.is_empty(), "{}", kind.word);
+            assert!(kind.params.iter().next().is_some(), "{}", kind.word);
         }
     }
 

@@ -7,7 +7,6 @@ use anyhow::Result;
 
 use super::params::{refused, Flag, Param, Params, Ty};
 use super::{parsed, Cli, Ends, Kind};
-use crate::sys::kernel::guard::Demand;
 
 static PARAMS: Params = Params::new(&[Param {
     key: "spins",
@@ -45,9 +44,6 @@ pub(super) static KIND: Kind = Kind {
     unit: "spin",
     params: &PARAMS,
     ends: Ends::Always,
-    loads: &[],
-    variants: None,
     cli: Some(Cli::of::<Args>(|m| main(parsed(m)?))),
-    tools: &[],
-    demand: |_, _| Demand::processes(1),
+    ..super::PLAIN
 };
