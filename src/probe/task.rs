@@ -27,10 +27,11 @@ use super::{monotonic_ns, ProcessSample, TaskSample};
 /// the next sweep; this only catches an exit and a birth between two sweeps that left the
 /// count the same (and the exit is found at the dead thread's next read anyway). Listing
 /// 1,000 threads costs the kernel a dentry per thread, more than a sweep of their schedstat,
-/// so it is rare. A falling count re-lists too, though the dead would be found at their
+/// so it is rare. A falling count drops the dead at once, though they would be found at their
 /// reads: a big process is read in rotation, and a thread not read in a sweep keeps its last
 /// rate in the model (scaled to the process's CPU clock since 2026-12-04), so a dead one kept
-/// until its turn (up to 8 s) took a share of what the live ones ran.
+/// until its turn (up to 8 s) took a share of what the live ones ran. On the real /proc they
+/// are found without a listing (`drop_exited`).
 pub(super) const TASK_RELIST_NS: u64 = 10_000_000_000;
 /// Re-read every thread's nice at least this often (at once when the main thread's changes:
 /// a renice of a whole workload touches the main thread too).
@@ -312,9 +313,14 @@ impl ProcState {
             return Ok(());
         }
         let bulk = bulk_intake(sweep, &st);
-        if st.num_threads as usize != self.tasks.len() + self.pending.len()
-            || sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS
+        let relist_due = sweep.now.saturating_sub(self.listed_ns) >= TASK_RELIST_NS;
+        if (st.num_threads as usize) < self.tasks.len() + self.pending.len()
+            && sweep.real_proc
+            && !relist_due
         {
+            self.drop_exited(pid);
+        }
+        if st.num_threads as usize != self.tasks.len() + self.pending.len() || relist_due {
             self.list_tasks(sweep.proc_root, sweep.now, sweep.new_tasks, bulk);
         } else if !self.pending.is_empty() && self.listed_ns != sweep.now {
             // Listed at an earlier sweep (not this one, whose budget that listing spent): a
@@ -473,6 +479,18 @@ impl ProcState {
         }
         self.tasks.retain(|tid, _| seen.contains(tid));
         self.pending.sort_unstable();
+        self.recount();
+    }
+
+    /// Drops the threads that exited, asking the kernel of each known one whether it still
+    /// is one of this process's: a falling count needs no listing to say who left, and a chat
+    /// run's rooms end one by one, so at 16,000 threads the count fell at nearly every sweep
+    /// and listings of 8,000 entries were a third of the observer's CPU. A count still off
+    /// (threads born too) lists them after all.
+    fn drop_exited(&mut self, pid: u32) {
+        use crate::sys::kernel::proc::thread_of;
+        self.tasks.retain(|&tid, _| thread_of(pid, tid));
+        self.pending.retain(|&tid| thread_of(pid, tid));
         self.recount();
     }
 
