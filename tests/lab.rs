@@ -228,3 +228,82 @@ fn the_default_scenario_runs_and_counts_its_operations() {
     assert_eq!(seen_cpu, [true, true]);
     assert!(forks > 0.0, "fork_load's counter never moved");
 }
+
+/// The process `a_lab_stopped_by_a_signal_takes_its_workloads_and_cgroups_with_it` runs: a Lab
+/// with a hog in a cgroup of its own, ticking until it is stopped. Not a test by itself.
+#[test]
+#[ignore = "the child of a_lab_stopped_by_a_signal_takes_its_workloads_and_cgroups_with_it"]
+fn lab_ticking_until_stopped() {
+    if std::env::var_os("SCHEDLAB_LAB_CHILD").is_none() {
+        return;
+    }
+    let mut lab = Lab::new(Duration::from_millis(100)).unwrap();
+    let mut hog = sh("hog", "while :; do :; done");
+    hog.knobs.placement = schedlab::knobs::Placement::Cgroup { weight: 100 };
+    lab.add(hog).unwrap();
+    loop {
+        std::thread::sleep(lab.interval());
+        lab.tick();
+        if let Some(pid) = lab.workloads().iter().find_map(|w| w.pid) {
+            use std::io::Write;
+            println!("hog {pid}");
+            std::io::stdout().flush().unwrap();
+        }
+    }
+}
+
+/// The cgroups process `pid`'s Lab made (`schedlab-PID-...`), in any of the hierarchies.
+fn cgroups_of(pid: u32) -> Vec<std::path::PathBuf> {
+    let prefix = format!("schedlab-{pid}-");
+    [
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/cpu",
+        "/sys/fs/cgroup/cpuacct",
+    ]
+    .iter()
+    .filter_map(|d| std::fs::read_dir(d).ok())
+    .flat_map(|d| d.flatten())
+    .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    .map(|e| e.path())
+    .collect()
+}
+
+/// A process that drives a Lab in-process (this test binary) and is stopped by SIGTERM, as
+/// a test run's time limit stops it, kills its workloads and removes their cgroups: a test
+/// stopped midway once left `schedlab-PID-*` groups that failed a later test's check.
+#[test]
+fn a_lab_stopped_by_a_signal_takes_its_workloads_and_cgroups_with_it() {
+    use std::io::BufRead;
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: cgroups need root");
+        return;
+    }
+    let mut child = Killed(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "lab_ticking_until_stopped",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("SCHEDLAB_LAB_CHILD", "1")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child_pid = child.0.id();
+    let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let hog: u32 = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("hog ")?.parse().ok())
+        .expect("the child's hog");
+    let groups = cgroups_of(child_pid);
+    assert!(!groups.is_empty(), "the hog's cgroup");
+    kill(Pid::from_raw(child_pid as i32), Signal::SIGTERM).unwrap();
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "ended by its signal thread");
+    assert!(!alive(hog), "the hog {hog} outlived its Lab");
+    let left: Vec<_> = groups.iter().filter(|g| g.exists()).collect();
+    assert!(left.is_empty(), "cgroups left: {left:?}");
+}

@@ -338,7 +338,6 @@ impl Load {
             duration: None,
         })
         .context("starting the load")?;
-        crate::engine::live::publish_live(&lab);
         let (commands, rx) = mpsc::channel();
         let (samples_tx, samples) = mpsc::channel();
         let engine = std::thread::Builder::new()

@@ -422,7 +422,6 @@ pub(crate) fn run_once(
     }
     for d in &sc.workloads {
         let added = lab.add(d.clone());
-        crate::engine::live::publish_live(&lab);
         let id = added.context("cannot start a workload")?;
         // A dashboard watching the run learns its rows as from the engine's own Add.
         if let Some(s) = plan.serve {

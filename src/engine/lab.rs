@@ -85,6 +85,8 @@ pub struct Lab {
     entries: Vec<Entry>,
     /// Shared: the engine hands it to a frontend that records it without a copy.
     last: Option<Arc<Sample>>,
+    /// Its key among the Labs whose live workloads the exit hook kills (engine/live.rs).
+    live_key: u64,
 }
 
 impl Lab {
@@ -94,6 +96,11 @@ impl Lab {
 
     /// A Lab reading another /proc and /sys (tests).
     pub(crate) fn with_config(interval: Duration, cfg: ProbeConfig) -> Result<Lab> {
+        // Stopped by a signal, its workloads and their cgroups go too, in any process that
+        // drives it (a test binary as well as schedlab's commands).
+        crate::sys::exit::lifeline::install_signals();
+        super::live::install_exit_hook();
+        static LABS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let mut lab = Lab {
             probe: Probe::new(cfg)?,
             model: Model::new(),
@@ -106,6 +113,7 @@ impl Lab {
             next_id: 1,
             entries: Vec::new(),
             last: None,
+            live_key: LABS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         lab.set_interval(interval);
         Ok(lab)
@@ -144,11 +152,19 @@ impl Lab {
         }
         let name = entry.decl.name.clone();
         self.entries.push(entry);
-        if let Err(err) = self.knob_new_attached(id) {
+        let knobbed = self.knob_new_attached(id);
+        if knobbed.is_err() {
             self.entries.retain(|e| e.id != id);
-            return Err(err.context(name));
         }
+        self.publish_live();
+        knobbed.map_err(|err| err.context(name))?;
         Ok(id)
+    }
+
+    /// Tells the exit hook which of its workloads are live: after every change, so that a
+    /// signal at any moment finds them.
+    fn publish_live(&self) {
+        super::live::publish(self.live_key, self.live_groups());
     }
 
     /// Watches an existing process that schedlab did not start, with its threads and its
@@ -177,6 +193,7 @@ impl Lab {
                 e.life = Life::Stopped;
             }
         }
+        self.publish_live();
     }
 
     /// Stops it if running and starts it again with its current declaration (knobs).
@@ -191,7 +208,9 @@ impl Lab {
             run.stop(STOP_GRACE);
         }
         e.running = None;
-        start(e, &proc_root)?;
+        let started = start(e, &proc_root);
+        self.publish_live();
+        started?;
         self.knob_new_attached(id)
     }
 
@@ -273,6 +292,7 @@ impl Lab {
             // Its knobs failed: the row says why (knob_new_attached set it).
             let _ = self.knob_new_attached(id);
         }
+        self.publish_live();
 
         if self.sampler_promoted.is_none() {
             // The thread that ticks is the sampler: make it prompt where the machine allows.
@@ -583,6 +603,7 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // The workloads are stopped here; a signal meanwhile finds them all the same.
         for e in &mut self.entries {
             if let Some(run) = e.running.as_mut() {
                 run.stop(Duration::from_millis(100));
@@ -590,6 +611,7 @@ impl Drop for Lab {
             e.running = None;
             detach(e);
         }
+        super::live::forget(self.live_key);
     }
 }
 

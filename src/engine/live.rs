@@ -14,15 +14,17 @@ use crate::model::Frame;
 use crate::scenario::WorkloadDecl;
 use crate::sys::kernel::cgroup;
 
-/// What the exit hook kills when the dashboard is ended by a signal or a panic, while the
-/// engine thread may be busy: kept up to date after every command.
-pub(super) static LIVE: Mutex<Vec<LiveGroup>> = Mutex::new(Vec::new());
+/// What the exit hook kills when the process is ended by a signal or a panic, while the Lab
+/// that started them may be busy: each Lab's live workloads, by the Lab's key, kept up to date
+/// by the Lab itself after every change and sample (a test binary runs several Labs at once).
+static LIVE: Mutex<Vec<(u64, Vec<LiveGroup>)>> = Mutex::new(Vec::new());
 
-/// Registers the exit hook that kills every live workload (lifeline runs it on SIGTERM,
-/// SIGHUP, SIGINT and panics). A SIGKILL of the dashboard leaves it to the supervisor's
-/// lifeline pipe: each workload gets SIGTERM when the pipe's writer, us, is gone.
+/// Registers, once, the exit hook that kills every live workload (lifeline runs it on
+/// SIGTERM, SIGHUP, SIGINT and panics). A SIGKILL leaves it to the supervisor's lifeline
+/// pipe: each workload gets SIGTERM when the pipe's writer, us, is gone. Every Lab calls it.
 pub(crate) fn install_exit_hook() {
-    crate::sys::exit::lifeline::on_exit(kill_live_groups);
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| crate::sys::exit::lifeline::on_exit(kill_live_groups));
 }
 
 fn kill_live_groups() {
@@ -31,6 +33,7 @@ fn kill_live_groups() {
         Err(std::sync::TryLockError::Poisoned(p)) => std::mem::take(&mut *p.into_inner()),
         Err(std::sync::TryLockError::WouldBlock) => return,
     };
+    let groups: Vec<LiveGroup> = groups.into_iter().flat_map(|(_, g)| g).collect();
     if groups.is_empty() {
         return;
     }
@@ -50,17 +53,25 @@ pub(crate) fn live_workloads() -> Vec<(u32, String)> {
     LIVE.lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
+        .flat_map(|(_, groups)| groups)
         .map(|g| (g.pgid, g.name.clone()))
         .collect()
 }
 
-/// Tells the exit hook which workloads are live now (the engine thread after every command
-/// and sample; `run` after every sample).
-pub(crate) fn publish_live(backend: &dyn Backend) {
-    let groups = backend.live_groups();
-    if let Ok(mut live) = LIVE.lock() {
-        *live = groups;
+/// Tells the exit hook which workloads the Lab keyed `lab` has live now.
+pub(super) fn publish(lab: u64, groups: Vec<LiveGroup>) {
+    let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    match live.iter_mut().find(|(key, _)| *key == lab) {
+        Some(entry) => entry.1 = groups,
+        None => live.push((lab, groups)),
     }
+}
+
+/// Forgets the Lab keyed `lab`: it stopped its workloads itself.
+pub(super) fn forget(lab: u64) {
+    LIVE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|(key, _)| *key != lab);
 }
 
 /// The real engine: the Lab, with live knobs wired in. The Lab itself learns a workload's
@@ -183,8 +194,11 @@ impl Backend for Lab {
     fn sample(&self) -> Option<std::sync::Arc<crate::probe::Sample>> {
         self.shared_sample()
     }
+}
 
-    fn live_groups(&self) -> Vec<LiveGroup> {
+impl Lab {
+    /// The process groups and cgroup directories of every live workload, for the exit path.
+    pub(super) fn live_groups(&self) -> Vec<LiveGroup> {
         self.workloads()
             .iter()
             .filter_map(|w| Some((w, self.running(w.id)?)))

@@ -116,8 +116,6 @@ pub trait Backend: Send {
     fn next_due(&self) -> Option<std::time::Instant> {
         None
     }
-    /// The process groups and cgroup directories of every live workload, for the exit path.
-    fn live_groups(&self) -> Vec<LiveGroup>;
     /// Some for a replay of a recording; a live run has no position to show.
     fn replay_status(&self) -> Option<ReplayStatus> {
         None

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::engine::{Backend, LiveGroup, Playback, ReplayStatus};
+use crate::engine::{Backend, Playback, ReplayStatus};
 use crate::knobs::Knobs;
 use crate::model::Frame;
 use crate::record::recording::Replay;
@@ -69,9 +69,6 @@ impl Backend for ReplayBackend {
         }
         self.started = true;
         self.replay.current().clone()
-    }
-    fn live_groups(&self) -> Vec<LiveGroup> {
-        Vec::new()
     }
     fn replay_status(&self) -> Option<ReplayStatus> {
         Some(ReplayStatus {

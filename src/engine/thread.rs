@@ -7,7 +7,6 @@
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::live::{publish_live, LIVE};
 use super::{Backend, Command, Event};
 
 /// A Backend and how it is driven.
@@ -63,7 +62,6 @@ impl Engine {
                     {
                         break;
                     }
-                    publish_live(backend.as_ref());
                     // Keep to the grid; after a long stall start afresh instead of bursting.
                     next += interval;
                     if next < Instant::now() {
@@ -89,7 +87,6 @@ impl Engine {
                 }
                 cmd => answer(backend.as_mut(), cmd),
             };
-            publish_live(backend.as_ref());
             if !reply.into_iter().all(&mut sink) {
                 break;
             }
@@ -167,19 +164,15 @@ fn answer(backend: &mut dyn Backend, cmd: Command) -> Vec<Event> {
     }
 }
 
-/// Dropping the backend stops every workload and removes their cgroups; the exit hook then
-/// has nothing left to kill.
+/// Dropping the backend stops every workload and removes their cgroups; a Lab then tells
+/// the exit hook it has nothing left to kill.
 fn stop(backend: Box<dyn Backend>) {
     drop(backend);
-    if let Ok(mut live) = LIVE.lock() {
-        live.clear();
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::LiveGroup;
     use crate::knobs::Knobs;
     use crate::model::Frame;
     use crate::scenario::{Scenario, WorkloadDecl};
@@ -222,9 +215,6 @@ mod tests {
                 t: self.ticks as f64,
                 ..Frame::default()
             }
-        }
-        fn live_groups(&self) -> Vec<LiveGroup> {
-            Vec::new()
         }
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Every command calls [`install`] first. Then SIGINT, SIGTERM and SIGHUP, and a panic on any
 //! thread, run the registered clean-up hooks (restore the terminal, kill children, ...), remove
-//! every SysV object the process made, and exit. A supervised workload (one the dashboard,
+//! every SysV object the process made, and exit. A Lab driven in-process elsewhere (a test
+//! binary) installs the signal part alone ([`install_signals`]). A supervised workload (one the dashboard,
 //! `run` or contest started) is also the leader of its own process group, and takes that whole
 //! group with it, so a fork loop's children or hackbench's 400 processes cannot outlive it.
 //!
@@ -40,6 +41,33 @@ pub(crate) fn on_exit(hook: impl Fn() + Send + 'static) {
 pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        install_signals();
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::process::id() != INSTALLER.load(Ordering::Relaxed) {
+                // A forked child without exec: report, then leave without the parent's exits.
+                previous(info);
+                // SAFETY: _exit ends this forked child at once, without the parent's exit handlers,
+                // which are not its own.
+                unsafe { libc::_exit(101) };
+            }
+            ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
+            // Hooks first: the dashboard's restores the terminal, or the message is lost
+            // with the alternate screen.
+            run_hooks();
+            previous(info);
+            finish(101);
+        }));
+    });
+}
+
+/// Installs the signal thread alone: SIGINT, SIGTERM and SIGHUP run the clean-up hooks and
+/// exit. Idempotent. Every Lab installs it, so that a process that drives one in-process (a
+/// test binary, whose panics are its own to report) kills its workloads and removes their
+/// cgroups when it is stopped.
+pub(crate) fn install_signals() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
         INSTALLER.store(std::process::id(), Ordering::Relaxed);
         match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
             Ok(mut signals) => {
@@ -57,22 +85,6 @@ pub fn install() {
             }
             Err(err) => crate::errln!("schedlab: warning: cannot catch signals: {err}"),
         }
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if std::process::id() != INSTALLER.load(Ordering::Relaxed) {
-                // A forked child without exec: report, then leave without the parent's exits.
-                previous(info);
-                // SAFETY: _exit ends this forked child at once, without the parent's exit handlers,
-                // which are not its own.
-                unsafe { libc::_exit(101) };
-            }
-            ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
-            // Hooks first: the dashboard's restores the terminal, or the message is lost
-            // with the alternate screen.
-            run_hooks();
-            previous(info);
-            finish(101);
-        }));
     });
 }
 
