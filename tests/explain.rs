@@ -93,17 +93,7 @@ fn left_behind() -> (usize, usize) {
             })
         })
         .count();
-    let groups = [
-        "/sys/fs/cgroup",
-        "/sys/fs/cgroup/cpu",
-        "/sys/fs/cgroup/cpuacct",
-    ]
-    .iter()
-    .filter_map(|d| std::fs::read_dir(d).ok())
-    .flat_map(|d| d.flatten())
-    .filter(|e| e.file_name().to_string_lossy().starts_with("schedlab-"))
-    .count();
-    (procs, groups)
+    (procs, common::schedlab_cgroups().len())
 }
 
 /// The fork loop and four reference-job workers pinned to CPU 0 in one session: the loop gets

@@ -255,17 +255,13 @@ fn lab_ticking_until_stopped() {
 /// The cgroups process `pid`'s Lab made (`schedlab-PID-...`), in any of the hierarchies.
 fn cgroups_of(pid: u32) -> Vec<std::path::PathBuf> {
     let prefix = format!("schedlab-{pid}-");
-    [
-        "/sys/fs/cgroup",
-        "/sys/fs/cgroup/cpu",
-        "/sys/fs/cgroup/cpuacct",
-    ]
-    .iter()
-    .filter_map(|d| std::fs::read_dir(d).ok())
-    .flat_map(|d| d.flatten())
-    .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-    .map(|e| e.path())
-    .collect()
+    common::schedlab_cgroups()
+        .into_iter()
+        .filter(|g| {
+            g.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        })
+        .collect()
 }
 
 /// A process that drives a Lab in-process (this test binary) and is stopped by SIGTERM, as

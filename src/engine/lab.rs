@@ -257,8 +257,11 @@ impl Lab {
         let now = Instant::now();
         let proc_root = self.probe.config().proc_root.clone();
         let mut attached_now = Vec::new();
+        // A workload started, stopped or ended: the exit hook's list changes.
+        let mut changed = false;
         for e in &mut self.entries {
             if e.life == Life::Pending && now >= e.start_at {
+                changed = true;
                 match start(e, &proc_root) {
                     Err(err) => e.life = Life::Failed(format!("{err:#}")),
                     Ok(()) if e.attached.is_some() => attached_now.push(e.id),
@@ -267,6 +270,7 @@ impl Lab {
             }
             if let Some(at) = e.stop_at {
                 if now >= at {
+                    changed = true;
                     if let Some(run) = e.running.as_mut() {
                         run.stop(STOP_GRACE);
                     }
@@ -278,6 +282,7 @@ impl Lab {
             }
             if let Some(run) = e.running.as_mut() {
                 if let Some(status) = run.poll_exit() {
+                    changed = true;
                     e.life = Life::Done(exit_code(status));
                     e.running = None;
                     if status.code() != Some(0) {
@@ -292,7 +297,9 @@ impl Lab {
             // Its knobs failed: the row says why (knob_new_attached set it).
             let _ = self.knob_new_attached(id);
         }
-        self.publish_live();
+        if changed {
+            self.publish_live();
+        }
 
         if self.sampler_promoted.is_none() {
             // The thread that ticks is the sampler: make it prompt where the machine allows.

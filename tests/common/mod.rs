@@ -105,6 +105,22 @@ pub fn scenario_in_tempdir(name: &str, text: &str) -> (tempfile::TempDir, PathBu
     (dir, path)
 }
 
+/// Every cgroup schedlab made (`schedlab-...`) in the hierarchies it uses (v2's root, v1's cpu
+/// and cpuacct), whoever made it.
+pub fn schedlab_cgroups() -> Vec<PathBuf> {
+    [
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/cpu",
+        "/sys/fs/cgroup/cpuacct",
+    ]
+    .iter()
+    .filter_map(|d| std::fs::read_dir(d).ok())
+    .flat_map(|d| d.flatten())
+    .filter(|e| e.file_name().to_string_lossy().starts_with("schedlab-"))
+    .map(|e| e.path())
+    .collect()
+}
+
 /// A kernel setting from /proc/sys, by its sysctl name ("kernel.msgmni").
 pub fn sysctl(name: &str) -> u64 {
     let path = format!("/proc/sys/{}", name.replace('.', "/"));
