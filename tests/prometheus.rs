@@ -322,7 +322,11 @@ fn prometheus_rate_of_the_cpu_counter_agrees_with_the_run() {
             .workloads
             .iter()
             .find(|w| w.name == name)
-            .and_then(|w| w.metrics.iter().find(|m| m.metric == Metric::CpuReceived))
+            .and_then(|w| {
+                w.metrics
+                    .iter()
+                    .find(|m| m.what.metric == Metric::CpuReceived)
+            })
             .unwrap_or_else(|| panic!("{name} in the run's results"))
             .summary
             .mean;

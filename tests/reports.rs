@@ -264,13 +264,13 @@ fn the_per_repeat_csv_reads_back_into_the_same_figures() {
     let mut expected = 0;
     for w in &r.workloads {
         for m in &w.metrics {
-            let runs = runs_of(&w.name, m.metric.name());
-            assert_eq!(runs, &m.runs, "exact doubles: {}", m.metric.name());
+            let runs = runs_of(&w.name, m.what.metric.name());
+            assert_eq!(runs, &m.runs, "exact doubles: {}", m.what.metric.name());
             assert_eq!(stats(runs).summary, m.summary);
             expected += 1;
         }
         for f in w.latency.iter().flat_map(|l| &l.figures) {
-            let runs = runs_of(&w.name, f.figure.gate_name());
+            let runs = runs_of(&w.name, f.what.figure.gate_name());
             assert_eq!(runs, &f.runs);
             assert_eq!(stats(runs).summary, f.summary);
             expected += 1;

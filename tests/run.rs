@@ -76,13 +76,15 @@ fn json_output_follows_the_schema_and_gives_the_spread() {
         ("spin", "command")
     );
     assert!(
-        spin.metrics.iter().all(|m| m.metric != Metric::Throughput),
+        spin.metrics
+            .iter()
+            .all(|m| m.what.metric != Metric::Throughput),
         "a command has no counters, so no throughput"
     );
     let cpu = spin
         .metrics
         .iter()
-        .find(|m| m.metric == Metric::CpuReceived)
+        .find(|m| m.what.metric == Metric::CpuReceived)
         .unwrap();
     assert_eq!(cpu.runs.len(), 3);
     assert!(cpu.summary.mean > 0.0, "a shell loop spins: {cpu:?}");
@@ -354,7 +356,10 @@ fn every_preset_runs_two_seconds_headless() {
                 assert!(w.metrics.is_empty(), "{name}: {} was not due yet", w.name);
                 continue;
             }
-            let cpu = w.metrics.iter().find(|m| m.metric == Metric::CpuReceived);
+            let cpu = w
+                .metrics
+                .iter()
+                .find(|m| m.what.metric == Metric::CpuReceived);
             assert!(
                 cpu.is_some_and(|m| m.summary.mean > 0.0),
                 "{name}: workload {} received no CPU",
@@ -430,7 +435,7 @@ fn results_carry_a_ping_pong_s_latency_and_its_p50_agrees_with_its_mean_round_tr
     let mean_of = |metric: Metric| {
         w.metrics
             .iter()
-            .find(|m| m.metric == metric)
+            .find(|m| m.what.metric == metric)
             .unwrap_or_else(|| panic!("{metric:?} in {:?}", w.metrics))
             .summary
             .mean

@@ -125,7 +125,7 @@ fn output_round_trips_through_the_strict_reader() {
     assert_eq!(back, r);
     let m = &back.workloads[0].metrics[0];
     assert_eq!(m.runs.len(), 2);
-    assert_eq!(m.unit, "unit/s");
+    assert_eq!(m.what.unit, "unit/s");
     assert!(m.summary.std_dev.unwrap() > 0.0);
     assert!(
         m.summary.ci95_low.unwrap() < m.summary.mean

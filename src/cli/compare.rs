@@ -308,7 +308,7 @@ fn pair_latency(wa: &WorkloadResult, wb: &WorkloadResult, candidate: usize, c: &
             continue;
         };
         for fa in &la.figures {
-            let Some(fb) = lb.figure(fa.figure) else {
+            let Some(fb) = lb.figure(fa.what.figure) else {
                 continue;
             };
             let test = rank::mann_whitney(&fa.runs, &fb.runs);
@@ -322,7 +322,7 @@ fn pair_latency(wa: &WorkloadResult, wb: &WorkloadResult, candidate: usize, c: &
                 candidate,
                 workload: wa.name.clone(),
                 unit: la.unit.clone(),
-                figure: fa.figure,
+                figure: fa.what.figure,
                 against: Against::new(sa, sb),
                 rank_test: test,
                 verdict,
@@ -343,7 +343,7 @@ fn pair(base: &RunResults, other: &RunResults, candidate: usize, c: &mut Compari
             continue;
         };
         for ma in &wa.metrics {
-            let Some(mb) = wb.metrics.iter().find(|m| m.metric == ma.metric) else {
+            let Some(mb) = wb.metrics.iter().find(|m| m.what.metric == ma.what.metric) else {
                 continue;
             };
             let (sa, sb) = (ma.summary.clone(), mb.summary.clone());
@@ -356,9 +356,9 @@ fn pair(base: &RunResults, other: &RunResults, candidate: usize, c: &mut Compari
             c.rows.push(Row {
                 candidate,
                 workload: wa.name.clone(),
-                metric: ma.metric,
-                unit: ma.unit.clone(),
-                better: ma.metric.better(),
+                metric: ma.what.metric,
+                unit: ma.what.unit.clone(),
+                better: ma.what.metric.better(),
                 against: Against::new(sa, sb),
                 welch,
                 verdict,

@@ -12,6 +12,37 @@ pub(crate) const CONFIDENCE: f64 = 0.95;
 /// several percent from run to run, so a difference smaller than that spread means nothing.
 pub(crate) const NOISY_CV: f64 = 0.05;
 
+/// One figure across repeats: what it is (`what`: a metric's name and unit, a latency
+/// figure's name), the value of each repeat, and their statistics, all written as fields of
+/// one object. Every metric and latency figure of a results file is one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spread<K> {
+    #[serde(flatten)]
+    pub what: K,
+    /// The value of each repeat that measured it, in order.
+    pub runs: Vec<f64>,
+    /// Their statistics (n, mean, std_dev, min, max, ci95_low, ci95_high, cv), written as
+    /// fields of this object.
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Present when the figure should not be trusted, saying why.
+    pub warning: Option<String>,
+}
+
+impl<K> Spread<K> {
+    /// `what` across these values; None without any.
+    pub fn of(what: K, runs: Vec<f64>) -> Option<Self> {
+        let summary = summarize(&runs)?;
+        Some(Spread {
+            what,
+            warning: summary.noise().map(|n| n.to_string()),
+            runs,
+            summary,
+        })
+    }
+}
+
 /// A metric over n repeats.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::latency::Distribution;
-use crate::model::stats::{self, Summary};
+use crate::model::stats::{self, Spread, Summary};
 use crate::probe::{LatencySample, Sample};
 
 /// The first second of a repeat is not its steady part: the first forks, connections and
@@ -221,31 +221,19 @@ impl LatencyFigures {
     }
 }
 
-/// One figure across the repeats that timed something: each repeat's value and their
-/// statistics, as the other metrics have them.
+/// Which latency figure it is.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FigureResult {
+pub struct FigureKey {
     pub figure: Figure,
-    /// The figure of each repeat with something timed, in order.
-    pub runs: Vec<f64>,
-    /// Their statistics (n, mean, std_dev, min, max, ci95_low, ci95_high, cv), written as
-    /// fields of this object.
-    #[serde(flatten)]
-    pub summary: Summary,
-    /// Present when the figure should not be trusted, saying why.
-    pub warning: Option<String>,
 }
+
+/// One figure across the repeats that timed something, as the other metrics have it.
+pub type FigureResult = Spread<FigureKey>;
 
 impl FigureResult {
     fn new(figure: Figure, runs: Vec<f64>) -> Option<Self> {
-        let summary = stats::summarize(&runs)?;
-        Some(FigureResult {
-            figure,
-            warning: summary.noise().map(|n| n.to_string()),
-            runs,
-            summary,
-        })
+        Spread::of(FigureKey { figure }, runs)
     }
 }
 
@@ -293,7 +281,7 @@ impl LatencyResult {
     }
 
     pub fn figure(&self, f: Figure) -> Option<&FigureResult> {
-        self.figures.iter().find(|r| r.figure == f)
+        self.figures.iter().find(|r| r.what.figure == f)
     }
 }
 
@@ -337,7 +325,7 @@ pub(crate) fn text_rows(all: &[LatencyResult]) -> Vec<(String, String, Summary)>
     all.iter()
         .flat_map(|l| {
             l.figures.iter().map(|f| {
-                let name = format!("{} {}", f.figure.label(), l.unit);
+                let name = format!("{} {}", f.what.figure.label(), l.unit);
                 (format!("{name} (µs)"), name, f.summary.clone())
             })
         })

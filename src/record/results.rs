@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::model::stats::{self, Noise, Summary, CONFIDENCE, NOISY_CV};
+use crate::model::stats::{self, Noise, Spread, Summary, CONFIDENCE, NOISY_CV};
 use crate::model::{Frame, WorkloadState};
 use crate::record::latency::{self, LatencyResult, RepeatLatency};
 pub use crate::record::machine::{Host, SchedSetting};
@@ -174,32 +174,22 @@ pub struct ScenarioInfo {
     pub content: Option<String>,
 }
 
-/// One metric of one workload across repeats.
+/// Which metric a workload's figure is, and in what unit.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MetricResult {
+pub struct MetricKey {
     pub metric: Metric,
     pub unit: String,
-    /// The value of each repeat, in order (time-weighted mean over the repeat).
-    pub runs: Vec<f64>,
-    /// Their statistics (n, mean, std_dev, min, max, ci95_low, ci95_high, cv), written as
-    /// fields of this object.
-    #[serde(flatten)]
-    pub summary: Summary,
-    /// Present when the figure should not be trusted, saying why.
-    pub warning: Option<String>,
 }
+
+/// One metric of one workload across repeats (each repeat's value is the time-weighted mean
+/// over the repeat).
+pub type MetricResult = Spread<MetricKey>;
 
 impl MetricResult {
     pub fn new(metric: Metric, ops_unit: &str, runs: Vec<f64>) -> Option<Self> {
-        let summary = stats::summarize(&runs)?;
-        Some(MetricResult {
-            metric,
-            unit: metric.unit(ops_unit),
-            warning: summary.noise().map(|n| n.to_string()),
-            runs,
-            summary,
-        })
+        let unit = metric.unit(ops_unit);
+        Spread::of(MetricKey { metric, unit }, runs)
     }
 }
 
@@ -463,8 +453,8 @@ impl RunResults {
                 csv_row(
                     &mut out,
                     w,
-                    m.metric.name(),
-                    &m.unit,
+                    m.what.metric.name(),
+                    &m.what.unit,
                     &m.summary,
                     &m.warning,
                 );
@@ -473,7 +463,7 @@ impl RunResults {
             for l in &w.latency {
                 for f in &l.figures {
                     let unit = format!("µs ({})", l.unit);
-                    let name = f.figure.gate_name();
+                    let name = f.what.figure.gate_name();
                     csv_row(&mut out, w, name, &unit, &f.summary, &f.warning);
                 }
             }
@@ -509,12 +499,12 @@ impl RunResults {
         };
         for w in &self.workloads {
             for m in &w.metrics {
-                rows(w, m.metric.name(), &m.unit, &m.runs);
+                rows(w, m.what.metric.name(), &m.what.unit, &m.runs);
             }
             for l in &w.latency {
                 for f in &l.figures {
                     let unit = format!("µs ({})", l.unit);
-                    rows(w, f.figure.gate_name(), &unit, &f.runs);
+                    rows(w, f.what.figure.gate_name(), &unit, &f.runs);
                 }
             }
         }
@@ -561,8 +551,8 @@ impl RunResults {
                 .metrics
                 .iter()
                 .map(|m| {
-                    let label = format!("{} ({})", m.metric.name(), m.unit);
-                    (label, m.metric.name().to_owned(), m.summary.clone())
+                    let label = format!("{} ({})", m.what.metric.name(), m.what.unit);
+                    (label, m.what.metric.name().to_owned(), m.summary.clone())
                 })
                 .collect();
             rows.extend(latency::text_rows(&w.latency));
