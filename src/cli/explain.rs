@@ -41,8 +41,8 @@ pub struct Args {
     /// The workload to explain (default: the one furthest from its due as it is).
     #[arg(long, value_name = "NAME")]
     pub workload: Option<String>,
-    /// Only these variants (comma-separated): own-session, shared-session, own-cgroup,
-    /// long-lived, batch, unpinned (default: every one that fits the workload here); `none`
+    /// Only these variants (comma-separated): own-session, shared-session, one-group,
+    /// own-cgroup, long-lived, batch, unpinned (default: every one that fits the workload here); `none`
     /// for the scenario as it is and its traced run only.
     #[arg(long, value_name = "KEY", value_delimiter = ',')]
     pub variant: Vec<String>,

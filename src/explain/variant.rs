@@ -1,6 +1,7 @@
 //! The counterfactual variants of a scenario: each changes one thing about the workload being
 //! explained, chosen from what that workload is (its placement, policy, affinity, whether its
-//! tasks are born and gone), and names the scheduler mechanism its outcome speaks for.
+//! tasks are born and gone), or (`one-group`) whether the workloads' sessions stand between
+//! them, and names the scheduler mechanism its outcome speaks for.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +20,9 @@ pub enum Mechanism {
     WakeupPreemption,
     /// The CPUs the workload may use, and who shares them.
     Affinity,
+    /// A group entity between competing tasks: its weight on a CPU is recomputed from its
+    /// tasks' load there as they sleep and wake.
+    GroupEntities,
 }
 
 impl Mechanism {
@@ -28,6 +32,7 @@ impl Mechanism {
             Mechanism::NewTaskPlacement => "new-task placement",
             Mechanism::WakeupPreemption => "wakeup preemption",
             Mechanism::Affinity => "its CPU affinity",
+            Mechanism::GroupEntities => "the group entities between the workloads",
         }
     }
 
@@ -44,6 +49,11 @@ impl Mechanism {
                  SCHED_BATCH turns off"
             }
             Mechanism::Affinity => "the tasks it shares its CPUs with decide what it gets",
+            Mechanism::GroupEntities => {
+                "with autogroup each session's tasks compete as one group entity, whose weight \
+                 on a CPU the kernel recomputes from its tasks' load there as they sleep and \
+                 wake; tasks of one session compete one by one"
+            }
         }
     }
 }
@@ -84,9 +94,10 @@ pub struct Variant {
 /// The key that asks for no variant: the scenario as it is and its traced run only.
 pub const NONE: &str = "none";
 
-pub const KEYS: [&str; 6] = [
+pub const KEYS: [&str; 7] = [
     "own-session",
     "shared-session",
+    "one-group",
     "own-cgroup",
     "long-lived",
     "batch",
@@ -168,6 +179,34 @@ pub fn choose(
             &|s| s.workloads[i].knobs.placement = Placement::Shared,
         ),
         _ => {}
+    }
+    // Every workload in the shared session, when another than this one has a session of its
+    // own (this one alone is `shared-session`): no group entity stands between them. Those in
+    // a cgroup of their own stay there (a move would change two things).
+    let others_own_sessions = sc
+        .workloads
+        .iter()
+        .enumerate()
+        .any(|(j, o)| j != i && o.knobs.placement == Placement::OwnSession);
+    if allowed.autogroup
+        && others_own_sessions
+        && !matches!(w.knobs.placement, Placement::Cgroup { .. })
+    {
+        with(
+            "one-group",
+            format!(
+                "{name} and the others in the shared session: one group, no entity between them"
+            ),
+            "one group for all",
+            Mechanism::GroupEntities,
+            &|s| {
+                for o in &mut s.workloads {
+                    if o.knobs.placement == Placement::OwnSession {
+                        o.knobs.placement = Placement::Shared;
+                    }
+                }
+            },
+        );
     }
     if allowed.cgroups && !matches!(w.knobs.placement, Placement::Cgroup { .. }) {
         with(
@@ -282,6 +321,40 @@ mod tests {
             WorkloadKind::CpuHog { threads: 1 }
         );
         assert_eq!(long.scenario.workloads[1].knobs, sc.workloads[1].knobs);
+    }
+
+    #[test]
+    fn workloads_in_sessions_of_their_own_can_share_one_group() {
+        let src = crate::finding::CATALOGUE
+            .iter()
+            .find(|(n, _)| *n == "pingpong-beside-hog")
+            .unwrap()
+            .1;
+        let sc = Scenario::from_toml(src, "pingpong-beside-hog").unwrap();
+        let vs = choose(&sc, "hog", ALL, &[]).unwrap();
+        assert_eq!(
+            keys_of(vs.clone()),
+            [
+                "shared-session",
+                "one-group",
+                "own-cgroup",
+                "batch",
+                "unpinned"
+            ]
+        );
+        let one = vs.iter().find(|v| v.what.key == "one-group").unwrap();
+        assert_eq!(one.what.mechanism, Some(Mechanism::GroupEntities));
+        for (w, was) in one.scenario.workloads.iter().zip(&sc.workloads) {
+            assert_eq!(w.knobs.placement, Placement::Shared, "{}", w.name);
+            assert_eq!(w.kind, was.kind, "nothing else changed");
+        }
+        // Without autogroup a session is no group: no such variant.
+        let no_autogroup = Allowed {
+            cgroups: true,
+            autogroup: false,
+        };
+        let keys = keys_of(choose(&sc, "hog", no_autogroup, &[]).unwrap());
+        assert!(!keys.contains(&"one-group".to_string()), "{keys:?}");
     }
 
     #[test]
