@@ -8,12 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use super::conclusion::{Effect, Outcome};
 use super::evidence::{Delays, OwnerEvidence};
+use super::groups::GroupStanding;
 use super::tracer::Evidence;
 use crate::record::machine::Host;
 use crate::record::text;
 
-/// The report's own version: 2 added the traced run.
-pub const EXPLAIN_SCHEMA_VERSION: u32 = 2;
+/// The report's own version: 2 added the traced run, 3 its group entities' standing.
+pub const EXPLAIN_SCHEMA_VERSION: u32 = 3;
 
 /// A whole explain run.
 #[serde_with::skip_serializing_none]
@@ -146,7 +147,43 @@ fn reading(workload: &str, e: &Evidence) -> Option<String> {
             us(me.first_run.p50_us)
         ));
     }
+    if let Some(mine) = e.groups.iter().find(|g| g.workload == workload) {
+        let others: Vec<String> = e
+            .groups
+            .iter()
+            .filter(|g| g.workload != workload)
+            .map(|g| format!("{}'s {:.0}%", g.workload, eligible_pct(g)))
+            .collect();
+        said.push(format!(
+            "its group entity was eligible in {:.0}% of readings{}",
+            eligible_pct(mine),
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", others.join(", "))
+            }
+        ));
+    }
     (!said.is_empty()).then(|| format!("In the kernel's events, {}.", said.join("; ")))
+}
+
+fn eligible_pct(g: &GroupStanding) -> f64 {
+    100.0 * g.eligible as f64 / g.readings.max(1) as f64
+}
+
+/// One workload's group entity on one line: how often EEVDF held it eligible, and by how much
+/// virtual time it trailed its queue's average (positive: owed).
+fn group_line(g: &GroupStanding) -> String {
+    format!(
+        "  {}'s group entity ({}, weight {:.2}): eligible in {:.0}% of {} readings where it \
+         had tasks queued, virtual lag {:+.1} ms on average (the scheduler's debug table).",
+        g.workload,
+        g.group,
+        g.weight,
+        eligible_pct(g),
+        g.readings,
+        g.lag_ms
+    )
 }
 
 /// The evidence as lines: the reading of `workload`, then each workload's line and the four
@@ -159,6 +196,7 @@ pub fn evidence_lines(workload: &str, e: &Evidence) -> Vec<String> {
         .filter(|o| o.workload)
         .chain(e.owners.iter().filter(|o| !o.workload).take(4));
     out.extend(shown.map(owner_line));
+    out.extend(e.groups.iter().map(group_line));
     out
 }
 
@@ -487,6 +525,24 @@ mod tests {
                         },
                         migrations: 0,
                     }],
+                    groups: vec![
+                        GroupStanding {
+                            workload: "fork_load".into(),
+                            group: "/autogroup-2066".into(),
+                            readings: 64,
+                            eligible: 60,
+                            lag_ms: 2.25,
+                            weight: 1.0,
+                        },
+                        GroupStanding {
+                            workload: "ref-job".into(),
+                            group: "/autogroup-1979".into(),
+                            readings: 64,
+                            eligible: 16,
+                            lag_ms: -4.5,
+                            weight: 0.61,
+                        },
+                    ],
                 }),
                 cost: vec![TracingCost {
                     workload: "fork_load".into(),
@@ -526,6 +582,15 @@ mod tests {
             (
                 &md,
                 "its new tasks (2000/s) first ran after p50 30.5 µs, within a base slice",
+            ),
+            (
+                &md,
+                "its group entity was eligible in 94% of readings (ref-job's 25%)",
+            ),
+            (
+                &md,
+                "ref-job's group entity (/autogroup-1979, weight 0.61): eligible in 25% of 64 \
+                 readings where it had tasks queued, virtual lag -4.5 ms on average",
             ),
         ] {
             assert!(doc.contains(line), "{doc}");

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::evidence::{Ledger, Owner, OwnerEvidence, Resolve};
+use super::groups::{GroupStanding, GroupWatch};
 use crate::probe::{monotonic_ns, thread_cpu_ns};
 use crate::sys::kernel::proc;
 use crate::sys::kernel::tracefs::{Instance, Stamped};
@@ -27,6 +28,9 @@ const WINDOW_NS: u64 = 100_000_000;
 const EVENT_BUDGET: f64 = 100_000.0;
 /// The least share of the time recorded.
 const MIN_DUTY: f64 = 0.05;
+/// How often the scheduler's debug table is read for the group entities' standing (it lists
+/// every task of every CPU: a read costs about a millisecond on a big machine).
+const GROUPS_EVERY_NS: u64 = 250_000_000;
 /// Events this recent wait for the next drain: another CPU's events of the same instants may
 /// not have been read yet.
 const HOLD_BACK_NS: u64 = 5_000_000;
@@ -89,6 +93,10 @@ pub struct Evidence {
     /// EEVDF's base slice here, in µs: the yardstick for a new task's delay to its first run.
     pub base_slice_us: f64,
     pub owners: Vec<OwnerEvidence>,
+    /// Where each workload's group entity stood, from the scheduler's debug table (root with
+    /// debugfs; workloads in a group of their own only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupStanding>,
 }
 
 /// The recording thread; dropping it stops it and removes the instance.
@@ -180,9 +188,20 @@ fn record(
     let mut phase = Phase::Waiting;
     // Events read from the buffers so far (the ledger takes them up to the hold-back).
     let mut read = 0;
+    let mut groups = GroupWatch::default();
+    // When the debug table is next read; None once it proved unreadable.
+    let mut groups_due = Some(0);
     loop {
         let last = stop.load(Ordering::Relaxed);
         let now = monotonic_ns();
+        if started.is_some() && groups_due.is_some_and(|due| now >= due) {
+            let workloads = resolver
+                .workloads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            groups_due = groups.read(&workloads).then_some(now + GROUPS_EVERY_NS);
+        }
         match phase {
             Phase::Waiting | Phase::Off { .. } if last => {}
             Phase::Waiting if go.load(Ordering::Relaxed) => {
@@ -250,6 +269,7 @@ fn record(
         reader_cpu_pct: 100.0 * cpu as f64 / span as f64,
         base_slice_us: crate::probe::host::base_slice_ns(cpus) as f64 / 1e3,
         owners: ledger.report(seconds),
+        groups: groups.report(),
     }
 }
 
