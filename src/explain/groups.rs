@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::probe::parse;
+use crate::sys::kernel::proc;
 use crate::sys::kernel::sched_debug::{self, GroupQueue};
 
 /// One workload's group entity over the reads.
@@ -96,7 +97,7 @@ impl GroupWatch {
 /// controller's hierarchy (or the nearest ancestor the table has), else, in the root group,
 /// its session's autogroup. None for the root group itself: no entity stands for it.
 fn group_of(pid: u32, queues: &[GroupQueue]) -> Option<String> {
-    let cgroup = std::fs::read(format!("/proc/{pid}/cgroup")).ok()?;
+    let cgroup = proc::process_file(pid, "cgroup")?;
     let (mut path, _) = parse::cpu_cgroup(&cgroup)?;
     while path != "/" && !sched_debug::has_group(queues, &path) {
         path = match path.rfind('/') {
@@ -107,7 +108,7 @@ fn group_of(pid: u32, queues: &[GroupQueue]) -> Option<String> {
     if path != "/" {
         return Some(path);
     }
-    let autogroup = std::fs::read(format!("/proc/{pid}/autogroup")).ok()?;
+    let autogroup = proc::process_file(pid, "autogroup")?;
     let (id, _) = parse::autogroup(&autogroup)?;
     let path = format!("/autogroup-{id}");
     sched_debug::has_group(queues, &path).then_some(path)
@@ -122,10 +123,10 @@ mod tests {
         // This test process: a table made up to hold its autogroup finds it there; one
         // without it finds nothing (the root group has no entity).
         let me = std::process::id();
-        let Ok(text) = std::fs::read(format!("/proc/{me}/autogroup")) else {
+        let Some(text) = proc::process_file(me, "autogroup") else {
             return;
         };
-        let cgroup = std::fs::read(format!("/proc/{me}/cgroup")).unwrap();
+        let cgroup = proc::process_file(me, "cgroup").unwrap();
         let in_root = parse::cpu_cgroup(&cgroup).is_some_and(|(p, _)| p == "/");
         let Some((id, _)) = parse::autogroup(&text) else {
             return;

@@ -104,6 +104,11 @@ pub(crate) fn comm(pid: u32) -> Option<String> {
     Some(c.trim_end().to_owned())
 }
 
+/// One of a process's own /proc files (`cgroup`, `autogroup`), whole; None when it is gone.
+pub(crate) fn process_file(pid: u32, name: &str) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/{name}")).ok()
+}
+
 /// Whether `tid` is one of this process's own threads.
 pub(crate) fn own_thread(tid: u32) -> bool {
     std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
