@@ -28,8 +28,8 @@ const WINDOW_NS: u64 = 100_000_000;
 const EVENT_BUDGET: f64 = 100_000.0;
 /// The least share of the time recorded.
 const MIN_DUTY: f64 = 0.05;
-/// How often the scheduler's debug table is read for the group entities' standing (it lists
-/// every task of every CPU: a read costs about a millisecond on a big machine).
+/// How often the scheduler's debug table is read for the group entities' standing: seldom,
+/// since it lists every task of every CPU, so its cost grows with the machine.
 const GROUPS_EVERY_NS: u64 = 250_000_000;
 /// Events this recent wait for the next drain: another CPU's events of the same instants may
 /// not have been read yet.
