@@ -239,7 +239,11 @@ pub fn frames() -> Vec<Frame> {
 pub fn remove_tmux_socket(name: &str) {
     let dir = std::env::var_os("TMUX_TMPDIR").map_or_else(|| "/tmp".into(), PathBuf::from);
     let uid = nix::unistd::getuid();
-    let _ = std::fs::remove_file(dir.join(format!("tmux-{uid}")).join(name));
+    let own = dir.join(format!("tmux-{uid}"));
+    let _ = std::fs::remove_file(own.join(name));
+    // tmux made the directory for its first server; gone with the last socket (remove_dir
+    // leaves a directory that still holds another server's socket).
+    let _ = std::fs::remove_dir(own);
 }
 
 /// A process's name (its comm), empty when it is gone.
