@@ -100,10 +100,7 @@ fn group_of(pid: u32, queues: &[GroupQueue]) -> Option<String> {
     let cgroup = proc::process_file(pid, "cgroup")?;
     let (mut path, _) = parse::cpu_cgroup(&cgroup)?;
     while path != "/" && !sched_debug::has_group(queues, &path) {
-        path = match path.rfind('/') {
-            Some(0) | None => "/".into(),
-            Some(i) => path[..i].into(),
-        };
+        path = sched_debug::parent(&path).to_string();
     }
     if path != "/" {
         return Some(path);

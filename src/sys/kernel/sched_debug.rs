@@ -100,7 +100,7 @@ pub fn parse(text: &str) -> Vec<GroupQueue> {
 }
 
 /// The parent of a group's path ("/autogroup-3" and "/a" → "/", "/a/b" → "/a").
-fn parent(path: &str) -> &str {
+pub fn parent(path: &str) -> &str {
     match path.rfind('/') {
         Some(0) | None => "/",
         Some(i) => &path[..i],
