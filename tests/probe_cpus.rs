@@ -379,10 +379,12 @@ fn a_big_process_on_the_real_kernel_is_taken_in_by_system_calls() {
     for t in &first {
         assert_eq!((t.nice, t.policy), (3, 0), "{t:?}");
         assert_eq!(t.cpus.as_deref(), Some(list.as_str()), "{t:?}");
+        // No stat read; switches only with the sched file the migrations read anyway.
+        assert_eq!(t.state, None, "no stat read: {t:?}");
         assert_eq!(
-            (t.state, t.vol),
-            (None, None),
-            "no stat or status read: {t:?}"
+            t.vol.is_some(),
+            t.migrations.is_some(),
+            "no status read: {t:?}"
         );
     }
     assert_eq!(

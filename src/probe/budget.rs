@@ -55,8 +55,9 @@ pub(super) fn rotation_stride(items: u64, per_sec: u64, gap_ns: u64) -> u32 {
     items.div_ceil(budget).clamp(1, 64) as u32
 }
 
-/// Most per-thread status files read per second, on average. One costs ≈13 µs here in a
-/// sweep (ten times a schedstat read), so this caps status at ≈0.27% of a CPU: with more
+/// Most reads of per-thread switches a second, on average (each a sched file and an affinity
+/// call on the real /proc, else a status file; `task.rs`). A status read cost ≈13 µs here in
+/// a sweep (ten times a schedstat read), so this capped it at ≈0.27% of a CPU: with more
 /// threads than this, switches are read less often than asked (1,000 threads: every 5 s, the
 /// verdict's window). Each sweep has its share of it, and a thread's status is read at its
 /// visit when its own period is up. (250 a second, once every thread's status was read in

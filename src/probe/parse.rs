@@ -20,14 +20,39 @@ pub fn schedstat(buf: &[u8]) -> Option<(u64, u64, u64)> {
     Some((num(it.next()?)?, num(it.next()?)?, num(it.next()?)?))
 }
 
-/// `se.nr_migrations` from a task's sched file (`/proc/PID/task/TID/sched`): how many times it
-/// moved to another CPU. It is among the file's first lines.
-pub fn nr_migrations(buf: &[u8]) -> Option<u64> {
-    buf.split(|&c| c == b'\n').find_map(|line| {
-        let rest = line.strip_prefix(b"se.nr_migrations")?;
-        let colon = rest.iter().position(|&c| c == b':')?;
-        num(rest[colon + 1..].trim_ascii())
-    })
+/// What the probe takes from a task's sched file (`/proc/PID/task/TID/sched`), all among its
+/// first lines: `se.nr_migrations` (how many times it moved to another CPU) and its voluntary
+/// and involuntary switches, the same counters status lists (`p->nvcsw`, `p->nivcsw`), at
+/// three quarters of status's cost here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedCounts {
+    pub migrations: Option<u64>,
+    pub switches: Option<(u64, u64)>,
+}
+
+pub fn sched_counts(buf: &[u8]) -> SchedCounts {
+    let (mut migrations, mut vol, mut invol) = (None, None, None);
+    let field = |line: &[u8], name: &[u8]| -> Option<u64> {
+        let rest = line.strip_prefix(name)?.trim_ascii_start();
+        num(rest.strip_prefix(b":")?.trim_ascii())
+    };
+    for line in buf.split(|&c| c == b'\n') {
+        match line.first() {
+            Some(b's') => migrations = migrations.or_else(|| field(line, b"se.nr_migrations")),
+            Some(b'n') => {
+                vol = vol.or_else(|| field(line, b"nr_voluntary_switches"));
+                invol = invol.or_else(|| field(line, b"nr_involuntary_switches"));
+            }
+            _ => {}
+        }
+        if migrations.is_some() && invol.is_some() {
+            break;
+        }
+    }
+    SchedCounts {
+        migrations,
+        switches: vol.zip(invol),
+    }
 }
 
 #[cfg(test)]
@@ -330,9 +355,37 @@ mod tests {
             se.sum_exec_runtime                          :             0.239245\n\
             se.nr_migrations                             :                   17\n\
             nr_switches                                  :                    1\n";
-        assert_eq!(nr_migrations(text), Some(17));
-        assert_eq!(nr_migrations(b"se.nr_migrations_x : \n"), None);
-        assert_eq!(nr_migrations(b""), None);
+        assert_eq!(sched_counts(text).migrations, Some(17));
+        assert_eq!(
+            sched_counts(b"se.nr_migrations_x : \n"),
+            SchedCounts::default()
+        );
+        assert_eq!(sched_counts(b""), SchedCounts::default());
+    }
+
+    #[test]
+    fn switches_from_a_sched_file_match_status() {
+        // This kernel's file (6.18), and the status of the same task: the same counters.
+        let sched = b"schedlab (4242, #threads: 3)\n\
+            -------------------------------------------------------------------\n\
+            se.exec_start                                :        813976.342705\n\
+            se.sum_exec_runtime                          :             9.000000\n\
+            se.nr_migrations                             :                    3\n\
+            nr_switches                                  :                  126\n\
+            nr_voluntary_switches                        :                  120\n\
+            nr_involuntary_switches                      :                    6\n\
+            se.load.weight                               :              1048576\n";
+        let status =
+            b"Name:\tschedlab\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t6\n";
+        let counts = sched_counts(sched);
+        assert_eq!(counts.migrations, Some(3));
+        assert_eq!(counts.switches, status_switches(status));
+        assert_eq!(counts.switches, Some((120, 6)));
+        // A kernel whose file lacks either count gives none (status is read instead).
+        assert_eq!(
+            sched_counts(b"se.nr_migrations : 1\nnr_voluntary_switches : 2\n").switches,
+            None
+        );
     }
 
     #[test]
