@@ -5,8 +5,6 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::sys::kernel::fdtable::ThreadFile;
-
 /// A file kept open and re-read from offset 0; or, when descriptors run out, a path
 /// reopened each time.
 pub(crate) enum Reader {
@@ -50,11 +48,11 @@ impl Reader {
     }
 
     /// A file read only now and then (a thread's stat, status or sched): kept open as by
-    /// [`Reader::open`] while the limit holds it and the files before it for every watched
-    /// thread, and otherwise opened at each read, leaving the descriptors to the files read
-    /// more often. Not opened here then: a thread gone reads as gone at its first read.
-    pub(crate) fn open_rare(path: PathBuf, file: ThreadFile) -> Result<Reader, ReadErr> {
-        if crate::sys::kernel::fdtable::rare_file_fits(file) {
+    /// [`Reader::open`] while the limit holds every watched thread's files, and otherwise
+    /// opened at each read, leaving the descriptors to the files read at every sweep. Not
+    /// opened here then: a thread gone reads as gone at its first read.
+    pub(crate) fn open_rare(path: PathBuf) -> Result<Reader, ReadErr> {
+        if crate::sys::kernel::fdtable::rare_files_fit() {
             Reader::open(path)
         } else {
             Ok(Reader::Path(path))

@@ -383,7 +383,8 @@ pub struct TaskSample {
     pub slices: u64,
     pub nice: i32,
     pub policy: u32,
-    /// From status, refreshed every `status_every`; None until first read.
+    /// Voluntary and involuntary switches (the sched file, or status where it lacks them),
+    /// refreshed every `status_every`; None until first read.
     #[serialize_always]
     pub vol: Option<u64>,
     #[serialize_always]
@@ -399,7 +400,8 @@ pub struct TaskSample {
     pub state: Option<char>,
     /// The CPU it was last seen on (stat's `processor`).
     pub cpu: Option<u32>,
-    /// The CPUs it may run on (status `Cpus_allowed_list`); None: unknown, taken as all.
+    /// The CPUs it may run on (sched_getaffinity, or status `Cpus_allowed_list`, as the kernel
+    /// lists them); None: unknown, taken as all.
     /// Shared, not owned: a Sample copies every thread's at every sweep, and the list
     /// nearly never changes.
     pub cpus: Option<Arc<str>>,

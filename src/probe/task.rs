@@ -25,7 +25,6 @@ use super::cgroups::{read_cgroup_file, Cgroups};
 use super::parse;
 use super::reader::{classify, read_path, ReadErr, Reader};
 use super::{monotonic_ns, ProcessSample, TaskSample};
-use crate::sys::kernel::fdtable::ThreadFile;
 
 /// Re-list a process's threads at least this often. A change in its thread count re-lists at
 /// the next sweep; this only catches an exit and a birth between two sweeps that left the
@@ -662,11 +661,7 @@ impl TaskState {
         if stat_due {
             if let Some(ts) = self
                 .stat
-                .open(
-                    |p| Reader::open_rare(p, ThreadFile::Stat),
-                    || path("stat"),
-                    Some(notes),
-                )
+                .open(Reader::open_rare, || path("stat"), Some(notes))
                 .and_then(|r| r.read(buf).ok())
                 .and_then(parse::stat)
             {
@@ -728,11 +723,7 @@ impl TaskState {
         now: u64,
         switches: bool,
     ) -> bool {
-        let Some(r) = self.sched.open(
-            |p| Reader::open_rare(p, ThreadFile::Sched),
-            || path("sched"),
-            None,
-        ) else {
+        let Some(r) = self.sched.open(Reader::open_rare, || path("sched"), None) else {
             return false;
         };
         match r.read(buf) {
@@ -872,11 +863,10 @@ impl TaskState {
         now: u64,
         notes: &mut Vec<String>,
     ) -> Result<(), String> {
-        let Some(r) = self.status.open(
-            |p| Reader::open_rare(p, ThreadFile::Status),
-            || path("status"),
-            Some(notes),
-        ) else {
+        let Some(r) = self
+            .status
+            .open(Reader::open_rare, || path("status"), Some(notes))
+        else {
             return Ok(());
         };
         match r.read(buf) {

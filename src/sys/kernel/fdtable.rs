@@ -76,18 +76,8 @@ pub(crate) fn too_near_limit(fd: RawFd) -> bool {
     (fd.max(0) as usize).saturating_add(SPARE) >= limit()
 }
 
-/// The files the probe reads rarely per thread, numbered in the order they are given
-/// descriptors: after schedstat (1), read at every sweep and always kept, by how often they
-/// are read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ThreadFile {
-    /// State, CPU, nice: at status sweeps, and out of turn for a thread that may be starving.
-    Stat = 2,
-    /// Switches and migrations, each thread's once a status period.
-    Sched = 3,
-    /// Switches and allowed CPUs where there is no sched file (another kernel, a fake tree).
-    Status = 4,
-}
+/// Files the probe may keep open per thread: schedstat, stat, status and sched.
+const FILES_PER_THREAD: usize = 4;
 
 /// Threads the probe watches, listed or still to be opened, over every process it keeps.
 static WATCHED: AtomicUsize = AtomicUsize::new(0);
@@ -101,20 +91,21 @@ pub(crate) fn rewatch(old: usize, new: usize) {
     }
 }
 
-/// Whether the limit holds `file` and every file before it for every watched thread, and
-/// [`SPARE`]. When it does not, that file is opened at each read (each of 16,000 threads'
-/// status once a minute), so that schedstat, read at every sweep, keeps a descriptor for every
-/// thread: under a limit of 20,000, four files kept for each of the first 6,300 threads of a
-/// 16,000-thread run had left the other 9,700 to reopen their schedstat at every read, at ten
-/// times the cost. By rank, not all or nothing: under CI's limit of 4,096, 1,000 threads keep
-/// their stat open (read out of turn at every sweep) though not all four files fit, where each
-/// reopening cost about 4 µs beside a 3 µs read.
-pub(crate) fn rare_file_fits(file: ThreadFile) -> bool {
-    fits(WATCHED.load(Relaxed), file as usize, limit())
+/// Whether the limit holds every file of every watched thread and [`SPARE`]. When it does
+/// not, the files read rarely (stat, status and sched, at status sweeps: each of 16,000
+/// threads once a minute) are opened at each read, so that schedstat, read at every sweep,
+/// keeps a descriptor for every thread. Under a limit of 20,000, three files kept for each of
+/// the first 6,300 threads of a 16,000-thread run had left the other 9,700 to reopen their
+/// schedstat at every read, at ten times the cost.
+pub(crate) fn rare_files_fit() -> bool {
+    fits(WATCHED.load(Relaxed), limit())
 }
 
-fn fits(threads: usize, files: usize, limit: usize) -> bool {
-    threads.saturating_mul(files).saturating_add(SPARE) <= limit
+fn fits(threads: usize, limit: usize) -> bool {
+    threads
+        .saturating_mul(FILES_PER_THREAD)
+        .saturating_add(SPARE)
+        <= limit
 }
 
 /// Called with each descriptor the probe opens: past half the table, the helper grows it.
@@ -167,16 +158,13 @@ mod tests {
     #[test]
     fn rare_files_are_kept_only_while_the_limit_holds_every_threads_files() {
         // 16,000 threads under this machine's limit of 20,000: schedstat only.
-        assert!(!fits(16_000, 4, 20_000));
-        assert!(fits(1_000, 4, 20_000));
+        assert!(!fits(16_000, 20_000));
+        assert!(fits(1_000, 20_000));
         // Exactly at the line: four files each and the spare.
-        assert!(fits(1_000, 4, 4 * 1_000 + SPARE));
-        assert!(!fits(1_000, 4, 4 * 1_000 + SPARE - 1));
-        assert!(fits(0, 4, SPARE));
-        assert!(!fits(usize::MAX, 4, usize::MAX - 1));
-        // CI's limit: 1,100 threads keep stat, not sched or status.
-        assert!(fits(1_100, ThreadFile::Stat as usize, 4_096));
-        assert!(!fits(1_100, ThreadFile::Sched as usize, 4_096));
+        assert!(fits(1_000, 4 * 1_000 + SPARE));
+        assert!(!fits(1_000, 4 * 1_000 + SPARE - 1));
+        assert!(fits(0, SPARE));
+        assert!(!fits(usize::MAX, usize::MAX - 1));
     }
 
     #[test]
