@@ -13,6 +13,7 @@
 //! busy and small, within a budget of tasks.
 
 pub mod attach;
+mod attrs;
 mod budget;
 mod cgroups;
 pub mod host;

@@ -18,8 +18,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
+use super::attrs::{allowed_cpus, deadline_bandwidth, sched_attr, CpusMemo};
 use super::budget::{take, SchedReads, StatusReads, Suspects, Turn};
 use super::cgroups::{read_cgroup_file, Cgroups};
 use super::parse;
@@ -167,9 +167,9 @@ pub(super) struct ProcState {
     /// Its threads in the probe's count of watched threads (`fdtable::rewatch`): listed ones,
     /// opened or pending, as of the last listing or opening.
     watched: usize,
-    /// The last allowed-CPU mask a bulk intake found, and its list: a process's threads
-    /// nearly always share one, so 8,000 threads make one string.
-    cpus_memo: Option<(nix::sched::CpuSet, Arc<str>)>,
+    /// The last allowed-CPU mask a system call found for one of its threads (a bulk intake, a
+    /// read of switches), and its list.
+    cpus_memo: CpusMemo,
     /// Its CPU clock's id, found at its first read (read when its threads are read in
     /// rotation).
     cpu_clock: Option<nix::time::ClockId>,
@@ -550,7 +550,7 @@ impl Drop for ProcState {
 fn new_task(
     dir: &Path,
     tid: u32,
-    bulk: Option<&mut Option<(nix::sched::CpuSet, Arc<str>)>>,
+    bulk: Option<&mut CpusMemo>,
     notes: &mut Vec<String>,
 ) -> Option<TaskState> {
     let schedstat = match Reader::open(dir.join(format!("{tid}/schedstat"))) {
@@ -594,26 +594,6 @@ fn bulk_intake(sweep: &Sweep, st: &parse::Stat) -> bool {
     sweep.bulk_intake && st.num_threads as usize >= BULK_INTAKE_THREADS
 }
 
-/// A thread's allowed CPUs as the kernel lists them ("0-3"), by sched_getaffinity: the list of
-/// `memo` when the mask is the same as the last one's.
-fn allowed_cpus(tid: u32, memo: &mut Option<(nix::sched::CpuSet, Arc<str>)>) -> Option<Arc<str>> {
-    let mask = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(tid as i32)).ok()?;
-    if let Some((last, list)) = memo {
-        if *last == mask {
-            return Some(list.clone());
-        }
-    }
-    let mut set = crate::sys::kernel::cpuset::CpuSet::new();
-    for cpu in 0..nix::sched::CpuSet::count() {
-        if mask.is_set(cpu).unwrap_or(false) {
-            set.insert(cpu as u32);
-        }
-    }
-    let list: Arc<str> = set.to_string().into();
-    *memo = Some((mask, list.clone()));
-    Some(list)
-}
-
 impl TaskState {
     /// This sweep's reads of one thread: schedstat always, stat and status when due or
     /// when it may be starving. False: it is gone (or its files are not what they were).
@@ -622,7 +602,7 @@ impl TaskState {
         th: &Thread,
         sweep: &mut Sweep,
         buf: &mut Vec<u8>,
-        cpus_memo: &mut Option<(nix::sched::CpuSet, Arc<str>)>,
+        cpus_memo: &mut CpusMemo,
         notes: &mut Vec<String>,
         problems: &mut Vec<String>,
     ) -> bool {
@@ -762,11 +742,7 @@ impl TaskState {
 
     /// Its allowed CPUs by sched_getaffinity, as status would list them. False when the call
     /// fails (a seccomp filter): status is read instead.
-    fn take_allowed_cpus(
-        &mut self,
-        tid: u32,
-        memo: &mut Option<(nix::sched::CpuSet, Arc<str>)>,
-    ) -> bool {
+    fn take_allowed_cpus(&mut self, tid: u32, memo: &mut CpusMemo) -> bool {
         let Some(list) = allowed_cpus(tid, memo) else {
             return false;
         };
@@ -902,52 +878,4 @@ fn read_group(sweep: &mut Sweep, pid: u32, buf: &mut Vec<u8>) -> Option<String> 
     }
     let text = buf.clone();
     sweep.cgroups.group_of(&text, buf, sweep.now)
-}
-
-/// sched_attr(7): what sched_getattr(2) fills in.
-#[repr(C)]
-#[derive(Default)]
-struct SchedAttr {
-    size: u32,
-    policy: u32,
-    flags: u64,
-    nice: i32,
-    priority: u32,
-    runtime: u64,
-    deadline: u64,
-    period: u64,
-    util_min: u32,
-    util_max: u32,
-}
-
-/// A thread's scheduling attributes, from sched_getattr(2); None when it is gone.
-fn sched_attr(tid: u32) -> Option<SchedAttr> {
-    let mut attr = SchedAttr::default();
-    // Raw syscall: neither libc nor nix wraps sched_getattr.
-    // SAFETY: sched_getattr writes at most `size` bytes (the struct's size, passed as such)
-    // into `attr`, a live, properly aligned value of that size.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_sched_getattr,
-            tid as libc::pid_t,
-            &mut attr as *mut SchedAttr,
-            std::mem::size_of::<SchedAttr>() as u32,
-            0u32,
-        )
-    };
-    (rc == 0).then_some(attr)
-}
-
-/// A SCHED_DEADLINE thread's reserved bandwidth (runtime / period), from sched_getattr(2).
-fn deadline_bandwidth(tid: u32) -> Option<f64> {
-    let attr = sched_attr(tid)?;
-    if attr.runtime == 0 {
-        return None;
-    }
-    let period = if attr.period != 0 {
-        attr.period
-    } else {
-        attr.deadline
-    };
-    (period > 0).then(|| attr.runtime as f64 / period as f64)
 }
