@@ -160,7 +160,7 @@ pub fn main(args: Args) -> Result<()> {
         }
     };
     crate::sys::exit::lifeline::on_exit(kill_tracked);
-    crate::engine::live::install_exit_hook();
+    crate::engine::live_groups::install_exit_hook();
 
     let job_text = match &args.job {
         Some(cmd) => format!("`{cmd}`"),

@@ -98,7 +98,7 @@ pub fn main(args: Args) -> Result<()> {
         ))
         .into());
     }
-    crate::engine::live::install_exit_hook();
+    crate::engine::live_groups::install_exit_hook();
     let mut output = output_file(args.output.as_deref())?;
     let started = machine::now_utc();
     let mut runner = Runner {

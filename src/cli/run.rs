@@ -161,7 +161,7 @@ pub fn main(args: Args) -> Result<()> {
     }
 
     // A signal or a panic kills the workloads and sweeps what they made before we exit.
-    crate::engine::live::install_exit_hook();
+    crate::engine::live_groups::install_exit_hook();
     // Everything that can fail on the user's input fails before any workload starts.
     let mut output = output_file(args.output.as_deref())?;
     let metrics = args

@@ -79,7 +79,7 @@ pub fn main(args: Args) -> Result<()> {
     let scenario = crate::cli::lab_args::lab_scenario(args.scenario.as_deref(), &args.lab)?;
     let interval = Duration::from_millis(args.interval.unwrap_or(scenario.interval_ms));
     let (config, said) = args.serve.config(&args.addr, true)?;
-    crate::engine::live::install_exit_hook();
+    crate::engine::live_groups::install_exit_hook();
     crate::sys::kernel::cgroup::sweep_orphans();
     crate::sys::kernel::cgroup_attached::sweep_orphans();
 

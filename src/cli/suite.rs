@@ -147,7 +147,7 @@ pub fn main(args: Args) -> Result<()> {
             .unwrap_or(QUICK_SECONDS)
     };
     let here = Machine::here();
-    crate::engine::live::install_exit_hook();
+    crate::engine::live_groups::install_exit_hook();
     let mut output = output_file(args.output.as_deref())?;
     let started = machine::now_utc();
     let runnable = findings.iter().filter(|s| unmet(s, here).is_none());

@@ -99,7 +99,7 @@ impl Lab {
         // Stopped by a signal, its workloads and their cgroups go too, in any process that
         // drives it (a test binary as well as schedlab's commands).
         crate::sys::exit::lifeline::install_signals();
-        super::live::install_exit_hook();
+        super::live_groups::install_exit_hook();
         static LABS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let mut lab = Lab {
             probe: Probe::new(cfg)?,
@@ -164,7 +164,7 @@ impl Lab {
     /// Tells the exit hook which of its workloads are live: after every change, so that a
     /// signal at any moment finds them.
     fn publish_live(&self) {
-        super::live::publish(self.live_key, self.live_groups());
+        super::live_groups::publish(self.live_key, self.live_groups());
     }
 
     /// Watches an existing process that schedlab did not start, with its threads and its
@@ -618,7 +618,7 @@ impl Drop for Lab {
             e.running = None;
             detach(e);
         }
-        super::live::forget(self.live_key);
+        super::live_groups::forget(self.live_key);
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod lab;
 pub mod live;
+pub mod live_groups;
 pub mod replay;
 pub mod runs;
 pub(crate) mod schedule;

@@ -42,7 +42,7 @@ impl App {
                 "the kernel's events cannot be recorded here: {why} (tracefs needs root)"
             )),
             Ok(tracer) => {
-                tracer.set_workloads(crate::engine::live::live_workloads());
+                tracer.set_workloads(crate::engine::live_groups::live_workloads());
                 tracer.go();
                 self.notice(format!(
                     "recording the kernel's events for {} s ({name} selected)",
@@ -62,7 +62,7 @@ impl App {
     pub(crate) fn poll_evidence(&mut self) {
         let Some(run) = &self.evidence else { return };
         run.tracer
-            .set_workloads(crate::engine::live::live_workloads());
+            .set_workloads(crate::engine::live_groups::live_workloads());
         if Instant::now() < run.until {
             return;
         }

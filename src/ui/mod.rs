@@ -83,7 +83,7 @@ pub struct ServeOptions {
 /// Runs the dashboard on `scenario` until the person quits.
 pub fn run(scenario: Scenario, interval: Duration, source: Source) -> Result<()> {
     let mut session = terminal::Session::enter()?;
-    crate::engine::live::install_exit_hook();
+    crate::engine::live_groups::install_exit_hook();
     crate::sys::kernel::cgroup::sweep_orphans();
     crate::sys::kernel::cgroup_attached::sweep_orphans();
 
