@@ -347,24 +347,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn migrations_from_a_sched_file() {
-        let text = b"cat (16718, #threads: 1)\n\
-            -------------------------------------------------------------------\n\
-            se.exec_start                                :      16073813.652125\n\
-            se.vruntime                                  :          6495.536963\n\
-            se.sum_exec_runtime                          :             0.239245\n\
-            se.nr_migrations                             :                   17\n\
-            nr_switches                                  :                    1\n";
-        assert_eq!(sched_counts(text).migrations, Some(17));
-        assert_eq!(
-            sched_counts(b"se.nr_migrations_x : \n"),
-            SchedCounts::default()
-        );
-        assert_eq!(sched_counts(b""), SchedCounts::default());
-    }
-
-    #[test]
-    fn switches_from_a_sched_file_match_status() {
+    fn migrations_and_switches_from_a_sched_file() {
         // This kernel's file (6.18), and the status of the same task: the same counters.
         let sched = b"schedlab (4242, #threads: 3)\n\
             -------------------------------------------------------------------\n\
@@ -386,6 +369,11 @@ mod tests {
             sched_counts(b"se.nr_migrations : 1\nnr_voluntary_switches : 2\n").switches,
             None
         );
+        assert_eq!(
+            sched_counts(b"se.nr_migrations_x : \n"),
+            SchedCounts::default()
+        );
+        assert_eq!(sched_counts(b""), SchedCounts::default());
     }
 
     #[test]
