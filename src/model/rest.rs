@@ -127,6 +127,16 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> (RestClaim, u64) {
     // autogroup, beside 30 chat rooms, a nice -10 agent thread woke once a second, ran 4 ms,
     // was preempted and waited 200 to 340 ms: counted whole, its group read `STARVED`.
     let run = task.run_ns.min(t);
+    // Its share of the interval asleep, averaged over every read it is listed at, those it
+    // was asleep at too: averaged only over reads it was runnable at, a daemon's first read
+    // runnable had no history. In CI's root autogroup, beside hackbench, pid 1's agent thread
+    // asleep 80% of its seconds was first runnable at a read after a second it waited 500 ms:
+    // taken for CPU-bound there, it was credited 0.1 s it never wanted, and its group read
+    // `short`.
+    let asleep = t.saturating_sub(run + w.waited);
+    let share = asleep as f64 / t as f64;
+    let usually_asleep = tm.asleep.map_or(share, |a| a + (share - a) * ASLEEP_WEIGHT);
+    tm.asleep = Some(usually_asleep);
     let contended = if task.kthread || task.observer || caught_up {
         0
     } else {
@@ -135,16 +145,12 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> (RestClaim, u64) {
     let (busy, woken_wait, wakeups) = if task.kthread || task.observer || caught_up {
         (task.run_ns.min(t), task.wait_ns.min(t), task.slices as f64)
     } else {
-        let asleep = t.saturating_sub(run + w.waited);
         // Asleep most of the time over its recent reads, it is a sleeper even in an interval
         // whose wait outlasted its sleep: in CI's root autogroup, beside 30 chat rooms at
         // the same level, a tokio worker of pid 1 (nice -10, asleep 80% of its seconds) had
         // seconds of 600 ms waited for 5 ms run, and taken then for CPU-bound it was credited
         // ten times what it ran: its group read `short`. A task starved while CPU-bound
         // sleeps little at any read, and its average says so within a few.
-        let share = asleep as f64 / t as f64;
-        let usually_asleep = tm.asleep.map_or(share, |a| a + (share - a) * ASLEEP_WEIGHT);
-        tm.asleep = Some(usually_asleep);
         // The burst it was preempted in is pending at this read. When it was pending at the
         // last read too, that one was run in this interval, inside `run`: crediting a burst
         // at every read would count one burst more per interval for a task runnable at most
@@ -507,5 +513,27 @@ mod tests {
         a.wait_ns = 900 * MS;
         let cs = claims(&sample(vec![a], vec![]), &mut memo());
         assert!(cs[0].claim.demand > 0.6, "{}", cs[0].claim.demand);
+    }
+
+    #[test]
+    fn seconds_asleep_at_the_read_count_in_how_much_a_task_sleeps() {
+        // CI's root autogroup beside hackbench: pid 1's agent thread ran 5 ms a second and
+        // slept the rest, asleep at three reads; then it waited 550 ms, ran 30 ms, was
+        // preempted and runnable at the read. Its seconds asleep say it is a sleeper: one
+        // burst pending at most (30 ms), not its preempted wait.
+        let mut memo = std::collections::HashMap::new();
+        let mut a = task(1, 105, 5, 2);
+        (a.runnable, a.slices, a.vol, a.invol) = (false, 3, None, None);
+        for _ in 0..3 {
+            let cs = claims(&sample(vec![a.clone()], vec![]), &mut memo);
+            assert_demand(&cs, 0.005);
+        }
+        let mut late = task(1, 105, 30, 550);
+        late.slices = 4;
+        let cs = claims(&sample(vec![late.clone()], vec![]), &mut memo);
+        assert_demand(&cs, 0.060);
+        // Seen first at that read, nothing says it sleeps: its preempted wait is demand.
+        let cs = claims(&sample(vec![late], vec![]), &mut Default::default());
+        assert!(cs[0].claim.demand > 0.5, "{}", cs[0].claim.demand);
     }
 }
