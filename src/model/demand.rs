@@ -48,6 +48,10 @@ pub struct TaskMemo {
     /// over the reads that listed it: what tells a daemon paced by events from a task paced by
     /// the CPU when one interval's long wait hides its sleep (rest.rs).
     pub asleep: Option<f64>,
+    /// On a process's main thread, in the rest of the machine: the wait its seen threads
+    /// wanted and what they ran, per ns of interval, summed over recent reads with decay
+    /// (rest.rs `wait_ratio`).
+    pub process_waits: Option<(f64, f64)>,
 }
 
 /// One task over one interval of `t_ns`.
