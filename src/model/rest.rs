@@ -26,6 +26,9 @@ const ASLEEP_WEIGHT: f64 = 0.25;
 /// estimate, as for a fork loop's children (account::fold_children).
 const MAX_WAIT_RATIO: f64 = 10.0;
 
+/// Switches a task must have made before their kinds say whether it sleeps or is preempted.
+const MIN_SWITCHES: u64 = 100;
+
 /// How much a process's waits at one read weigh at the next (`wait_ratio`).
 const WAITS_DECAY: f64 = 0.5;
 
@@ -172,7 +175,17 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> (RestClaim, u64) {
         // and not run between them, had a second of wait split by its share of preemptions:
         // 0.15 s of CPU it never wanted, and its group read `short` (0.149 for 0.183). A task
         // starved while CPU-bound stops being a sleeper within a few reads of waiting.
-        let w = if asleep > run + w.waited || usually_asleep > 0.5 {
+        //
+        // So is one whose switches, over its life, nearly all ended in a sleep: each of its
+        // runs is a burst paced by a wakeup, however long its wait now. Beside a pipe
+        // ping-pong, a sandbox's agent (128,586 voluntary switches, 456 preemptions) stayed
+        // runnable for four reads, running 9 µs in all after one preemption: taken for a
+        // CPU-bound task starved, it wanted a CPU and its group read `STARVED`. A hog's
+        // switches are mostly preemptions.
+        let mostly_sleeps = tm
+            .switches
+            .is_some_and(|(v, i)| v + i >= MIN_SWITCHES && i * 10 <= v);
+        let w = if asleep > run + w.waited || usually_asleep > 0.5 || mostly_sleeps {
             if run == 0 {
                 demand::Wanted {
                     busy: 0,
@@ -180,6 +193,12 @@ fn task_claim(task: &RestTask, t: u64, tm: &mut TaskMemo) -> (RestClaim, u64) {
                     ..w
                 }
             } else {
+                // Without a sleep since the last read, the burst it was preempted in.
+                let slept = if mostly_sleeps {
+                    slept.filter(|&n| n > 0)
+                } else {
+                    slept
+                };
                 demand::paced(w, run, slept.or(Some(1)), !task.runnable_before)
             }
         } else {
@@ -612,6 +631,39 @@ mod tests {
                 .demand;
         }
         assert!(wanted > 0.4, "{wanted}");
+    }
+
+    #[test]
+    fn a_task_whose_switches_were_nearly_all_sleeps_stays_paced_however_long_it_waits() {
+        // A sandbox's agent beside a pipe ping-pong: runnable at four reads in a row after one
+        // preemption, it ran 0, 0, 0 and 9 µs and waited about a second each time. It wants
+        // at most the burst it was preempted in, and its waits are a delay.
+        let mut memo = std::collections::HashMap::new();
+        let mut a = task(14719, 14719, 0, 1000);
+        (a.runnable_before, a.vol, a.invol) = (true, Some(128_586), Some(456));
+        let cs = claims(&sample(vec![a.clone()], vec![]), &mut memo);
+        assert_demand(&cs, 0.0);
+        (a.vol, a.invol) = (None, None);
+        for _ in 0..2 {
+            let cs = claims(&sample(vec![a.clone()], vec![]), &mut memo);
+            assert_demand(&cs, 0.0);
+        }
+        a.run_ns = 9_000;
+        (a.vol, a.invol, a.slices) = (Some(128_586), Some(457), 1);
+        let cs = claims(&sample(vec![a.clone()], vec![]), &mut memo);
+        assert!(cs[0].claim.demand <= 18e-6, "{}", cs[0].claim.demand);
+        // A hog's switches are preemptions: starved like that, it wants the CPU.
+        let mut hog = a;
+        (hog.vol, hog.invol) = (Some(456), Some(128_586));
+        let mut memo = std::collections::HashMap::new();
+        let mut wanted = 0.0;
+        for _ in 0..4 {
+            wanted = claims(&sample(vec![hog.clone()], vec![]), &mut memo)[0]
+                .claim
+                .demand;
+            hog.invol = hog.invol.map(|i| i + 1);
+        }
+        assert!(wanted > 0.9, "{wanted}");
     }
 
     #[test]
